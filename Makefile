@@ -1,0 +1,42 @@
+# `make test` sets everything up on a fresh Debian machine, then lints and tests.
+# `make demo` runs the lab: fake kube-apiservers behind real HAProxy, measured by the daemon.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SYSDEPS := $(VENV)/.system-deps
+PYTEST_ARGS ?=
+
+.PHONY: test lint unit setup bench clean
+
+test: setup lint unit
+
+setup: $(STAMP) $(SYSDEPS)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(SYSDEPS): scripts/system-deps.sh
+	@mkdir -p $(VENV)
+	scripts/system-deps.sh
+	touch $@
+
+# Static checks only: style, format, strict types of the core, the layer contracts.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict prober/core
+	$(BIN)/lint-imports
+
+unit: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

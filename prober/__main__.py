@@ -1,0 +1,5 @@
+import sys
+
+from prober.cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""`prober` command line: argument parsing only; every command's work lives in its layer.
+
+Each command is a module here with `register(subparsers)`, which adds its parser and sets
+`handler`, a function taking the parsed arguments and returning the exit code:
+0 done, 1 a verdict failed, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from prober import __version__
+
+EXIT_OK = 0
+EXIT_VERDICT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+# Command modules, in the order `--help` lists them.
+COMMANDS: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prober",
+        description=(
+            "Measure how long the load balancers in front of kube-apiserver keep routing "
+            "requests to an apiserver after its /readyz went false."
+        ),
+        epilog="Example: prober --version",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"prober {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"prober.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    code: int = handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The event log codec, schema v1: one JSON object per line, `{"v": 1, "kind": ..., fields...}`.
+
+One generic encoder and decoder serve every record kind: a record's dataclass fields *are* its
+JSON fields, and decoding follows the field annotations (str, int, float, bool, enums, nested
+dataclasses, tuples, mappings, optionals), so adding a field to a model is the whole change.
+Readers are lenient where a crash or a newer writer leaves marks (a truncated last line,
+unknown kinds, unknown fields) and strict where data is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Iterable, Iterator, Mapping
+from enum import Enum
+from typing import Any
+
+from prober.core.models import RECORD_TYPES, Record
+
+SCHEMA_VERSION = 1
+MAX_PROBLEMS_KEPT = 100
+
+_BY_KIND: dict[str, type[Record]] = {cls.KIND: cls for cls in RECORD_TYPES}
+
+
+class EventLogError(ValueError):
+    """A line that is not a valid v1 record."""
+
+
+class UnknownKind(EventLogError):
+    """A record kind this reader does not know (written by a newer version): skipped."""
+
+
+class UnsupportedVersion(EventLogError):
+    """A record from another schema version: the whole log needs another reader."""
+
+
+def encode(record: Record) -> str:
+    """One record as one JSON line, without the newline."""
+    body: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": record.KIND}
+    body.update(_to_json(record))
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError as exc:
+        raise EventLogError(f"{record.KIND}: cannot encode: {exc}") from None
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    return value
+
+
+def decode(line: str | bytes) -> Record:
+    """Parse one line into its record, raising `EventLogError` (or a subclass) on any fault."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise EventLogError(f"not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise EventLogError("not a JSON object")
+    version = obj.get("v")
+    if version != SCHEMA_VERSION:
+        raise UnsupportedVersion(f"schema version {version!r}, this reader knows {SCHEMA_VERSION}")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or kind not in _BY_KIND:
+        raise UnknownKind(f"unknown kind {kind!r}")
+    cls = _BY_KIND[kind]
+    return typing.cast(Record, _from_json(cls, obj, kind))
+
+
+def _from_json(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = (o for o in options if o is not type(None))
+        return _from_json(inner, value, where)
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        _expect(isinstance(value, list), where, "a list", value)
+        return tuple(_from_json(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin in (Mapping, dict):
+        key_tp, val_tp = typing.get_args(tp)
+        _expect(isinstance(value, dict), where, "an object", value)
+        return {
+            _from_json(key_tp, k, where): _from_json(val_tp, v, f"{where}.{k}")
+            for k, v in value.items()
+        }
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_from_json(tp, value, where)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise EventLogError(
+                f"{where}: {value!r} is not one of {[e.value for e in tp]}"
+            ) from None
+    return _scalar(tp, value, where)
+
+
+def _dataclass_from_json(cls: type[Any], value: Any, where: str) -> Any:
+    _expect(isinstance(value, dict), where, "an object", value)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in value:
+            kwargs[f.name] = _from_json(_hints(cls)[f.name], value[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise EventLogError(f"{where}: missing field {f.name!r}")
+    return cls(**kwargs)
+
+
+def _scalar(tp: Any, value: Any, where: str) -> Any:
+    if tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        _expect(ok, where, "a number", value)
+        return float(value)
+    if tp is int:
+        _expect(isinstance(value, int) and not isinstance(value, bool), where, "an integer", value)
+        return value
+    if tp is bool:
+        _expect(isinstance(value, bool), where, "true or false", value)
+        return value
+    if tp is str:
+        _expect(isinstance(value, str), where, "a string", value)
+        return value
+    raise TypeError(f"{where}: the codec does not know type {tp!r}")
+
+
+def _expect(ok: bool, where: str, what: str, value: Any) -> None:
+    if not ok:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        raise EventLogError(f"{where}: expected {what}, got {shown}")
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+class EventLogReader:
+    """Iterate the records of an event log's lines, counting what it had to skip.
+
+    Skipped, never fatal: a truncated last line (a writer killed mid-line), unknown kinds and
+    blank lines. A corrupt line elsewhere is skipped too, unless `strict`, where it raises with
+    its line number. A record of another schema version always raises: guessing is worse.
+    """
+
+    def __init__(
+        self, lines: Iterable[str | bytes], *, source: str = "<lines>", strict: bool = False
+    ):
+        self._lines = lines
+        self._source = source
+        self._strict = strict
+        self.lines = 0
+        self.skipped = 0
+        self.unknown_kinds = 0
+        self.truncated = False
+        self.problems: list[str] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        iterator = iter(self._lines)
+        current = next(iterator, None)
+        while current is not None:
+            following = next(iterator, None)
+            self.lines += 1
+            record = self._decode(current, is_last=following is None)
+            if record is not None:
+                yield record
+            current = following
+
+    def _decode(self, raw: str | bytes, *, is_last: bool) -> Record | None:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        complete = text.endswith("\n")
+        if not text.strip():
+            self._skip("blank line")
+            return None
+        try:
+            return decode(text)
+        except UnsupportedVersion as exc:
+            raise EventLogError(f"{self._source}:{self.lines}: {exc}") from None
+        except UnknownKind as exc:
+            self.unknown_kinds += 1
+            self._skip(str(exc))
+        except EventLogError as exc:
+            if is_last and not complete:
+                self.truncated = True
+                self._skip("truncated last line")
+            elif self._strict:
+                raise EventLogError(f"{self._source}:{self.lines}: {exc}") from None
+            else:
+                self._skip(str(exc))
+        return None
+
+    def _skip(self, reason: str) -> None:
+        self.skipped += 1
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(f"{self._source}:{self.lines}: {reason}")

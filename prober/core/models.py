@@ -1,0 +1,234 @@
+"""The records that travel from the probe to the trackers, the sinks and the event log.
+
+Every record is a frozen dataclass whose fields are exactly the event-log fields of its kind
+(design, "Event log (JSON Lines, schema v1)"), so the codec can be written once for all of them.
+Times: `t` fields are seconds since run start on a monotonic clock (request start for samples);
+`ts` fields are RFC 3339 UTC strings made by whoever read the wall clock.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar
+
+from prober.core.header import ShutdownHeader
+
+
+class ErrorClass(StrEnum):
+    """Why a request did not count as a plain success; also the `result` metric label."""
+
+    TIMEOUT = "timeout"
+    CONNECT_REFUSED = "connect_refused"
+    CONNECTION_RESET = "connection_reset"
+    TLS = "tls"
+    DNS = "dns"
+    GOAWAY = "goaway"  # an HTTP/2 GOAWAY ended the request
+    RETRY_AFTER = "retry_after"  # 429/503 with Retry-After while the server drains
+    HTTP_5XX = "http_5xx"
+    HTTP_4XX = "http_4xx"
+    HEADER_MISSING = "header_missing"  # asked for the shutdown header, got none
+    HEADER_INVALID = "header_invalid"
+    OTHER = "other"
+
+    @property
+    def is_disruption(self) -> bool:
+        """Whether a client saw the request fail. A 2xx whose shutdown header is missing or
+        malformed was served: it costs us the measurement, not the user their request."""
+        return self not in (ErrorClass.HEADER_MISSING, ErrorClass.HEADER_INVALID)
+
+
+class Protocol(StrEnum):
+    HTTP1 = "http1"
+    HTTP2 = "http2"
+
+
+class LB(StrEnum):
+    EXTERNAL = "external-lb"
+    INTERNAL = "internal-lb"
+    SERVICE_NETWORK = "service-network"
+    LOCALHOST = "localhost"
+
+
+class Connection(StrEnum):
+    NEW = "new"
+    REUSED = "reused"
+
+
+class ClosedBy(StrEnum):
+    RECOVERED = "recovered"  # the host answered shutdown=false again
+    TIMEOUT = "timeout"  # delay + grace after it was first seen
+    END = "end"  # the run ended with the window open
+
+
+class StreamNameError(ValueError):
+    """A string that is not `<target>-<protocol>-<lb>-<connection>-connections`."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamId:
+    """target x protocol x LB x connection mode: one independently tracked series of samples."""
+
+    target: str
+    protocol: Protocol
+    lb: LB
+    connection: Connection
+
+    @property
+    def name(self) -> str:
+        return f"{self.target}-{self.protocol}-{self.lb}-{self.connection}-connections"
+
+    @classmethod
+    def parse(cls, name: str) -> StreamId:
+        """Invert `name`; the target may itself contain dashes, so parse from the right."""
+        suffix = "-connections"
+        if not name.endswith(suffix):
+            raise StreamNameError(f"stream name {name!r} does not end in {suffix!r}")
+        head = name[: -len(suffix)]
+        for connection in Connection:
+            for lb in LB:
+                for protocol in Protocol:
+                    tail = f"-{protocol}-{lb}-{connection}"
+                    if head.endswith(tail) and len(head) > len(tail):
+                        return cls(head[: -len(tail)], protocol, lb, connection)
+        raise StreamNameError(
+            f"stream name {name!r} is not <target>-<protocol>-<lb>-<conn>-connections"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    KIND: ClassVar[str] = "run"
+    run_id: str
+    ts: str
+    platform: str
+    streams: tuple[str, ...]
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One request's outcome. `t` is when it was sent, `dur` how long until it ended."""
+
+    KIND: ClassVar[str] = "sample"
+    ts: str
+    t: float
+    dur: float
+    stream: str
+    target: str
+    lb: LB
+    protocol: Protocol
+    connection: Connection
+    reused: bool | None  # observed, not asked for; None when the client could not tell
+    http_version: str | None
+    status: int | None
+    error: ErrorClass | None
+    detail: str
+    shutdown: ShutdownHeader | None
+    audit_id: str
+    local_port: int | None = None
+    peer: str | None = None
+
+    @property
+    def end(self) -> float:
+        return self.t + self.dur
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None and self.error.is_disruption
+
+    @property
+    def late(self) -> bool:
+        """Answered by a server that had already started shutting down."""
+        return self.shutdown is not None and self.shutdown.shutdown
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A closed disruption interval of one stream: first failure to first later success."""
+
+    KIND: ClassVar[str] = "interval"
+    stream: str
+    lb: LB
+    protocol: Protocol
+    connection: Connection
+    start_t: float
+    end_t: float
+    start_ts: str
+    end_ts: str
+    error: ErrorClass
+    detail: str
+    samples: int
+
+    @property
+    def seconds(self) -> float:
+        return self.end_t - self.start_t
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStream:
+    """What one stream saw of one shutdown window."""
+
+    stream: str
+    lb: LB
+    protocol: Protocol
+    connection: Connection
+    late: int
+    max_elapsed: float | None
+    last_late_t: float | None
+    reaction: float | None  # last_late_t - t0; None when the stream saw no late request
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A closed shutdown window of one apiserver, with the per-stream measurements."""
+
+    KIND: ClassVar[str] = "window"
+    host: str
+    node: str | None
+    delay: float
+    first_seen_t: float
+    t0: float
+    t0_lo: float
+    t0_hi: float
+    closed_by: ClosedBy
+    end_t: float
+    streams: tuple[WindowStream, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCounters:
+    stream: str
+    samples: int
+    failures: int
+    late: int
+    disruption_seconds: float
+    results: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Periodic per-stream counters, so a reader knows what was sampled even if not logged."""
+
+    KIND: ClassVar[str] = "summary"
+    ts: str
+    t: float
+    streams: tuple[StreamCounters, ...]
+
+
+Record = RunRecord | Sample | Interval | Window | Summary
+RECORD_TYPES: tuple[type[Record], ...] = (RunRecord, Sample, Interval, Window, Summary)
+
+
+def rfc3339(epoch_seconds: float) -> str:
+    """Wall-clock seconds since the epoch as RFC 3339 UTC with microseconds."""
+    stamp = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """Inverse of `rfc3339`; accepts any offset Python's ISO parser does."""
+    return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,254 @@
+"""Shutdown windows per apiserver, and how long each stream's LB kept routing to it.
+
+A window opens when a host first answers `shutdown=true`, and closes when that host answers
+`shutdown=false` again (it restarted), `delay + grace` after it was first seen, or at the end of
+the run (openshift/origin's rules). Per stream it counts late requests (answered with
+`shutdown=true`), their largest `elapsed`, the last one's send time, and failed requests.
+
+Estimating T0, the instant the host's `/readyz` went false
+-----------------------------------------------------------
+The header's `elapsed` is rounded to whole seconds (Go's `Duration.Round`, halves away from
+zero), so one sample alone places T0 within a second. But we know when every request was sent
+(`t`) and when it ended (`t + dur`), and the server read its clock at some instant `tau` in
+between. Each sample therefore constrains T0:
+
+* `shutdown=true, elapsed=e`: the true elapsed `tau - T0` lies in `[e - 0.5, e + 0.5]` and is
+  never negative, so `T0` lies in `[t - e - 0.5, t + dur - max(e - 0.5, 0)]`.
+* `shutdown=false` from the same host, sent at `t`: the server had not started shutting down
+  at `tau >= t`, so `T0 > t`.
+
+Intersecting every constraint gives `[t0_lo, t0_hi]`, and we report its midpoint as `t0`, which
+minimises the worst-case error. The false-side bound comes from the newest `shutdown=false`
+sent before the window opened and from slow `shutdown=false` answers that arrive after it
+opened but were sent before `t0_hi` (so they cannot come from a restarted server). A
+`shutdown=false` sent at or after `t0_hi` can only come from a new instance: it closes the
+window. With samples every `g` seconds reaching the host, the interval narrows to about
+`2 * (g + dur)`, far below the incumbent's one second, and it shrinks further whenever two
+neighbouring samples straddle a rounding step of `elapsed`.
+
+The per-stream reaction is `last_late_t - t0`: how long after the host went not-ready this
+stream's LB still sent it a request. Its error is at most the stream's sampling gap (the LB may
+have switched any time before the next sample) plus half the width of `[t0_lo, t0_hi]`.
+
+If constraints contradict each other (clock drift, or a restarted server answering within
+`t0_hi`), the false-side bound is dropped first; if the late samples alone disagree, the
+interval collapses to the midpoint of the crossing. A late sample whose own T0 range falls on a
+window already closed for that host is a straggler of that shutdown, not a new one: it is
+counted in `stragglers` and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from prober.core.models import (
+    LB,
+    ClosedBy,
+    Connection,
+    Protocol,
+    Sample,
+    Window,
+    WindowStream,
+)
+
+ROUNDING = 0.5  # elapsed is rounded to whole seconds
+DEFAULT_GRACE = 30.0  # origin closes a window delay + 30 s after first seen
+DEFAULT_FAILURE_LOOKBACK = 600.0  # longer than any platform's graceful termination
+_SAME_SHUTDOWN_SLACK = 1.0  # a restart never comes within a second of the last T0
+
+
+def t0_range(sample: Sample, elapsed: float) -> tuple[float, float]:
+    """Where T0 must lie given one `shutdown=true` sample with this elapsed."""
+    return sample.t - elapsed - ROUNDING, sample.end - max(elapsed - ROUNDING, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowOpened:
+    host: str
+    node: str | None
+    delay: float
+    first_seen_t: float
+    stream: str
+    elapsed: float
+
+
+@dataclass(slots=True)
+class _StreamSeen:
+    late: int = 0
+    max_elapsed: float | None = None
+    last_late_t: float | None = None
+
+
+@dataclass(slots=True)
+class _OpenWindow:
+    host: str
+    delay: float
+    first_seen_t: float
+    late_lo: float = -math.inf
+    late_hi: float = math.inf
+    false_lo: float = -math.inf
+    seen: dict[str, _StreamSeen] = field(default_factory=dict)
+
+    def bounds(self) -> tuple[float, float]:
+        """[t0_lo, t0_hi] from every constraint that does not contradict the late samples."""
+        lo, hi = self.late_lo, self.late_hi
+        if lo > hi:
+            mid = (lo + hi) / 2
+            return mid, mid
+        if self.false_lo <= hi:
+            lo = max(lo, self.false_lo)
+        return lo, hi
+
+    def constrain(self, sample: Sample, elapsed: float) -> None:
+        lo, hi = t0_range(sample, elapsed)
+        self.late_lo = max(self.late_lo, lo)
+        self.late_hi = min(self.late_hi, hi)
+
+
+ShutdownEvent = WindowOpened | Window
+_StreamKey = tuple[LB, Protocol, Connection]
+
+
+class ShutdownTracker:
+    """Shutdown windows for every host, fed every sample of every stream."""
+
+    def __init__(
+        self,
+        grace: float = DEFAULT_GRACE,
+        node_of: Callable[[str], str | None] | None = None,
+        failure_lookback: float = DEFAULT_FAILURE_LOOKBACK,
+    ) -> None:
+        self._grace = grace
+        self._node_of = node_of or (lambda _host: None)
+        self._lookback = failure_lookback
+        self._open: dict[str, _OpenWindow] = {}
+        self._closed_t0: dict[str, tuple[float, float]] = {}
+        self._false_since: dict[str, float] = {}
+        self._streams: dict[str, _StreamKey] = {}
+        self._failures: dict[str, deque[float]] = {}
+        self._now = -math.inf
+        self.stragglers = 0
+
+    @property
+    def open_hosts(self) -> frozenset[str]:
+        return frozenset(self._open)
+
+    def feed(self, sample: Sample) -> list[ShutdownEvent]:
+        self._now = max(self._now, sample.t)
+        self._streams.setdefault(sample.stream, (sample.lb, sample.protocol, sample.connection))
+        events: list[ShutdownEvent] = list(self._close_expired(sample.t))
+        if sample.failed:
+            self._note_failure(sample)
+        header = sample.shutdown
+        if header is None:
+            return events
+        window = self._open.get(header.host)
+        if header.shutdown:
+            events.extend(self._feed_late(sample, window))
+        elif window is None:
+            since = self._false_since.get(header.host, -math.inf)
+            self._false_since[header.host] = max(since, sample.t)
+        elif sample.t >= window.bounds()[1]:
+            events.append(self._close(window, ClosedBy.RECOVERED, sample.t))
+        else:
+            window.false_lo = max(window.false_lo, sample.t)
+        return events
+
+    def close(self, end_t: float) -> list[Window]:
+        """End the run: windows past their deadline close as timeouts, the rest as `end`."""
+        closed = self._close_expired(end_t)
+        closed.extend(self._close(w, ClosedBy.END, end_t) for w in list(self._open.values()))
+        return closed
+
+    def _feed_late(self, sample: Sample, window: _OpenWindow | None) -> list[ShutdownEvent]:
+        assert sample.shutdown is not None
+        header = sample.shutdown
+        events: list[ShutdownEvent] = []
+        if window is None:
+            if self._is_straggler(sample):
+                self.stragglers += 1
+                return events
+            window = _OpenWindow(header.host, header.delay, sample.t)
+            window.false_lo = self._false_since.pop(header.host, -math.inf)
+            self._open[header.host] = window
+            node = self._node_of(header.host)
+            events.append(
+                WindowOpened(
+                    header.host, node, header.delay, sample.t, sample.stream, header.elapsed
+                )
+            )
+        window.first_seen_t = min(window.first_seen_t, sample.t)
+        window.constrain(sample, header.elapsed)
+        seen = window.seen.setdefault(sample.stream, _StreamSeen())
+        seen.late += 1
+        seen.max_elapsed = max(seen.max_elapsed or 0.0, header.elapsed)
+        seen.last_late_t = max(seen.last_late_t or -math.inf, sample.t)
+        return events
+
+    def _is_straggler(self, sample: Sample) -> bool:
+        assert sample.shutdown is not None
+        previous = self._closed_t0.get(sample.shutdown.host)
+        if previous is None:
+            return False
+        lo, hi = t0_range(sample, sample.shutdown.elapsed)
+        return lo <= previous[1] + _SAME_SHUTDOWN_SLACK and hi >= previous[0] - _SAME_SHUTDOWN_SLACK
+
+    def _close_expired(self, now: float) -> list[Window]:
+        events: list[Window] = []
+        for window in list(self._open.values()):
+            deadline = window.first_seen_t + window.delay + self._grace
+            if deadline < now:
+                events.append(self._close(window, ClosedBy.TIMEOUT, deadline))
+        return events
+
+    def _note_failure(self, sample: Sample) -> None:
+        times = self._failures.setdefault(sample.stream, deque())
+        times.append(sample.t)
+        horizon = self._now - self._lookback
+        for window in self._open.values():
+            horizon = min(horizon, window.bounds()[0])
+        while times and times[0] < horizon:
+            times.popleft()
+
+    def _close(self, window: _OpenWindow, closed_by: ClosedBy, end_t: float) -> Window:
+        del self._open[window.host]
+        lo, hi = window.bounds()
+        t0 = (lo + hi) / 2
+        self._closed_t0[window.host] = (lo, hi)
+        return Window(
+            host=window.host,
+            node=self._node_of(window.host),
+            delay=window.delay,
+            first_seen_t=window.first_seen_t,
+            t0=t0,
+            t0_lo=lo,
+            t0_hi=hi,
+            closed_by=closed_by,
+            end_t=end_t,
+            streams=tuple(
+                self._stream_result(name, window.seen.get(name), t0, lo, end_t)
+                for name in self._streams
+            ),
+        )
+
+    def _stream_result(
+        self, name: str, seen: _StreamSeen | None, t0: float, lo: float, end_t: float
+    ) -> WindowStream:
+        lb, protocol, connection = self._streams[name]
+        seen = seen or _StreamSeen()
+        failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
+        reaction = None if seen.last_late_t is None else seen.last_late_t - t0
+        return WindowStream(
+            stream=name,
+            lb=lb,
+            protocol=protocol,
+            connection=connection,
+            late=seen.late,
+            max_elapsed=seen.max_elapsed,
+            last_late_t=seen.last_late_t,
+            reaction=reaction,
+            failures=failures,
+        )
