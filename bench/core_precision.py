@@ -26,8 +26,7 @@ from tests.core.synthetic import HOST, StreamPlan, make_run, stream_ids
 def measure(rng: random.Random, gap: float, streams: int) -> tuple[list[float], list[float]]:
     """Absolute reaction errors (ours, incumbent's) over the streams of one shutdown."""
     plans = [
-        StreamPlan(s, gap, rng.uniform(0, gap), rng.uniform(1.0, 30.0))
-        for s in stream_ids(streams)
+        StreamPlan(s, gap, rng.uniform(0, gap), rng.uniform(1.0, 30.0)) for s in stream_ids(streams)
     ]
     run = make_run(rng, rng.uniform(10, 20), plans, max_dur=0.02)
     tracker = ShutdownTracker()

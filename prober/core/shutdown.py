@@ -50,6 +50,7 @@ from prober.core.models import (
     Connection,
     Protocol,
     Sample,
+    StreamId,
     Window,
     WindowStream,
 )
@@ -129,7 +130,7 @@ class ShutdownTracker:
         self._false_since: dict[str, float] = {}
         self._streams: dict[str, _StreamKey] = {}
         self._failures: dict[str, deque[float]] = {}
-        self._now = -math.inf
+        self._newest_failure = -math.inf
         self.stragglers = 0
 
     @property
@@ -137,7 +138,6 @@ class ShutdownTracker:
         return frozenset(self._open)
 
     def feed(self, sample: Sample) -> list[ShutdownEvent]:
-        self._now = max(self._now, sample.t)
         self._streams.setdefault(sample.stream, (sample.lb, sample.protocol, sample.connection))
         events: list[ShutdownEvent] = list(self._close_expired(sample.t))
         if sample.failed:
@@ -156,6 +156,13 @@ class ShutdownTracker:
         else:
             window.false_lo = max(window.false_lo, sample.t)
         return events
+
+    def add_stream(self, stream: StreamId) -> None:
+        """Make a stream part of every window from now on, even before its first sample.
+
+        The daemon registers its configured streams and `analyze` the run record's, so that
+        both list the same streams whichever samples the event log kept."""
+        self._streams.setdefault(stream.name, (stream.lb, stream.protocol, stream.connection))
 
     def close(self, end_t: float) -> list[Window]:
         """End the run: windows past their deadline close as timeouts, the rest as `end`."""
@@ -207,7 +214,10 @@ class ShutdownTracker:
     def _note_failure(self, sample: Sample) -> None:
         times = self._failures.setdefault(sample.stream, deque())
         times.append(sample.t)
-        horizon = self._now - self._lookback
+        # Measured from the newest failure, not the newest sample: failures are always logged,
+        # so a replay of the event log forgets exactly what the live tracker forgot.
+        self._newest_failure = max(self._newest_failure, sample.t)
+        horizon = self._newest_failure - self._lookback
         for window in self._open.values():
             horizon = min(horizon, window.bounds()[0])
         while times and times[0] < horizon:

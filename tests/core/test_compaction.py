@@ -1,0 +1,71 @@
+"""Replaying only the samples the Compactor keeps reproduces the trackers exactly."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prober.core.compaction import Compactor
+from prober.core.disruption import DisruptionTracker
+from prober.core.models import ErrorClass, Sample
+from prober.core.shutdown import ShutdownTracker
+from tests.core.synthetic import stream_ids
+from tests.factories import ok, sample
+
+STREAMS = stream_ids(4)
+HOSTS = ["A", "B"]
+
+
+def replay(samples: list[Sample], compactor: Compactor | None = None):
+    """Feed the trackers; return their outputs and, with a compactor, what it kept."""
+    disruption, shutdown = DisruptionTracker(), ShutdownTracker(grace=5.0)
+    for stream in STREAMS:
+        shutdown.add_stream(stream)
+    outputs, kept = [], []
+    for s in samples:
+        events = [*disruption.feed(s), *shutdown.feed(s)]
+        outputs += events
+        if compactor is not None:
+            kept += compactor.select(s, events, shutdown.open_hosts)
+    outputs += disruption.close(1000.0, "end")
+    outputs += shutdown.close(1000.0)
+    return outputs, kept, shutdown.stragglers
+
+
+@st.composite
+def requests(draw) -> Sample:
+    t = draw(st.floats(0, 120, allow_nan=False))
+    kind = draw(st.sampled_from(["ok", "ok", "ready", "ready", "late", "fail", "missing"]))
+    kw = {
+        "stream": draw(st.sampled_from(STREAMS)),
+        "dur": draw(st.floats(0.001, 3)),
+        "delay": draw(st.sampled_from([5.0, 20.0])),
+    }
+    host = draw(st.sampled_from(HOSTS))
+    if kind == "ok":
+        return ok(t, **kw)
+    if kind == "ready":
+        return sample(t, host=host, **kw)
+    if kind == "late":
+        return sample(t, host=host, late=True, elapsed=draw(st.integers(0, 30)), **kw)
+    if kind == "missing":
+        return sample(t, error=ErrorClass.HEADER_MISSING, **kw)
+    return sample(t, error=draw(st.sampled_from(list(ErrorClass))), **kw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(requests(), max_size=120))
+def test_replaying_kept_samples_gives_the_same_intervals_and_windows(requests) -> None:
+    samples = sorted(requests, key=lambda s: s.end)  # completion order
+    live, kept, live_stragglers = replay(samples, Compactor())
+    replayed, _, replay_stragglers = replay(kept)
+    assert replayed == live
+    assert replay_stragglers == live_stragglers
+    assert len(kept) <= len(samples)
+
+
+def test_plain_successes_are_dropped_and_the_bound_on_t0_is_kept() -> None:
+    samples = [ok(1), sample(2, host="A"), sample(3, host="A"), ok(4)]
+    samples += [sample(5, host="A", late=True, elapsed=0)]
+    _, kept, _ = replay(samples, Compactor())
+    assert [(s.t, s.late) for s in kept] == [(3, False), (5, True)]
