@@ -12,6 +12,8 @@ grammar because rounding is the server's choice, not part of the format.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -105,3 +107,14 @@ def find_header(headers: Iterable[tuple[str | bytes, str | bytes]], name: str) -
         if key_text.lower() == wanted:
             return value.decode("latin-1") if isinstance(value, bytes) else value
     return None
+
+
+def apiserver_id(hostname: str) -> str:
+    """The APIServerID kube-apiserver derives from its hostname (the `host` in the header and
+    the name of its identity Lease): `apiserver-` + base32 of the first 16 bytes of
+    sha256(u16-length-prefixed hostname, u16-length-prefixed "kube-apiserver"), lowercased."""
+    data = b"".join(
+        len(part).to_bytes(2, "big") + part for part in (hostname.encode(), b"kube-apiserver")
+    )
+    digest = hashlib.sha256(data).digest()[:16]
+    return "apiserver-" + base64.b32encode(digest).decode("ascii").rstrip("=").lower()

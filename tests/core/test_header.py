@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from prober.core.header import (
     MAX_VALUE_LENGTH,
+    apiserver_id,
     RESPONSE_HEADER,
     HeaderInvalid,
     ShutdownHeader,
@@ -191,3 +192,24 @@ def test_finds_header_case_insensitively(name: str) -> None:
 def test_find_header_absent() -> None:
     assert find_header([("content-type", "text/plain")], RESPONSE_HEADER) is None
     assert find_header([], RESPONSE_HEADER) is None
+
+
+def test_apiserver_id_shape_and_stability() -> None:
+    ident = apiserver_id("master-0.example.com")
+    assert ident.startswith("apiserver-")
+    assert len(ident) == len("apiserver-") + 26
+    assert ident[len("apiserver-") :].isalnum()
+    assert ident == apiserver_id("master-0.example.com")
+    assert ident != apiserver_id("master-1.example.com")
+
+
+def test_apiserver_id_matches_an_independent_computation() -> None:
+    # sha256 over b"\x00\x08master-0" b"\x00\x0ekube-apiserver", computed with hashlib's
+    # hexdigest and a hand-rolled base32 of the first 16 bytes.
+    import hashlib
+
+    digest = hashlib.sha256(b"\x00\x08master-0\x00\x0ekube-apiserver").digest()[:16]
+    bits = "".join(f"{b:08b}" for b in digest) + "00"  # 128 bits padded to 26 x 5
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    expected = "".join(alphabet[int(bits[i : i + 5], 2)] for i in range(0, 130, 5))
+    assert apiserver_id("master-0") == "apiserver-" + expected
