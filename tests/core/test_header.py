@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from prober.core.header import (
     MAX_VALUE_LENGTH,
-    apiserver_id,
     RESPONSE_HEADER,
     HeaderInvalid,
     ShutdownHeader,
+    apiserver_id,
     find_header,
     format_shutdown_header,
     parse_shutdown_header,
