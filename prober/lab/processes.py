@@ -1,0 +1,175 @@
+"""Child processes of the lab: started, watched line by line, and always stopped.
+
+Every process the lab starts goes through `ProcessGroup`, whose exit (normal, error or Ctrl-C)
+stops them all, newest first: SIGTERM, a bounded wait, then SIGKILL. Output is copied to a log
+file per stream, and callers wait on the lines themselves (a "listening" line, an HAProxy state
+change) instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+LineHandler = Callable[[str], None]
+
+
+class ProcessError(RuntimeError):
+    """A child process failed to start or did not say what we waited for."""
+
+
+class ManagedProcess:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_dir: Path,
+        *,
+        env: dict[str, str] | None = None,
+        on_line: LineHandler | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.stdout_path = log_dir / f"{name}.stdout.log"
+        self.stderr_path = log_dir / f"{name}.stderr.log"
+        self._env = env
+        self._on_line = on_line
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pumps: list[asyncio.Task[None]] = []
+        self._waiters: list[tuple[Callable[[str], bool], asyncio.Future[str]]] = []
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.returncode
+
+    async def start(self) -> None:
+        env = {**os.environ, **(self._env or {})}
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the lab, not its children
+            )
+        except OSError as exc:
+            raise ProcessError(f"{self.name}: cannot start {self.argv[0]}: {exc}") from None
+        assert self._proc.stdout is not None
+        assert self._proc.stderr is not None
+        self._pumps = [
+            asyncio.create_task(
+                self._pump(self._proc.stdout, self.stdout_path, True), name=f"{self.name}-stdout"
+            ),
+            asyncio.create_task(
+                self._pump(self._proc.stderr, self.stderr_path, False), name=f"{self.name}-stderr"
+            ),
+        ]
+
+    async def wait_for_line(self, predicate: Callable[[str], bool], timeout: float) -> str:
+        """The next stdout line that satisfies `predicate`; fails if the process exits first."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiters.append((predicate, future))
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise ProcessError(
+                f"{self.name}: no expected output within {timeout:.0f} s (see {self.stdout_path})"
+            ) from None
+        finally:
+            self._waiters = [(p, f) for p, f in self._waiters if f is not future]
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.send_signal(sig)
+
+    async def wait(self, timeout: float | None = None) -> int:
+        assert self._proc is not None
+        code = await asyncio.wait_for(self._proc.wait(), timeout)
+        await asyncio.gather(*self._pumps, return_exceptions=True)
+        return code
+
+    async def stop(self, grace: float = 5.0) -> int | None:
+        """SIGTERM, then SIGKILL after `grace` seconds; returns the exit code."""
+        if self._proc is None:
+            return None
+        if self._proc.returncode is None:
+            self.send_signal(signal.SIGTERM)
+            try:
+                return await self.wait(grace)
+            except TimeoutError:
+                self.send_signal(signal.SIGKILL)
+        return await self.wait(grace)
+
+    async def _pump(self, stream: asyncio.StreamReader, path: Path, watched: bool) -> None:
+        with path.open("ab") as sink:
+            while line := await stream.readline():
+                sink.write(line)
+                sink.flush()
+                if watched:
+                    self._dispatch(line.decode("utf-8", "replace").rstrip("\n"))
+        if not watched:
+            return
+        for _, future in self._waiters:
+            if not future.done():
+                future.set_exception(
+                    ProcessError(
+                        f"{self.name} exited (code {self.returncode}); see {self.stderr_path}"
+                    )
+                )
+
+    def _dispatch(self, text: str) -> None:
+        if self._on_line is not None:
+            self._on_line(text)
+        for predicate, future in self._waiters:
+            if not future.done() and predicate(text):
+                future.set_result(text)
+
+
+class ProcessGroup:
+    """Owns child processes; leaving the `async with` block stops every one of them."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self._members: list[ManagedProcess] = []
+
+    async def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        on_line: LineHandler | None = None,
+    ) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, self.log_dir, env=env, on_line=on_line)
+        self._members.append(proc)
+        await proc.start()
+        return proc
+
+    async def stop_all(self) -> None:
+        for proc in reversed(self._members):
+            await proc.stop()
+        self._members.clear()
+
+    async def __aenter__(self) -> ProcessGroup:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # Shield: a cancelled lab (Ctrl-C) must still reap its children.
+        await asyncio.shield(self.stop_all())
