@@ -1,0 +1,220 @@
+"""One parser per kind of configuration value.
+
+Each parser takes what YAML gave (a typed value) or what an environment variable or a flag
+gave (a string) and returns the typed value, or raises `Invalid` with the problem; the loader
+prefixes where the value came from. `Invalid.sub` locates a fault inside a nested value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from prober.core.durations import DurationError, format_go_duration, parse_go_duration
+
+E = TypeVar("E", bound=StrEnum)
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# Labels the metrics already use; a constant label of the same name would clash.
+RESERVED_LABELS = frozenset(
+    {"platform", "lb", "protocol", "connection", "result", "error", "apiserver", "closed_by"}
+    | {"version", "le", "quantile"}
+)
+_SIZE = re.compile(r"(?P<n>[0-9]+)\s*(?P<unit>|B|KB|MB|GB|KiB|MiB|GiB)")
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+}
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class Invalid(ValueError):
+    def __init__(self, problem: str, sub: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.sub = sub
+
+
+def shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def duration(*, minimum: float = 0.0, allow_zero: bool = False) -> Callable[[object], float]:
+    def parse(value: object) -> float:
+        if not isinstance(value, str):
+            raise Invalid(f"expected a Go duration such as 100ms or 5s, got {shown(value)}")
+        try:
+            seconds = parse_go_duration(value)
+        except DurationError:
+            raise Invalid(f"{value!r} is not a Go duration such as 100ms or 5s") from None
+        if seconds == 0 and allow_zero:
+            return seconds
+        if seconds <= 0 or seconds < minimum:
+            least = format_go_duration(minimum) if minimum else "0s"
+            raise Invalid(f"{value!r} must be longer than {least}")
+        return seconds
+
+    return parse
+
+
+def optional_duration(value: object) -> float | None:
+    if value is None or value == "":
+        return None
+    return duration()(value)
+
+
+def positive_int(value: object) -> int:
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or number < 1:
+        raise Invalid(f"expected a whole number of at least 1, got {shown(value)}")
+    return number
+
+
+def boolean(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+        return value.lower() in _TRUE
+    raise Invalid(f"expected true or false, got {shown(value)}")
+
+
+def text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"expected a non-empty string, got {shown(value)}")
+    return value
+
+
+def optional_text(value: object) -> str | None:
+    return None if value is None or value == "" else text(value)
+
+
+def choice(options: tuple[str, ...]) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        if value not in options:
+            raise Invalid(f"{shown(value)} is not one of {', '.join(options)}")
+        return str(value)
+
+    return parse
+
+
+def enum_value(cls: type[E], value: object) -> E:
+    try:
+        return cls(value)
+    except ValueError:
+        raise Invalid(f"{shown(value)} is not one of {', '.join(e.value for e in cls)}") from None
+
+
+def enum_list(cls: type[E]) -> Callable[[object], tuple[E, ...]]:
+    def parse(value: object) -> tuple[E, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list) or not items:
+            raise Invalid(f"expected a non-empty list, got {shown(value)}")
+        parsed = tuple(enum_value(cls, v.strip() if isinstance(v, str) else v) for v in items)
+        if len(set(parsed)) != len(parsed):
+            raise Invalid(f"{shown(value)} names a value twice")
+        return parsed
+
+    return parse
+
+
+def labels(value: object) -> dict[str, str]:
+    if isinstance(value, str):
+        pairs = [p for p in value.split(",") if p.strip()]
+        if any("=" not in p for p in pairs):
+            raise Invalid(f"expected key=value pairs separated by commas, got {shown(value)}")
+        value = dict(p.strip().split("=", 1) for p in pairs)
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected a mapping of label names to values, got {shown(value)}")
+    out: dict[str, str] = {}
+    for key, val in value.items():
+        if not isinstance(key, str) or not _LABEL_NAME.fullmatch(key) or key.startswith("__"):
+            raise Invalid(f"{shown(key)} is not a Prometheus label name")
+        if key in RESERVED_LABELS:
+            raise Invalid(f"label {key!r} is reserved (the metrics use it)")
+        if not isinstance(val, str | int | float) or isinstance(val, bool):
+            raise Invalid(f"label {key!r}: expected a string value, got {shown(val)}")
+        out[key] = str(val)
+    return out
+
+
+def listen(value: object) -> tuple[str, int]:
+    if not isinstance(value, str) or ":" not in value:
+        raise Invalid(f"expected HOST:PORT such as 0.0.0.0:9090, got {shown(value)}")
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    if not port.isdigit() or int(port) > 65535:
+        raise Invalid(f"{value!r}: port {port!r} is not a number from 0 to 65535")
+    return host, int(port)
+
+
+def size(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+        if match is None:
+            raise Invalid(f"expected a size such as 32MiB or 1000000, got {shown(value)}")
+        number = int(match["n"]) * _SIZE_UNITS[match["unit"]]
+    if number < 64 * 1024:
+        raise Invalid(f"{shown(value)} is smaller than 64KiB")
+    return number
+
+
+def url_path(value: object) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise Invalid(f"expected a path starting with /, got {shown(value)}")
+    return value
+
+
+def readable_file(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    path = text(value)
+    if not os.path.isfile(path):
+        raise Invalid(f"{path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise Invalid(f"{path}: not readable")
+    return path
+
+
+def base_url(value: object) -> str:
+    """`https://host[:port]`, normalised to carry the port; a path is refused because the
+    probed path is one setting for every target."""
+    raw = text(value)
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError as exc:
+        raise Invalid(f"{raw!r} is not a URL: {exc}") from None
+    if parts.scheme != "https" or not parts.hostname:
+        raise Invalid(f"{raw!r} is not an https://HOST[:PORT] URL")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise Invalid(f"{raw!r} has a path; set the probed path with `path`")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"https://{host}:{port or 443}"
+
+
+def mapping(value: object, keys: Mapping[str, Any]) -> dict[str, Any]:
+    """A mapping whose keys must all be known."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected a mapping, got {shown(value)}")
+    for key in value:
+        if key not in keys:
+            raise Invalid(f"unknown key {key!r}; known: {', '.join(keys)}")
+    return dict(value)

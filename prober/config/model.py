@@ -1,0 +1,99 @@
+"""The configuration of `prober run` once it is loaded and valid: plain frozen data."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prober.core.models import LB, Connection, Protocol, StreamId
+
+DEFAULT_PATH = "/api/v1/namespaces/default"  # what openshift/origin's samplers GET
+DEFAULT_TARGET_NAME = "kube-api"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One URL behind one load balancer; every protocol x connection mode probes it."""
+
+    name: str
+    lb: LB
+    url: str  # scheme://host:port, no path
+    ca_file: str | None = None  # None: the system trust store
+    token_file: str | None = None  # None: no Authorization header
+    server_name: str | None = None  # SNI and verification name, when not the URL's host
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    targets: tuple[Target, ...] = ()
+    platform: str = ""  # "": not configured (discovered, or "unknown")
+    interval: float = 0.1  # per worker
+    workers: int = 2
+    timeout: float = 5.0
+    max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
+    protocols: tuple[Protocol, ...] = (Protocol.HTTP1, Protocol.HTTP2)
+    connections: tuple[Connection, ...] = (Connection.NEW, Connection.REUSED)
+    path: str = DEFAULT_PATH
+    labels: Mapping[str, str] = field(default_factory=dict)
+    listen: tuple[str, int] = ("0.0.0.0", 9090)
+    event_log: str | None = None
+    event_log_max_size: int = 32 * MIB
+    summary_interval: float = 60.0
+    duration: float | None = None  # None: until SIGTERM
+    drain_timeout: float = 5.0
+    ca_file: str | None = None  # default for targets that name none
+    token_file: str | None = None  # default for targets that name none
+    insecure_skip_tls_verify: bool = False
+    in_cluster: bool = False
+    kubeconfig: str | None = None
+    localhost: bool = False  # with discovery: also probe https://localhost:6443
+    node_refresh: float = 60.0  # how often the identity Leases are re-read
+    log_format: str = "json"
+    log_level: str = "info"
+
+    @property
+    def discovers(self) -> bool:
+        """Whether the cluster is asked for targets, platform and node names."""
+        return self.in_cluster or self.kubeconfig is not None
+
+    @property
+    def constant_labels(self) -> dict[str, str]:
+        """Labels on every metric: the platform, then the configured ones."""
+        return {"platform": self.platform_name, **self.labels}
+
+    @property
+    def platform_name(self) -> str:
+        return self.platform or "unknown"
+
+    def streams(self) -> tuple[StreamId, ...]:
+        return tuple(
+            StreamId(target.name, protocol, target.lb, connection)
+            for target in self.targets
+            for protocol in self.protocols
+            for connection in self.connections
+        )
+
+    def target_of(self, stream: StreamId) -> Target:
+        for target in self.targets:
+            if (target.name, target.lb) == (stream.target, stream.lb):
+                return target
+        raise KeyError(stream.name)
+
+
+def with_discovered(config: Config, targets: tuple[Target, ...], platform: str | None) -> Config:
+    """The config once the cluster told us its targets and platform. Configured targets and
+    a configured platform win; discovered targets inherit the top-level CA and token."""
+    new_targets = config.targets or tuple(
+        dataclasses.replace(
+            t,
+            ca_file=config.ca_file or t.ca_file,
+            token_file=config.token_file or t.token_file,
+        )
+        for t in targets
+    )
+    return dataclasses.replace(
+        config, targets=new_targets, platform=config.platform or platform or ""
+    )

@@ -1,0 +1,201 @@
+"""Configuration: defaults, the three sources and their order, one invalid input per rule."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from prober.config import Config, ConfigError, Target, load_config, with_discovered
+from prober.core.models import LB, Connection, Protocol
+
+MINIMAL = """
+targets:
+  - lb: internal-lb
+    url: https://api-int.example.com:6443
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "prober.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_defaults_follow_the_design(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, MINIMAL), env={})
+    assert config.interval == 0.1
+    assert config.workers == 2
+    assert config.timeout == 5.0
+    assert config.protocols == (Protocol.HTTP1, Protocol.HTTP2)
+    assert config.connections == (Connection.NEW, Connection.REUSED)
+    assert config.path == "/api/v1/namespaces/default"
+    assert config.listen == ("0.0.0.0", 9090)
+    assert config.targets == (Target("kube-api", LB.INTERNAL, "https://api-int.example.com:6443"),)
+    assert [s.name for s in config.streams()] == [
+        "kube-api-http1-internal-lb-new-connections",
+        "kube-api-http1-internal-lb-reused-connections",
+        "kube-api-http2-internal-lb-new-connections",
+        "kube-api-http2-internal-lb-reused-connections",
+    ]
+    assert config.constant_labels == {"platform": "unknown"}
+
+
+def test_the_design_example_loads(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    token = tmp_path / "token"
+    ca.write_text("x")
+    token.write_text("x")
+    path = write(
+        tmp_path,
+        f"""
+        platform: aws
+        interval: 100ms
+        workers: 2
+        timeout: 5s
+        protocols: [http1, http2]
+        connections: [new, reused]
+        path: /api/v1/namespaces/default
+        labels: {{job: e2e-aws-upgrade}}
+        listen: 0.0.0.0:9090
+        event_log: /var/log/prober/events.jsonl
+        targets:
+          - name: kube-api
+            lb: internal-lb
+            url: https://api-int.example.com:6443
+            ca_file: {ca}
+            token_file: {token}
+            server_name: api-int.example.com
+        """,
+    )
+    config = load_config(path, env={})
+    assert config.platform == "aws"
+    assert config.labels == {"job": "e2e-aws-upgrade"}
+    assert config.constant_labels == {"platform": "aws", "job": "e2e-aws-upgrade"}
+    assert config.event_log == "/var/log/prober/events.jsonl"
+    (target,) = config.targets
+    assert target.server_name == "api-int.example.com"
+    assert target.ca_file == str(ca)
+
+
+def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "workers: 3\ninterval: 1s\nplatform: gcp\n")
+    env = {"PROBER_WORKERS": "4", "PROBER_INTERVAL": "250ms", "PROBER_PORT": "tcp://1.2.3.4:80"}
+    config = load_config(path, env=env, flags={"interval": "50ms"})
+    assert (config.workers, config.interval, config.platform) == (4, 0.05, "gcp")
+
+
+def test_lists_and_labels_come_from_strings_too(tmp_path: Path) -> None:
+    env = {"PROBER_PROTOCOLS": "http2", "PROBER_LABELS": "job=x,team=y"}
+    config = load_config(write(tmp_path, MINIMAL), env=env, flags={"connections": "reused"})
+    assert config.protocols == (Protocol.HTTP2,)
+    assert config.connections == (Connection.REUSED,)
+    assert config.labels == {"job": "x", "team": "y"}
+
+
+def test_targets_from_the_environment_as_yaml() -> None:
+    env = {"PROBER_TARGETS": '[{"lb": "external-lb", "url": "https://api.example.com"}]'}
+    config = load_config(env=env)
+    assert config.targets == (Target("kube-api", LB.EXTERNAL, "https://api.example.com:443"),)
+
+
+def test_discovered_targets_inherit_ca_and_token_and_platform(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("t")
+    config = load_config(env={}, flags={"kubeconfig": str(token), "token_file": str(token)})
+    found = (Target("kube-api", LB.SERVICE_NETWORK, "https://10.0.0.1:443"),)
+    resolved = with_discovered(config, found, "aws")
+    assert resolved.targets[0].token_file == str(token)
+    assert resolved.platform == "aws"
+    configured = with_discovered(Config(platform="gcp", targets=found), (), "aws")
+    assert configured.platform == "gcp"
+
+
+INVALID = [
+    ("workers: two", "workers: expected a whole number of at least 1, got 'two'"),
+    ("workers: 0", "workers: expected a whole number of at least 1, got 0"),
+    ("interval: 100", "interval: expected a Go duration such as 100ms or 5s, got 100"),
+    ("interval: 100 ms", "interval: '100 ms' is not a Go duration such as 100ms or 5s"),
+    ("interval: 0s", "interval: '0s' must be longer than 1ms"),
+    ("timeout: -1s", "timeout: '-1s' must be longer than 0s"),
+    ("protocols: [http3]", "protocols: 'http3' is not one of http1, http2"),
+    ("protocols: []", "protocols: expected a non-empty list, got []"),
+    ("connections: [new, new]", "connections: ['new', 'new'] names a value twice"),
+    ("path: api", "path: expected a path starting with /, got 'api'"),
+    ("labels: {platform: x}", "labels: label 'platform' is reserved (the metrics use it)"),
+    ("labels: {9x: y}", "labels: '9x' is not a Prometheus label name"),
+    ("listen: 9090", "listen: expected HOST:PORT such as 0.0.0.0:9090, got 9090"),
+    ("listen: ':99999'", "listen: ':99999': port '99999' is not a number from 0 to 65535"),
+    ("event_log_max_size: 1KiB", "event_log_max_size: '1KiB' is smaller than 64KiB"),
+    ("event_log_max_size: lots", "event_log_max_size: expected a size such as 32MiB"),
+    ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
+    ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
+    ("log_format: xml", "log_format: 'xml' is not one of json, console"),
+    ("ca_file: /nonexistent/ca.crt", "ca_file: /nonexistent/ca.crt: no such file"),
+    ("platform: ''", "platform: expected a non-empty string, got ''"),
+    ("colour: blue", "unknown key 'colour'"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), INVALID)
+def test_each_rule_names_the_file_and_field(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path, MINIMAL + line + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(caught.value)
+
+
+INVALID_TARGETS = [
+    ("targets: {lb: internal-lb}", "targets: expected a list of targets, got {'lb'"),
+    ("targets: [{url: 'https://a'}]", "targets[0]: missing 'lb'"),
+    ("targets: [{lb: int-lb, url: 'https://a'}]", "targets[0].lb: 'int-lb' is not one of"),
+    ("targets: [{lb: localhost, url: 'http://a'}]", "targets[0].url: 'http://a' is not an"),
+    ("targets: [{lb: localhost, url: 'https://a/x'}]", "targets[0].url: 'https://a/x' has a path"),
+    ("targets: [{lb: localhost, url: 'https://a:x'}]", "targets[0].url: 'https://a:x' is not"),
+    ("targets: [{lb: localhost, url: 'https://a', sni: b}]", "targets[0]: unknown key 'sni'"),
+    (
+        "targets: [{lb: localhost, url: 'https://a'}, {lb: localhost, url: 'https://b'}]",
+        "targets[1]: target 'kube-api' on localhost is listed twice",
+    ),
+    ("targets: []", "targets: none configured; list some, or discover them"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), INVALID_TARGETS)
+def test_each_target_rule_names_the_entry(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert message in str(caught.value)
+
+
+def test_environment_and_flag_errors_name_the_variable_and_flag(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL)
+    with pytest.raises(ConfigError, match=r"^PROBER_WORKERS: expected a whole number"):
+        load_config(path, env={"PROBER_WORKERS": "-3"})
+    with pytest.raises(ConfigError, match=r"^--timeout: 'soon' is not a Go duration"):
+        load_config(path, env={}, flags={"timeout": "soon"})
+    with pytest.raises(ConfigError, match=r"^PROBER_TARGETS: not YAML: "):
+        load_config(env={"PROBER_TARGETS": "[{"})
+
+
+def test_file_level_faults(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"/missing.yaml: cannot read: No such file"):
+        load_config(str(tmp_path / "missing.yaml"), env={})
+    path = write(tmp_path, "- a\n- b\n")
+    with pytest.raises(ConfigError, match=r"expected a mapping of settings, got \['a', 'b'\]"):
+        load_config(path, env={})
+    path = write(tmp_path, "a: [\n")
+    with pytest.raises(ConfigError, match=r"prober.yaml: not YAML: "):
+        load_config(path, env={})
+
+
+def test_cross_field_rules(tmp_path: Path) -> None:
+    kube = write(tmp_path, "", name="kubeconfig")
+    with pytest.raises(ConfigError, match="either in_cluster or kubeconfig, not both"):
+        load_config(env={}, flags={"in_cluster": True, "kubeconfig": kube})
+    path = write(tmp_path, MINIMAL + "localhost: true\n")
+    with pytest.raises(ConfigError, match=r"localhost: only applies with --in-cluster"):
+        load_config(path, env={})
