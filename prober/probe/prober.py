@@ -1,0 +1,187 @@
+"""One request for this stream -> one `Sample`. The scheduler lives elsewhere.
+
+A `Prober` belongs to one (stream, worker). `reused` keeps one httpx transport (a connection
+pool) for its life, so requests go over the same kept-alive connection; `new` makes a fresh
+transport, hence a fresh TCP+TLS connection, per request. A shared pool with keep-alive off is
+not enough: concurrent HTTP/2 requests would share a connection, exactly when a slow server
+makes requests overlap. Whether a connection was really made is observed through httpcore's
+trace hooks and recorded with the local port and peer address, so a sample that asked for
+`new` but reused (or the reverse) is visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from prober import __version__
+from prober.core.header import REQUEST_HEADER, ShutdownHeader
+from prober.core.models import Connection, ErrorClass, Protocol, Sample, StreamId, rfc3339
+from prober.probe.classify import NETWORK_ERRORS, classify_exception, classify_response
+from prober.probe.credentials import TokenFile
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTarget:
+    """Everything a prober needs to know about where it sends requests."""
+
+    url: str  # base URL and path
+    context: ssl.SSLContext
+    server_name: str | None = None
+    token: TokenFile | None = None
+    timeout: float = 5.0
+    max_in_flight: int = 10
+
+
+class _Trace:
+    """What httpcore did for one request: made a connection or not, and between which ends."""
+
+    __slots__ = ("connected", "local", "peer", "sent")
+
+    def __init__(self) -> None:
+        self.connected = False
+        self.sent = False
+        self.local: tuple[str, int] | None = None
+        self.peer: tuple[str, int] | None = None
+
+    async def __call__(self, name: str, info: dict[str, Any]) -> None:
+        if name == "connection.connect_tcp.started":
+            self.connected = True
+        elif name == "connection.connect_tcp.complete":
+            self.note_stream(info.get("return_value"))
+        elif name.endswith(".send_request_headers.started"):
+            self.sent = True
+
+    def note_stream(self, stream: Any) -> None:
+        if stream is None or self.local is not None:
+            return
+        self.local = stream.get_extra_info("client_addr")
+        self.peer = stream.get_extra_info("server_addr")
+
+    @property
+    def reused(self) -> bool | None:
+        if self.connected:
+            return False
+        return True if self.sent else None
+
+
+class Prober:
+    def __init__(self, stream: StreamId, target: ProbeTarget, run_start: float) -> None:
+        self.stream = stream
+        self._target = target
+        self._run_start = run_start
+        self._headers = {
+            REQUEST_HEADER: "true",
+            "User-Agent": f"prober/{__version__} {stream.name}",
+            "Accept": "application/json",
+        }
+        timeout = target.timeout
+        self._extensions: dict[str, Any] = {
+            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+        }
+        if target.server_name:
+            self._extensions["sni_hostname"] = target.server_name
+        self._kept = self._transport() if stream.connection is Connection.REUSED else None
+
+    def _transport(self) -> httpx.AsyncHTTPTransport:
+        reused = self.stream.connection is Connection.REUSED
+        limits = httpx.Limits(
+            max_connections=self._target.max_in_flight if reused else 1,
+            max_keepalive_connections=1 if reused else 0,
+            keepalive_expiry=None,
+        )
+        http2 = self.stream.protocol is Protocol.HTTP2
+        return httpx.AsyncHTTPTransport(
+            verify=self._target.context, http1=not http2, http2=http2, limits=limits, retries=0
+        )
+
+    async def _replace_kept(self) -> None:
+        """Drop a kept connection that let a request time out. httpcore keeps an HTTP/2
+        connection whose stream was abandoned; if the peer black-holed it, every later
+        request would time out too (Go's transport pings and drops it; we drop it)."""
+        old, self._kept = self._kept, self._transport()
+        if old is not None:
+            await old.aclose()
+
+    async def aclose(self) -> None:
+        if self._kept is not None:
+            await self._kept.aclose()
+
+    async def sample(self) -> Sample:
+        """Send one request now and describe what happened; never raises for network faults."""
+        headers = dict(self._headers)
+        headers["Audit-ID"] = audit_id = str(uuid.uuid4())
+        token = self._target.token
+        bearer = token.header() if token is not None else None
+        if bearer is not None:
+            headers["Authorization"] = bearer
+        trace = _Trace()
+        request = httpx.Request(
+            "GET",
+            self._target.url,
+            headers=headers,
+            extensions={**self._extensions, "trace": trace},
+        )
+        wall, start = time.time(), time.monotonic()
+        status: int | None = None
+        http_version: str | None = None
+        shutdown: ShutdownHeader | None = None
+        error: ErrorClass | None
+        try:
+            async with asyncio.timeout(self._target.timeout):
+                status, http_version, raw_headers = await self._send(request, trace)
+            error, detail, shutdown = classify_response(status, raw_headers)
+        except NETWORK_ERRORS as exc:
+            error, detail = classify_exception(exc)
+        end = time.monotonic()
+        if error is ErrorClass.TIMEOUT and self._kept is not None:
+            await self._replace_kept()
+        return Sample(
+            ts=rfc3339(wall),
+            t=round(start - self._run_start, 6),
+            dur=round(end - start, 6),
+            stream=self.stream.name,
+            target=self.stream.target,
+            lb=self.stream.lb,
+            protocol=self.stream.protocol,
+            connection=self.stream.connection,
+            reused=trace.reused,
+            http_version=http_version,
+            status=status,
+            error=error,
+            detail=detail,
+            shutdown=shutdown,
+            audit_id=audit_id,
+            local_port=trace.local[1] if trace.local else None,
+            peer=_address(trace.peer),
+        )
+
+    async def _send(
+        self, request: httpx.Request, trace: _Trace
+    ) -> tuple[int, str | None, list[tuple[bytes, bytes]]]:
+        transport = self._kept or self._transport()
+        try:
+            response = await transport.handle_async_request(request)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        finally:
+            if transport is not self._kept:
+                await transport.aclose()
+        trace.note_stream(response.extensions.get("network_stream"))
+        version = response.extensions.get("http_version")
+        return response.status_code, version.decode() if version else None, response.headers.raw
+
+
+def _address(addr: tuple[str, int] | None) -> str | None:
+    if addr is None:
+        return None
+    host, port = addr[0], addr[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

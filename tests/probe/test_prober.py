@@ -1,0 +1,211 @@
+"""The probe against a real local TLS server: each stream mode, each error class, the token."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from prober.core.header import ShutdownHeader, format_shutdown_header
+from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
+from prober.probe import Prober, ProbeTarget, TokenFile, client_context
+from tests.support.certs import Certs
+from tests.support.tls_server import HOST_ID, TLSServer
+
+PATH = "/api/v1/namespaces/default"
+
+
+def stream(protocol: Protocol, connection: Connection) -> StreamId:
+    return StreamId("kube-api", protocol, LB.LOCALHOST, connection)
+
+
+def make_prober(
+    server: TLSServer,
+    certs: Certs,
+    protocol: Protocol = Protocol.HTTP2,
+    connection: Connection = Connection.NEW,
+    *,
+    url: str | None = None,
+    token: TokenFile | None = None,
+    timeout: float = 2.0,
+    verify: bool = True,
+) -> Prober:
+    context = client_context(certs.ca_file, protocol, verify=verify)
+    target = ProbeTarget((url or server.url) + PATH, context, token=token, timeout=timeout)
+    return Prober(stream(protocol, connection), target, time.monotonic())
+
+
+MODES = [(p, c) for p in Protocol for c in Connection]
+
+
+@pytest.mark.parametrize(("protocol", "connection"), MODES)
+async def test_each_mode_does_what_it_says(
+    tls_server: TLSServer, certs: Certs, token_file: Path, protocol, connection
+) -> None:
+    prober = make_prober(tls_server, certs, protocol, connection, token=TokenFile(str(token_file)))
+    samples = [await prober.sample() for _ in range(3)]
+    await prober.aclose()
+
+    expected_alpn = "h2" if protocol is Protocol.HTTP2 else "http/1.1"
+    version = "HTTP/2" if protocol is Protocol.HTTP2 else "HTTP/1.1"
+    assert set(tls_server.alpn) == {expected_alpn}
+    assert [s.http_version for s in samples] == [version] * 3
+    ports = [s.local_port for s in samples]
+    if connection is Connection.NEW:
+        assert tls_server.connections == 3
+        assert [s.reused for s in samples] == [False, False, False]
+        assert len(set(ports)) == 3
+    else:
+        assert tls_server.connections == 1
+        assert [s.reused for s in samples] == [False, True, True]
+        assert len(set(ports)) == 1
+    assert ports == [r.peer_port for r in tls_server.requests]
+    assert {s.peer for s in samples} == {f"127.0.0.1:{tls_server.port}"}
+    for sample, seen in zip(samples, tls_server.requests, strict=True):
+        assert sample.error is None
+        assert sample.status == 200
+        assert sample.shutdown == ShutdownHeader(False, 70.0, 0.0, HOST_ID)
+        assert sample.stream == stream(protocol, connection).name
+        assert seen.path == PATH
+        assert seen.headers["x-openshift-if-disruption"] == "true"
+        assert seen.headers["audit-id"] == sample.audit_id
+        assert sample.stream in seen.headers["user-agent"]
+        assert seen.headers["authorization"] == "Bearer first-secret-token-7f3a"
+    assert len({s.audit_id for s in samples}) == 3
+    assert 0 <= samples[0].t < samples[1].t < samples[2].t
+
+
+def plan(**changes):
+    return changes
+
+
+ERRORS = [
+    ("stall", plan(mode="stall"), ErrorClass.TIMEOUT, "no answer in time"),
+    ("reset", plan(mode="reset"), ErrorClass.CONNECTION_RESET, "reset by peer"),
+    ("close", plan(mode="close"), ErrorClass.CONNECTION_RESET, "closed the connection"),
+    ("bad_tls", plan(mode="bad_tls"), ErrorClass.TLS, "CERTIFICATE_VERIFY_FAILED"),
+    ("not_tls", plan(mode="not_tls"), ErrorClass.TLS, "WRONG_VERSION_NUMBER"),
+    ("429", plan(status=429, retry_after="5"), ErrorClass.RETRY_AFTER, "HTTP 429 Retry-After: 5"),
+    ("503", plan(status=503, retry_after="1"), ErrorClass.RETRY_AFTER, "HTTP 503 Retry-After: 1"),
+    ("503 bare", plan(status=503), ErrorClass.HTTP_5XX, "HTTP 503"),
+    ("500", plan(status=500), ErrorClass.HTTP_5XX, "HTTP 500"),
+    ("403", plan(status=403), ErrorClass.HTTP_4XX, "HTTP 403"),
+    ("302", plan(status=302), ErrorClass.OTHER, "HTTP 302"),
+    ("no header", plan(header=None), ErrorClass.HEADER_MISSING, "without X-OpenShift-Disruption"),
+    ("bad header", plan(header="shutdown=maybe"), ErrorClass.HEADER_INVALID, "expected fields"),
+]
+
+
+@pytest.mark.parametrize("protocol", list(Protocol))
+@pytest.mark.parametrize("case", ERRORS, ids=[e[0] for e in ERRORS])
+async def test_a_misbehaving_server_gives_its_error_class(
+    tls_server: TLSServer, certs: Certs, protocol, case
+) -> None:
+    name, changes, error, detail = case
+    for key, value in changes.items():
+        setattr(tls_server.plan, key, value)
+    prober = make_prober(tls_server, certs, protocol, Connection.NEW, timeout=0.5)
+    sample = await prober.sample()
+    await prober.aclose()
+    assert (sample.error, sample.failed) == (error, error.is_disruption)
+    assert detail in sample.detail
+    if name == "stall":
+        assert 0.5 <= sample.dur < 1.5
+
+
+@pytest.mark.parametrize("connection", list(Connection))
+async def test_graceful_goaway_is_its_own_class(tls_server: TLSServer, certs: Certs, connection):
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, connection)
+    assert (await prober.sample()).error is None
+    tls_server.plan.mode = "goaway"
+    sample = await prober.sample()
+    assert sample.error is ErrorClass.GOAWAY
+    assert sample.detail.startswith("GOAWAY NO_ERROR last_stream_id=")
+    tls_server.plan.mode = "goaway_error"
+    sample = await prober.sample()
+    assert sample.error is ErrorClass.CONNECTION_RESET
+    assert sample.detail.startswith("GOAWAY INTERNAL_ERROR")
+    tls_server.plan.mode = "ok"
+    assert (await prober.sample()).error is None
+    await prober.aclose()
+
+
+async def test_refused_then_dns(tls_server: TLSServer, certs: Certs) -> None:
+    prober = make_prober(tls_server, certs)
+    await tls_server.refuse()
+    sample = await prober.sample()
+    assert sample.error is ErrorClass.CONNECT_REFUSED
+    assert sample.reused is False
+    assert sample.status is None
+    await tls_server.accept()
+    assert (await prober.sample()).error is None
+    lost = make_prober(tls_server, certs, url="https://prober-test.invalid:6443")
+    assert (await lost.sample()).error is ErrorClass.DNS
+
+
+async def test_a_late_answer_keeps_its_header_whatever_the_status(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    tls_server.plan.status, tls_server.plan.retry_after = 429, "5"
+    tls_server.plan.header = format_shutdown_header(True, 70, 71, HOST_ID)
+    sample = await make_prober(tls_server, certs).sample()
+    assert sample.error is ErrorClass.RETRY_AFTER
+    assert sample.late
+    assert sample.shutdown == ShutdownHeader(True, 70, 71, HOST_ID)
+
+
+async def test_verification_off_accepts_an_untrusted_server(tls_server: TLSServer, certs: Certs):
+    tls_server.plan.mode = "bad_tls"
+    sample = await make_prober(tls_server, certs, verify=False).sample()
+    assert sample.error is None
+
+
+async def test_a_timed_out_kept_connection_is_replaced(tls_server: TLSServer, certs: Certs):
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.REUSED, timeout=0.3)
+    assert (await prober.sample()).reused is False
+    tls_server.plan.mode = "stall"
+    assert (await prober.sample()).error is ErrorClass.TIMEOUT
+    tls_server.plan.mode = "ok"
+    after = await prober.sample()
+    assert (after.error, after.reused) == (None, False)
+    assert (await prober.sample()).reused is True
+    await prober.aclose()
+
+
+async def test_new_connections_stay_new_when_http2_requests_overlap(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    tls_server.plan.mode = "stall"
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.NEW, timeout=0.5)
+    samples = await asyncio.gather(prober.sample(), prober.sample(), prober.sample())
+    assert tls_server.connections == 3
+    assert [s.reused for s in samples] == [False, False, False]
+    assert len({s.local_port for s in samples}) == 3
+
+
+async def test_a_rotated_token_is_picked_up(
+    tls_server: TLSServer, certs: Certs, token_file: Path
+) -> None:
+    events: list[tuple[str, str]] = []
+    token = TokenFile(str(token_file), lambda event, detail: events.append((event, detail)))
+    prober = make_prober(tls_server, certs, Protocol.HTTP1, Connection.REUSED, token=token)
+    await prober.sample()
+    rotated = token_file.with_name("token.new")
+    rotated.write_text("second-secret-token-9c1e")
+    os.replace(rotated, token_file)  # the kubelet swaps the file atomically
+    await prober.sample()
+    os.unlink(token_file)
+    await prober.sample()  # a vanished file keeps the last token
+    auth = [r.headers["authorization"] for r in tls_server.requests]
+    assert auth == [
+        "Bearer first-secret-token-7f3a",
+        "Bearer second-secret-token-9c1e",
+        "Bearer second-secret-token-9c1e",
+    ]
+    assert token.reloads == 1
+    assert [e for e, _ in events] == ["token_reloaded", "token_unreadable"]
+    assert "secret" not in repr(token) + repr(events)
+    await prober.aclose()

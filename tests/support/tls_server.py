@@ -1,0 +1,302 @@
+"""A small TLS server speaking HTTP/1.1 (h11) and HTTP/2 (h2, by ALPN) that misbehaves on demand.
+
+Tests set `server.plan` (what the next request gets) and call `refuse()` / `accept()`; the
+server records every connection and request so tests can assert what the client really did.
+Misbehaviours are real: a refused connection is a closed listener, a reset is a TCP RST
+(SO_LINGER 0), a stall never answers, bad TLS is a certificate from an untrusted CA or no TLS
+at all, GOAWAY frames are real frames.
+
+Run alone (benchmarks, subprocess tests):
+
+    python -m tests.support.tls_server --ca-file CA.pem [--port 0] [--cycle 20]
+
+prints `{"event": "listening", "port": N}` when ready; `--cycle` makes it play a shutting-down
+apiserver over and over (see `cycling_header`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h11
+
+from prober.core.header import format_shutdown_header
+from tests.support.certs import Certs, make_certs
+
+HOST_ID = "apiserver-testtesttesttesttesttesttest"
+BODY = json.dumps({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}})
+READY = format_shutdown_header(False, 70, 0, HOST_ID)
+
+Mode = str  # ok | reset | stall | close | bad_tls | not_tls | goaway | goaway_error
+
+
+@dataclass
+class Plan:
+    """How the server answers from now on."""
+
+    mode: Mode = "ok"
+    status: int = 200
+    retry_after: str | None = None
+    # The X-OpenShift-Disruption value, None for none, or a function of the request count.
+    header: str | Callable[[], str | None] | None = READY
+    goaway_code: int = h2.errors.ErrorCodes.INTERNAL_ERROR  # for goaway_error
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the server saw it."""
+
+    connection: int  # index of the TCP connection it came on
+    peer_port: int
+    http_version: str
+    path: str
+    headers: dict[str, str]
+
+
+@dataclass
+class TLSServer:
+    server_context: ssl.SSLContext
+    untrusted_context: ssl.SSLContext
+    host: str = "127.0.0.1"
+    port: int = 0
+    plan: Plan = field(default_factory=Plan)
+    requests: list[Seen] = field(default_factory=list)
+    connections: int = 0
+    alpn: list[str | None] = field(default_factory=list)
+    keep_requests: bool = True  # off for long benchmark runs
+
+    def __post_init__(self) -> None:
+        self._server: asyncio.Server | None = None
+        self._closing = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    async def start(self) -> TLSServer:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def refuse(self) -> None:
+        """Close the listener: new connections are refused, open ones go on."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    async def accept(self) -> None:
+        if self._server is None:
+            await self.start()
+
+    async def close(self) -> None:
+        self._closing.set()
+        await self.refuse()
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def wait_for(self, predicate: Callable[[TLSServer], bool], timeout: float = 10) -> None:
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: predicate(self))
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        index = self.connections
+        self.connections += 1
+        try:
+            await self._serve(index, reader, writer)
+        except (ConnectionError, ssl.SSLError, OSError, asyncio.IncompleteReadError):
+            pass  # the client went away or failed the handshake: its problem, not ours
+        finally:
+            self._writers.discard(writer)
+            writer.transport.abort()
+            await self._notify()
+
+    async def _serve(self, index: int, reader: asyncio.StreamReader, w: asyncio.StreamWriter):
+        mode = self.plan.mode
+        if mode == "not_tls":
+            w.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            await w.drain()
+            return
+        context = self.untrusted_context if mode == "bad_tls" else self.server_context
+        await w.start_tls(context)
+        ssl_object = w.get_extra_info("ssl_object")
+        protocol = ssl_object.selected_alpn_protocol() if ssl_object else None
+        if self.keep_requests:
+            self.alpn.append(protocol)
+        peer_port = w.get_extra_info("peername")[1]
+        serve = self._serve_h2 if protocol == "h2" else self._serve_h1
+        await serve(index, peer_port, reader, w)
+
+    def _record(self, index: int, port: int, version: str, path: str, headers: dict[str, str]):
+        if self.keep_requests:
+            self.requests.append(Seen(index, port, version, path, headers))
+
+    def _response_headers(self) -> list[tuple[str, str]]:
+        plan = self.plan
+        header = plan.header() if callable(plan.header) else plan.header
+        headers = [("content-type", "application/json"), ("audit-id", "server")]
+        if header is not None:
+            headers.append(("x-openshift-disruption", header))
+        if plan.retry_after is not None:
+            headers.append(("retry-after", plan.retry_after))
+        return headers
+
+    async def _misbehave(self, w: asyncio.StreamWriter) -> bool:
+        """Act out a connection-level plan; True when the request must not be answered."""
+        mode = self.plan.mode
+        if mode == "reset":
+            reset(w)
+            return True
+        if mode == "close":
+            w.close()
+            return True
+        if mode == "stall":
+            await self._closing.wait()
+            return True
+        return False
+
+    async def _serve_h1(self, index: int, port: int, reader: asyncio.StreamReader, w):
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+                continue
+            if isinstance(event, h11.Request):
+                headers = {k.decode().lower(): v.decode() for k, v in event.headers}
+                self._record(index, port, "HTTP/1.1", event.target.decode(), headers)
+                await self._notify()
+            elif isinstance(event, h11.EndOfMessage):
+                if await self._misbehave(w):
+                    return
+                body = BODY.encode()
+                headers = [*self._response_headers(), ("content-length", str(len(body)))]
+                for data in (
+                    conn.send(h11.Response(status_code=self.plan.status, headers=headers)),
+                    conn.send(h11.Data(data=body)),
+                    conn.send(h11.EndOfMessage()),
+                ):
+                    w.write(data or b"")
+                await w.drain()
+                if conn.our_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+            elif isinstance(event, h11.ConnectionClosed):
+                return
+
+    async def _serve_h2(self, index: int, port: int, reader: asyncio.StreamReader, w):
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        conn = h2.connection.H2Connection(config=config)
+        conn.initiate_connection()
+        w.write(conn.data_to_send())
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    headers = {str(k).lower(): str(v) for k, v in event.headers}
+                    path = headers.get(":path", "")
+                    self._record(index, port, "HTTP/2", path, headers)
+                    await self._notify()
+                    if await self._answer_h2(conn, event.stream_id, reader, w):
+                        return
+            w.write(conn.data_to_send())
+            await w.drain()
+
+    async def _answer_h2(self, conn: h2.connection.H2Connection, stream_id: int, reader, w):
+        """Answer one stream; True when the connection is done."""
+        mode = self.plan.mode
+        if mode in ("goaway", "goaway_error"):
+            code = 0 if mode == "goaway" else self.plan.goaway_code
+            conn.close_connection(error_code=code, last_stream_id=stream_id)
+            w.write(conn.data_to_send())
+            await w.drain()
+            if code == 0:  # graceful: wait for the client to hang up, as a draining server
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5):
+                        while await reader.read(65536):
+                            pass
+            return True
+        if await self._misbehave(w):
+            return True
+        body = BODY.encode()
+        headers = [(":status", str(self.plan.status)), *self._response_headers()]
+        headers.append(("content-length", str(len(body))))
+        conn.send_headers(stream_id, headers)
+        conn.send_data(stream_id, body, end_stream=True)
+        return False
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Abort the connection with a TCP RST rather than a FIN."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+def cycling_header(cycle: float, hosts: int = 3) -> Callable[[], str | None]:
+    """An apiserver rolling restart on a loop: each `cycle` seconds the next of `hosts` ids
+    is ready for the first half and shutting down (elapsed counting up) for the second."""
+    start = time.monotonic()
+
+    def header() -> str | None:
+        now = time.monotonic() - start
+        turn, into = divmod(now, cycle)
+        host = f"apiserver-{int(turn) % hosts:026d}"
+        half = cycle / 2
+        if into < half:
+            return format_shutdown_header(False, half, 0, host)
+        return format_shutdown_header(True, half, into - half, host)
+
+    return header
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="a misbehaving TLS h11/h2 test server")
+    parser.add_argument("--ca-file", required=True, help="where to write the CA certificate")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--cycle", type=float, help="play rolling shutdowns of this period")
+    args = parser.parse_args()
+    certs = make_certs(Path(args.ca_file).parent)
+    if Path(certs.ca_file) != Path(args.ca_file):
+        Path(certs.ca_file).replace(args.ca_file)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_forever(certs, args.port, args.cycle))
+
+
+async def _serve_forever(certs: Certs, port: int, cycle: float | None) -> None:
+    server = TLSServer(certs.server, certs.untrusted, port=port, keep_requests=False)
+    if cycle:
+        server.plan.header = cycling_header(cycle)
+    await server.start()
+    print(json.dumps({"event": "listening", "port": server.port}), flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    _main()
