@@ -1,0 +1,147 @@
+"""The work behind `prober audit summarize` and `prober audit follow`; the CLI only parses.
+
+Bad input ends in one line on stderr and exit 2; a verdict (`--check`) in exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from prober.audit.evidence import ProberEvidence, read_prober_logs, read_shutdown_events
+from prober.audit.files import InputError, discover, family_of
+from prober.audit.follow import Follower
+from prober.audit.output import render_table, write_outputs
+from prober.audit.run import FollowRunner
+from prober.audit.server import ListenError, MetricsServer, parse_listen
+from prober.audit.state import StateError, load_state, save_state
+from prober.audit.summary import summarize
+from prober.core.durations import DurationError, parse_go_duration
+
+EXIT_OK = 0
+EXIT_VERDICT_FAILED = 1
+EXIT_BAD_INPUT = 2
+STATE_FILE = "audit-follow-state.json"
+
+
+def summarize_command(
+    paths: Sequence[Path],
+    *,
+    node: str | None = None,
+    events: Sequence[Path] = (),
+    shutdown_events: Sequence[Path] = (),
+    out: Path = Path("."),
+    junit: bool = False,
+    check: bool = False,
+    max_line_bytes: int,
+    stdout: TextIO = sys.stdout,
+    stderr: TextIO = sys.stderr,
+) -> int:
+    try:
+        families, notes = discover(paths, node)
+        if not families:
+            raise InputError(f"no audit logs found in {', '.join(map(str, paths))}")
+        evidence: ProberEvidence | None = read_prober_logs(events) if events else None
+        spans = [span for path in shutdown_events for span in read_shutdown_events(path)]
+    except InputError as exc:
+        print(f"prober audit summarize: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    summary = summarize(families, evidence=evidence, spans=spans, max_line_bytes=max_line_bytes)
+    summary.notes[:0] = notes
+    print(render_table(summary), file=stdout)
+    try:
+        written = write_outputs(summary, out, junit=junit)
+    except OSError as exc:
+        print(f"prober audit summarize: cannot write to {out}: {exc.strerror}", file=stderr)
+        return EXIT_BAD_INPUT
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    late = sum(summary.late_by_apiserver.values())
+    return EXIT_VERDICT_FAILED if check and late else EXIT_OK
+
+
+def follow_command(
+    directory: Path,
+    *,
+    node: str | None = None,
+    listen: str,
+    out: Path = Path("."),
+    state_file: Path | None = None,
+    interval: str = "1s",
+    max_line_bytes: int,
+    stderr: TextIO = sys.stderr,
+) -> int:
+    state_path = state_file or out / STATE_FILE
+    try:
+        if not directory.is_dir():
+            raise InputError(f"{directory}: no such directory")
+        families, _notes = discover([directory], node)
+        host, port = parse_listen(listen)
+        seconds = _interval(interval)
+        state = load_state(state_path)
+    except (InputError, ListenError, StateError) as exc:
+        print(f"prober audit follow: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    if not families:
+        # An empty directory today may get its audit.log tomorrow: follow that.
+        families = [family_of(directory / "audit.log", node, explicit=False)]
+    follower = Follower(families, state, max_line_bytes=max_line_bytes)
+    log = structlog.wrap_logger(
+        structlog.PrintLogger(sys.stdout),
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    try:
+        asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
+    except OSError as exc:
+        print(f"prober audit follow: cannot listen on {listen}: {exc.strerror}", file=stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {state_path}", file=sys.stdout)
+    return EXIT_OK
+
+
+def _interval(text: str) -> float:
+    try:
+        seconds = parse_go_duration(text)
+    except DurationError as exc:
+        raise InputError(f"--interval {text!r}: {exc}") from None
+    if seconds <= 0:
+        raise InputError(f"--interval {text!r}: must be positive")
+    return seconds
+
+
+async def _follow(
+    follower: Follower, state_path: Path, *, host: str, port: int, interval: float, log: Any
+) -> None:
+    registry = CollectorRegistry()
+    runner = FollowRunner(
+        follower, state_path=state_path, registry=registry, interval=interval, log=log
+    )
+    server = MetricsServer(registry, healthy=lambda: runner.last_poll_ok)
+    bound = await server.start(host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    log.info("following", families=[f.key for f in follower.families], listen=f"{host}:{bound}")
+    task = asyncio.create_task(runner.run(stop), name="audit-follow")
+    try:
+        await task
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await server.close()
+        try:
+            save_state(follower.state, state_path)
+        except OSError as exc:
+            log.error("cannot save the follow state", path=str(state_path), error=exc.strerror)

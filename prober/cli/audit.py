@@ -1,0 +1,145 @@
+"""`prober audit summarize|follow`: argument parsing only; the work is in `prober.audit`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prober.audit.commands import follow_command, summarize_command
+from prober.audit.files import DEFAULT_MAX_LINE_BYTES
+
+SUMMARIZE_EXAMPLE = """\
+examples:
+  prober audit summarize must-gather/audit_logs/kube-apiserver --out results --junit
+  prober audit summarize /var/log/kube-apiserver --node master-0 --events events.jsonl
+"""
+FOLLOW_EXAMPLE = """\
+example:
+  prober audit follow /var/log/kube-apiserver --node "$NODE_NAME" --listen 0.0.0.0:9095
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "audit",
+        help="summarise or follow kube-apiserver audit logs for late requests",
+        description="Find requests kube-apiserver received late in its graceful termination "
+        "(audit annotations openshift.io/during-graceful and apiserver.k8s.io/shutdown).",
+        epilog=SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda _args: _usage(parser))
+    _summarize_parser(commands)
+    _follow_parser(commands)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
+    return int(text)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--node",
+        help="the apiserver's node name (default: the <node>- file name prefix, or the "
+        "name of the directory holding audit.log)",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="N",
+        help="count longer lines as bad without reading them into memory (default 4 MiB)",
+    )
+
+
+def _summarize_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "summarize",
+        help="late requests per apiserver from audit log files",
+        description="Summarise late requests from audit logs (JSON Lines, plain or gzip, "
+        "rotated files read oldest first).",
+        epilog=SUMMARIZE_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
+    _common(parser)
+    parser.add_argument(
+        "--events",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="a prober event log (and its rotated segments): match its requests by audit "
+        "ID and count requests inside its shutdown windows; repeatable",
+    )
+    parser.add_argument(
+        "--shutdown-events",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="Kubernetes Events (kubectl get events -o json) with ShutdownInitiated...: "
+        "count requests received during each shutdown; repeatable",
+    )
+    parser.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
+    parser.add_argument("--junit", action="store_true", help="also write junit-audit.xml")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 when any apiserver received late requests"
+    )
+    parser.set_defaults(handler=_summarize)
+
+
+def _follow_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "follow",
+        help="follow a live audit log directory and export late requests as metrics",
+        description="Follow audit.log across rotation and truncation (like tail -F), export "
+        "prober_audit_late_requests_total on /metrics, and keep the position in a state "
+        "file so a restart resumes where it stopped.",
+        epilog=FOLLOW_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("directory", type=Path, metavar="DIR")
+    _common(parser)
+    parser.add_argument("--listen", default="0.0.0.0:9095", metavar="HOST:PORT")
+    parser.add_argument("--interval", default="1s", help="poll interval, Go duration")
+    parser.add_argument(
+        "--out", type=Path, default=Path("."), metavar="DIR", help="where the state file goes"
+    )
+    parser.add_argument("--state", type=Path, metavar="FILE", help="the state file itself")
+    parser.set_defaults(handler=_follow)
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    return summarize_command(
+        args.paths,
+        node=args.node,
+        events=args.events,
+        shutdown_events=args.shutdown_events,
+        out=args.out,
+        junit=args.junit,
+        check=args.check,
+        max_line_bytes=args.max_line_bytes,
+    )
+
+
+def _follow(args: argparse.Namespace) -> int:
+    return follow_command(
+        args.directory,
+        node=args.node,
+        listen=args.listen,
+        out=args.out,
+        state_file=args.state,
+        interval=args.interval,
+        max_line_bytes=args.max_line_bytes,
+    )
