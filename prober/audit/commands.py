@@ -41,9 +41,10 @@ def summarize_command(
     junit: bool = False,
     check: bool = False,
     max_line_bytes: int,
-    stdout: TextIO = sys.stdout,
-    stderr: TextIO = sys.stderr,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
 ) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         families, notes = discover(paths, node)
         if not families:
@@ -76,8 +77,9 @@ def follow_command(
     state_file: Path | None = None,
     interval: str = "1s",
     max_line_bytes: int,
-    stderr: TextIO = sys.stderr,
+    stderr: TextIO | None = None,
 ) -> int:
+    stderr = stderr or sys.stderr
     state_path = state_file or out / STATE_FILE
     try:
         if not directory.is_dir():

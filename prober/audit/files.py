@@ -9,7 +9,7 @@ its rotations, read oldest first.
 
 from __future__ import annotations
 
-import gzip
+import io
 import os
 import re
 import zlib
@@ -148,10 +148,60 @@ def open_binary(path: Path) -> BinaryIO:
     except OSError:
         raw.close()
         raise
-    if magic == GZIP_MAGIC:
-        raw.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return raw
+    return GzipStream(raw) if magic == GZIP_MAGIC else raw  # type: ignore[return-value]
+
+
+class GzipStream(io.RawIOBase):
+    """A forward-only gzip reader that hands out everything it decoded before an error.
+
+    `gzip.GzipFile` drops the data of a `read` that meets a cut-off stream; a CI artifact
+    cut off in the middle of its upload still holds good lines, so this one keeps them and
+    raises on the next read. Concatenated members are read in turn, as gzip does."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._inflate = zlib.decompressobj(wbits=31)
+        self._buffer = b""
+        self._position = 0
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._ended and (size < 0 or len(self._buffer) < size):
+            self._fill()
+        if not self._buffer and self._ended and not self._inflate.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker")
+        take = len(self._buffer) if size < 0 else size
+        data, self._buffer = self._buffer[:take], self._buffer[take:]
+        self._position += len(data)
+        return data
+
+    def _fill(self) -> None:
+        compressed = self._raw.read(CHUNK_BYTES)
+        if not compressed:
+            self._ended = True
+            return
+        while compressed:
+            if self._inflate.eof:  # the next member of a concatenated gzip
+                self._inflate = zlib.decompressobj(wbits=31)
+            self._buffer += self._inflate.decompress(compressed)
+            compressed = self._inflate.unused_data
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence != io.SEEK_SET or offset < self._position:
+            raise OSError("a gzip stream only seeks forward from its start")
+        while self._position < offset and self.read(min(CHUNK_BYTES, offset - self._position)):
+            pass
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class LineSplitter:
