@@ -1,0 +1,59 @@
+"""`prober analyze`: event logs -> summary.json, junit.xml, report.html."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.analyze import analyze_command
+
+EXAMPLE = """\
+examples:
+  prober analyze /var/log/prober/events.jsonl --thresholds thresholds.json --out artifacts/
+  prober analyze artifacts/prober/            # every *.jsonl there, with its rotated segments
+
+Reads PATH's rotated segments (PATH.000001.gz, ...) and then PATH. Writes summary.json,
+junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hold several runs).
+Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="event logs to summary.json, JUnit verdicts and an HTML report",
+        description=(
+            "Replay event logs through the same trackers as the daemon; write the summary, "
+            "JUnit verdicts against the per-platform history, and a self-contained HTML report."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "eventlogs", nargs="+", type=Path, metavar="EVENTLOG", help="event log file or directory"
+    )
+    parser.add_argument(
+        "--platform", help="platform to judge against (default: the run record's platform)"
+    )
+    parser.add_argument(
+        "--thresholds", type=Path, metavar="FILE", help="thresholds.json from `prober thresholds`"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("."), metavar="DIR", help="output directory (created)"
+    )
+    parser.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="skip and count corrupt lines instead of refusing the log",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return analyze_command(
+        args.eventlogs,
+        platform=args.platform,
+        thresholds_path=args.thresholds,
+        out=args.out,
+        skip_bad_lines=args.skip_bad_lines,
+    )

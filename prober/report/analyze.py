@@ -1,0 +1,169 @@
+"""`prober analyze`: event logs -> summary.json, junit.xml and report.html per run.
+
+Each run is replayed through the core trackers (`replay`), summarised (`summary`), judged
+against the history (`verdicts`), and written. One run writes into OUT; several runs (logs of
+several daemons, or a daemon restarted onto the same file) write into OUT/<run id>/ each.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from prober import __version__
+from prober.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VERDICT_FAILED, BadInput
+from prober.report.html_run import RunReport, render_run_report
+from prober.report.junit import write_junit
+from prober.report.replay import Replay, replay
+from prober.report.runs import ReadStats, RunLog, load_runs
+from prober.report.summary import build_summary, write_json
+from prober.report.tables import seconds, table
+from prober.report.thresholds import Thresholds, load_thresholds
+from prober.report.verdicts import Status, Verdict, judge
+
+
+@dataclass(frozen=True, slots=True)
+class RunAnalysis:
+    log: RunLog
+    replay: Replay
+    summary: dict[str, Any]
+    verdicts: list[Verdict]
+    warnings: list[str]
+
+    @property
+    def failed(self) -> bool:
+        return any(v.status is Status.FAILED for v in self.verdicts)
+
+
+def analyze_runs(
+    paths: Sequence[Path],
+    *,
+    platform: str | None = None,
+    thresholds: Thresholds | None = None,
+    skip_bad_lines: bool = False,
+) -> tuple[list[RunAnalysis], ReadStats]:
+    logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines)
+    analyses = []
+    for log in logs:
+        result = replay(log)
+        run_platform = platform or log.run.platform
+        summary, warnings = build_summary(log, result, run_platform)
+        warnings = [*result.warnings, *warnings]
+        if thresholds is not None and not thresholds.covers(run_platform):
+            warnings.append(
+                f"{thresholds.source}: no history for platform {run_platform!r} (it has "
+                f"{', '.join(thresholds.platforms) or 'nothing'}): verdicts that need it are "
+                "skipped"
+            )
+        verdicts = judge(summary, thresholds)
+        analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
+    return analyses, stats
+
+
+def write_outputs(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    run = analysis.log.run
+    summary_path, junit_path, html_path = (
+        out / "summary.json",
+        out / "junit.xml",
+        out / "report.html",
+    )
+    write_json(summary_path, analysis.summary)
+    properties = {
+        "run_id": run.run_id,
+        "platform": analysis.summary["platform"],
+        "prober_version": run.version,
+        "analyzer_version": __version__,
+    }
+    write_junit(junit_path, analysis.verdicts, properties)
+    report = RunReport(
+        analysis.log, analysis.replay, analysis.summary, analysis.verdicts, analysis.warnings, stats
+    )
+    html_path.write_text(render_run_report(report), encoding="utf-8")
+    return [summary_path, junit_path, html_path]
+
+
+def run_dir(out: Path, run_id: str, several: bool) -> Path:
+    if not several:
+        return out
+    return out / (re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._") or "run")
+
+
+def describe(analysis: RunAnalysis) -> list[str]:
+    """The run as text: what the summary and the verdicts say."""
+    s, run, result = analysis.summary, analysis.log.run, analysis.replay
+    samples = sum(x["samples"] for x in s["streams"])
+    lines = [
+        f"run {run.run_id} · platform {s['platform']} · prober {run.version} · "
+        f"{result.end_t:.1f} s · {samples} requests · {len(result.windows)} shutdown windows",
+        "",
+    ]
+    if result.windows:
+        rows = [
+            [w.host, w.node or "-", f"{w.delay:g} s", f"{w.t0:.2f} s",
+             f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s", w.closed_by.value,
+             str(sum(x.late for x in w.streams)), str(sum(x.failures for x in w.streams))]
+            for w in result.windows
+        ]  # fmt: skip
+        headers = ["apiserver", "node", "delay", "T0", "uncertainty", "closed by", "late", "failed"]
+        lines += [*table(headers, rows), ""]
+    rows = []
+    for worst in s["worst"]:
+        key = (worst["lb"], worst["protocol"], worst["connection"])
+        mine = [v for v in analysis.verdicts if v.key == key]
+        routing = next((v.status.value for v in mine if v.stream is None), "-")
+        available = sorted({v.status.value for v in mine if v.stream is not None})
+        rows.append(
+            [*key, seconds(worst["reaction"]), routing,
+             seconds(worst["disruption_seconds"]), "/".join(available) or "-"]
+        )  # fmt: skip
+    headers = ["lb", "protocol", "connection", "worst reaction", "stop routing", "disruption",
+               "available"]  # fmt: skip
+    lines += table(headers, rows)
+    for verdict in analysis.verdicts:
+        if verdict.status is Status.FAILED:
+            lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
+    return lines
+
+
+def analyze_command(
+    paths: Sequence[Path],
+    *,
+    platform: str | None,
+    thresholds_path: Path | None,
+    out: Path,
+    skip_bad_lines: bool,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        thresholds = load_thresholds(thresholds_path) if thresholds_path else None
+        analyses, stats = analyze_runs(
+            paths, platform=platform, thresholds=thresholds, skip_bad_lines=skip_bad_lines
+        )
+        written = []
+        for analysis in analyses:
+            target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+            written += write_outputs(analysis, stats, target)
+    except BadInput as exc:
+        print(f"prober analyze: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    if stats.skipped:
+        print(
+            f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "
+            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)",
+            file=stderr,
+        )
+    for analysis in analyses:
+        for warning in analysis.warnings:
+            print(f"warning: {warning}", file=stderr)
+        print("\n".join(describe(analysis)), file=stdout)
+        print(file=stdout)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return EXIT_VERDICT_FAILED if any(a.failed for a in analyses) else EXIT_OK

@@ -1,0 +1,265 @@
+"""`report.html`: one run, for someone who never saw the tool.
+
+A self-contained page (no network at view time): what was measured in plain words, the
+verdicts per LB x protocol x connection, the shutdown windows, a timeline per LB that can zoom
+onto each window, and every number behind the pictures in tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prober import __version__
+from prober.core.models import LB, StreamId
+from prober.report.page import page, status_cell
+from prober.report.replay import Replay
+from prober.report.runs import ReadStats, RunLog
+from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
+from prober.report.tables import seconds
+from prober.report.timeline import StreamMarks, View, lb_timeline, views, window_title
+from prober.report.verdicts import Verdict
+
+_EXPLAIN = """
+<p>When a kube-apiserver shuts down gracefully, its <code>/readyz</code> health check fails at once
+(instant <b>T0</b>), yet it keeps serving for its <b>shutdown delay</b> so that the load balancers
+(LBs) in front of it notice and send requests elsewhere; then it stops. Every request here asked
+the apiserver whether it was shutting down. A <b>late request</b> is one an apiserver answered
+after T0. An LB's <b>reaction</b> is how long after T0 it still sent a request to that apiserver;
+it must stay well inside the shutdown delay, or requests start to fail. <b>Disruption</b> is the
+time during which requests failed.</p>
+<p>T0 is estimated from the answers (the apiserver reports elapsed time rounded to the second);
+the darker band around each T0 line shows the range it must lie in.</p>
+"""
+
+_SCRIPT = """
+const zoom = document.getElementById("zoom");
+zoom.addEventListener("change", () => {
+  for (const figure of document.querySelectorAll("figure[data-view]")) {
+    figure.hidden = figure.dataset.view !== zoom.value;
+  }
+});
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    log: RunLog
+    replay: Replay
+    summary: dict[str, object]
+    verdicts: Sequence[Verdict]
+    warnings: Sequence[str]
+    stats: ReadStats
+
+
+def render_run_report(report: RunReport) -> str:
+    run = report.log.run
+    colours = {}
+    for w in report.replay.windows:
+        colours.setdefault(w.host, HOST_COLOURS[len(colours) % len(HOST_COLOURS)])
+    samples = sum(s["samples"] for s in _list(report.summary, "streams"))
+    meta = (
+        f"run <b>{esc(run.run_id)}</b> · platform <b>{esc(report.summary['platform'])}</b> · "
+        f"started {esc(run.ts)} · {report.replay.end_t:.1f} s long · {samples} requests · "
+        f"{len(report.replay.windows)} shutdown windows · measured by prober {esc(run.version)}, "
+        f"analyzed by prober {esc(__version__)}"
+    )
+    body = [
+        "<h1>How fast did the load balancers stop sending requests to a shutting-down "
+        "kube-apiserver?</h1>",
+        f'<p class="meta">{meta}</p>',
+        f'<div class="explain">{_EXPLAIN}</div>',
+        "<h2>Verdicts</h2>",
+        _verdict_table(report.verdicts, report.summary),
+        "<h2>Shutdown windows</h2>",
+        _windows_table(report.replay, colours),
+        "<h2>Timeline per load balancer</h2>",
+        _timelines(report, colours),
+        "<h2>Per window and stream</h2>",
+        _window_streams_table(report.replay),
+        "<h2>Disruption intervals</h2>",
+        _intervals_table(report.replay),
+        _notes(report),
+    ]
+    return page(f"prober report: run {run.run_id}", "\n".join(body), _SCRIPT)
+
+
+def _list(doc: dict[str, object], name: str) -> list[dict[str, object]]:
+    value = doc[name]
+    assert isinstance(value, list)
+    return value
+
+
+def _verdict_table(verdicts: Sequence[Verdict], summary: dict[str, object]) -> str:
+    rows = []
+    for worst in _list(summary, "worst"):
+        key = (worst["lb"], worst["protocol"], worst["connection"])
+        routing = [v for v in verdicts if v.stream is None and v.key == key]
+        available = [v for v in verdicts if v.stream is not None and v.key == key]
+        cells = [f"<td>{esc(k)}</td>" for k in key]
+        cells.append(f'<td class="num">{seconds(worst["reaction"])}</td>')  # type: ignore[arg-type]
+        cells += [_verdict_cells(routing)]
+        cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')  # type: ignore[arg-type]
+        cells += [_verdict_cells(available)]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    head = (
+        "<tr><th>load balancer</th><th>protocol</th><th>connections</th>"
+        "<th>worst reaction</th><th>should stop routing before the apiserver stops serving</th>"
+        "<th>disruption</th><th>should be available throughout</th></tr>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _verdict_cells(verdicts: Sequence[Verdict]) -> str:
+    if not verdicts:
+        return "<td>-</td>"
+    order = {"failed": 0, "skipped": 1, "passed": 2}
+    shown = sorted(verdicts, key=lambda v: order[v.status])[0]
+    allowed = f"allowed {shown.allowed:.0f} s. " if shown.allowed is not None else ""
+    return status_cell(shown.status, allowed + shown.message)
+
+
+def _windows_table(replay: Replay, colours: dict[str, str]) -> str:
+    if not replay.windows:
+        return "<p>No kube-apiserver shut down during this run.</p>"
+    rows = []
+    for number, w in enumerate(replay.windows, 1):
+        late = sum(ws.late for ws in w.streams)
+        failures = sum(ws.failures for ws in w.streams)
+        rows.append(
+            f'<tr><td><span style="color:{colours[w.host]}">■</span> {number}</td>'
+            f"<td>{esc(w.host)}</td><td>{esc(w.node or '-')}</td>"
+            f'<td class="num">{w.t0:.2f} s</td>'
+            f'<td class="num">± {(w.t0_hi - w.t0_lo) / 2:.2f} s</td>'
+            f'<td class="num">{w.delay:g} s</td><td>{esc(w.closed_by)} at {w.end_t:.1f} s</td>'
+            f'<td class="num">{late}</td><td class="num">{failures}</td></tr>'
+        )
+    head = (
+        "<tr><th>window</th><th>apiserver</th><th>node</th><th>T0 (readyz false)</th>"
+        "<th>uncertainty</th><th>shutdown delay</th><th>closed</th><th>late requests</th>"
+        "<th>failed requests</th></tr>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _legend() -> str:
+    items = [
+        (
+            swatch("band", HOST_COLOURS[0]),
+            "shutdown window of one apiserver (colour per apiserver)",
+        ),
+        (swatch("line", T0), "T0: its /readyz went false"),
+        (swatch("range", T0), "where T0 must lie (uncertainty)"),
+        (swatch("dash", HOST_COLOURS[0]), "end of the shutdown delay: it stops serving"),
+        (swatch("tick", LATE), "late request (answered after T0)"),
+        (swatch("cross", FAILURE), "failed request"),
+        (swatch("bar", FAILURE), "disruption interval"),
+        (swatch("bracket", T0), "reaction: T0 to the last late request"),
+    ]
+    return (
+        '<div class="legend">' + "".join(f"<span>{s}{esc(t)}</span>" for s, t in items) + "</div>"
+    )
+
+
+def _timelines(report: RunReport, colours: dict[str, str]) -> str:
+    marks = _marks(report)
+    all_views = views(report.replay.windows, report.replay.end_t)
+    options = "".join(f'<option value="{v.id}">{esc(v.label)}</option>' for v in all_views)
+    parts = [
+        f'<p><label>Show: <select id="zoom">{options}</select></label></p>',
+        _legend(),
+    ]
+    by_lb: dict[LB, list[StreamMarks]] = {}
+    for m in marks.values():
+        by_lb.setdefault(m.stream.lb, []).append(m)
+    for lb in LB:
+        if lb not in by_lb:
+            continue
+        rows = sorted(by_lb[lb], key=lambda m: (m.stream.target, m.stream.protocol,
+                                                m.stream.connection))  # fmt: skip
+        title = f"load balancer {lb}"
+        parts.append(f"<h3>{esc(title)}</h3>")
+        for view in all_views:
+            parts.append(_figure(title, rows, report, colours, view))
+    return "\n".join(parts)
+
+
+def _figure(
+    title: str, rows: list[StreamMarks], report: RunReport, colours: dict[str, str], view: View
+) -> str:
+    hidden = "" if view.id == "all" else " hidden"
+    svg = lb_timeline(title, rows, report.replay.windows, colours, view)
+    caption = f"{esc(title)}, {esc(view.label)}; the run started at {esc(report.log.run.ts)}."
+    return f'<figure data-view="{view.id}"{hidden}>{svg}<figcaption>{caption}</figcaption></figure>'
+
+
+def _marks(report: RunReport) -> dict[str, StreamMarks]:
+    marks = {
+        name: StreamMarks(StreamId.parse(name))
+        for name in [s["stream"] for s in _list(report.summary, "streams")]
+    }
+    for sample in report.log.samples:
+        m = marks.get(sample.stream)
+        if m is None:
+            continue
+        if sample.late:
+            m.late.append(sample.t)
+        if sample.failed:
+            m.failures.append(sample.t)
+    for interval in report.replay.intervals:
+        if interval.stream in marks:
+            marks[interval.stream].intervals.append(interval)
+    return marks
+
+
+def _window_streams_table(replay: Replay) -> str:
+    if not replay.windows:
+        return "<p>No shutdown windows.</p>"
+    rows = []
+    for number, w in enumerate(replay.windows, 1):
+        for ws in w.streams:
+            rows.append(
+                f'<tr><td title="{esc(window_title(number, w))}">{number}</td>'
+                f'<td>{esc(ws.stream)}</td><td class="num">{ws.late}</td>'
+                f'<td class="num">{seconds(ws.max_elapsed, 0)}</td>'
+                f'<td class="num">{seconds(ws.reaction)}</td>'
+                f'<td class="num">{ws.failures}</td></tr>'
+            )
+    head = (
+        "<tr><th>window</th><th>stream</th><th>late requests</th>"
+        "<th>largest elapsed (header)</th><th>reaction</th><th>failed requests</th></tr>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _intervals_table(replay: Replay) -> str:
+    if not replay.intervals:
+        return "<p>No request failed during the run.</p>"
+    rows = [
+        f"<tr><td>{esc(i.stream)}</td><td>{esc(i.error)}</td>"
+        f'<td class="num">{i.start_t:.2f} s</td><td class="num">{i.end_t:.2f} s</td>'
+        f'<td class="num">{i.seconds:.2f} s</td><td class="num">{i.samples}</td>'
+        f"<td>{esc(i.detail)}</td></tr>"
+        for i in sorted(replay.intervals, key=lambda i: (i.start_t, i.stream))
+    ]
+    head = (
+        "<tr><th>stream</th><th>error</th><th>from</th><th>to</th><th>length</th>"
+        "<th>failed requests</th><th>detail</th></tr>"
+    )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _notes(report: RunReport) -> str:
+    notes = list(report.warnings)
+    stats = report.stats
+    if stats.skipped:
+        notes.append(
+            f"{stats.skipped} of {stats.lines} event-log lines were skipped "
+            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)"
+        )
+    if report.replay.stragglers:
+        notes.append(f"{report.replay.stragglers} late answers arrived after their window closed")
+    if not notes:
+        return ""
+    items = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    return f"<h2>Notes</h2>{items}"

@@ -1,0 +1,160 @@
+"""Replay a run's logged samples through the core trackers, and check the daemon agrees.
+
+The daemon logs only the samples the trackers need (`core.compaction`), so feeding them in file
+order to fresh trackers, registered with the run record's streams and closed at the end of the
+run, must give back the daemon's own `interval` and `window` records exactly. Where it does not,
+the log was damaged or the daemon and this reader disagree: each difference becomes a warning
+naming the stream or the host, and the replayed records are what the report uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from prober.core.disruption import DisruptionTracker
+from prober.core.models import (
+    Interval,
+    RunRecord,
+    StreamId,
+    StreamNameError,
+    Window,
+    parse_rfc3339,
+    rfc3339,
+)
+from prober.core.shutdown import ShutdownTracker
+from prober.report.errors import BadInput
+from prober.report.runs import RunLog
+
+_Record = TypeVar("_Record", Interval, Window)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    run: RunRecord
+    intervals: tuple[Interval, ...]
+    windows: tuple[Window, ...]
+    end_t: float
+    stragglers: int
+    warnings: tuple[str, ...]
+
+
+def replay(log: RunLog) -> Replay:
+    nodes = {w.host: w.node for w in log.windows if w.node}
+    disruption = DisruptionTracker()
+    shutdown = ShutdownTracker(node_of=nodes.get)
+    for name in log.run.streams:
+        try:
+            shutdown.add_stream(StreamId.parse(name))
+        except StreamNameError as exc:
+            raise BadInput(f"{log.source}: run record: {exc}") from None
+    intervals: list[Interval] = []
+    windows: list[Window] = []
+    for sample in log.samples:
+        intervals.extend(e for e in disruption.feed(sample) if isinstance(e, Interval))
+        windows.extend(e for e in shutdown.feed(sample) if isinstance(e, Window))
+    end_t, end_ts = run_end(log)
+    closed_intervals = disruption.close(end_t, end_ts)
+    closed_windows = shutdown.close(end_t)
+    warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
+    if warnings:  # the daemon never closed its trackers: compare what it did log
+        warnings += _compare(log, intervals, windows)
+    else:
+        warnings += _compare(log, intervals + closed_intervals, windows + closed_windows)
+    return Replay(
+        run=log.run,
+        intervals=tuple(intervals + closed_intervals),
+        windows=tuple(windows + closed_windows),
+        end_t=end_t,
+        stragglers=shutdown.stragglers,
+        warnings=tuple(warnings),
+    )
+
+
+def run_end(log: RunLog) -> tuple[float, str]:
+    """The end of the run: the largest `t` any record carries, with its wall-clock time.
+
+    The daemon closes its trackers when it stops and logs what that closed (windows `end`,
+    intervals ending then), and its last summary; the largest time among those and the samples
+    is when it stopped. The wall-clock stamp prefers the daemon's own (an interval's `end_ts`)."""
+    candidates: list[tuple[float, int, str | None]] = [(0.0, 0, None)]
+    candidates += [(s.t, 1, s.ts) for s in log.samples]
+    if log.last_summary is not None:
+        candidates.append((log.last_summary.t, 2, log.last_summary.ts))
+    candidates += [(w.end_t, 0, None) for w in log.windows]
+    candidates += [(i.end_t, 3, i.end_ts) for i in log.intervals]
+    end_t = max(t for t, _, _ in candidates)
+    stamps = sorted((rank, ts) for t, rank, ts in candidates if t == end_t and ts is not None)
+    if stamps:
+        return end_t, stamps[-1][1]
+    return end_t, rfc3339(parse_rfc3339(log.run.ts) + end_t)
+
+
+def _unclean_end(
+    log: RunLog, intervals: list[Interval], windows: list[Window], end_t: float
+) -> list[str]:
+    """A note when the log ends without the daemon closing what was still open (SIGKILL)."""
+    if not intervals and not windows:
+        return []
+    logged = set(log.intervals) | {_normal(w) for w in log.windows}
+    if any(i in logged for i in intervals) or any(_normal(w) in logged for w in windows):
+        return []
+    return [
+        f"{log.source}: the log has no end-of-run records (was the daemon killed?): "
+        f"{len(intervals)} intervals and {len(windows)} windows still open were closed "
+        f"at the last record, t={end_t:.3f} s"
+    ]
+
+
+def _compare(log: RunLog, intervals: list[Interval], windows: list[Window]) -> list[str]:
+    warnings: list[str] = []
+    replayed_by_stream = _group(intervals, "stream")
+    logged_by_stream = _group(log.intervals, "stream")
+    for stream in sorted(replayed_by_stream.keys() | logged_by_stream.keys()):
+        mine, theirs = replayed_by_stream.get(stream, []), logged_by_stream.get(stream, [])
+        if mine != theirs:
+            warnings.append(f"{log.source}: stream {stream}: {_difference(mine, theirs)}")
+    replayed_by_host = _group([_normal(w) for w in windows], "host")
+    logged_by_host = _group([_normal(w) for w in log.windows], "host")
+    for host in sorted(replayed_by_host.keys() | logged_by_host.keys()):
+        mine, theirs = replayed_by_host.get(host, []), logged_by_host.get(host, [])
+        if mine != theirs:
+            warnings.append(f"{log.source}: host {host}: {_difference(mine, theirs)}")
+    return warnings
+
+
+def _difference(mine: Sequence[Interval | Window], theirs: Sequence[Interval | Window]) -> str:
+    kind = "intervals" if isinstance((mine or theirs)[0], Interval) else "windows"
+    if len(mine) != len(theirs):
+        return f"replay gives {len(mine)} {kind}, the daemon logged {len(theirs)}"
+    for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        for f in dataclasses.fields(a):
+            ours, logged = getattr(a, f.name), getattr(b, f.name)
+            if ours != logged:
+                return (
+                    f"{kind} #{index + 1} differs from the daemon's: "
+                    f"{f.name} {_short(ours)} replayed, {_short(logged)} logged"
+                )
+    return f"{kind} differ from the daemon's"  # pragma: no cover - some field must differ
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _normal(window: Window) -> Window:
+    """The listing order of a window's streams is not a measurement: compare sorted."""
+    return dataclasses.replace(
+        window, streams=tuple(sorted(window.streams, key=lambda s: s.stream))
+    )
+
+
+def _group(records: Sequence[_Record], key: str) -> dict[str, list[_Record]]:
+    groups: dict[str, list[_Record]] = defaultdict(list)
+    for record in records:
+        groups[getattr(record, key)].append(record)
+    return dict(groups)

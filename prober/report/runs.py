@@ -1,0 +1,107 @@
+"""Read event logs into runs: the `run` record and everything logged under it.
+
+One event log normally holds one run. A daemon restarted onto the same file appends a new
+`run` record with a new id, which starts a new run; the same `run` record repeated at the head
+of each rotated segment continues the current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prober.core.eventlog import EventLogError, EventLogReader
+from prober.core.models import Interval, RunRecord, Sample, StreamCounters, Summary, Window
+from prober.report.errors import BadInput
+from prober.report.eventfiles import LineSource, event_logs
+
+
+@dataclass(slots=True)
+class RunLog:
+    """What one run logged, in file order."""
+
+    run: RunRecord
+    source: str  # the event log it came from, for messages
+    samples: list[Sample] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    last_summary: Summary | None = None
+    counters: dict[str, StreamCounters] = field(default_factory=dict)  # newest per stream
+
+    def add(self, record: Sample | Interval | Window | Summary) -> None:
+        if isinstance(record, Sample):
+            self.samples.append(record)
+        elif isinstance(record, Interval):
+            self.intervals.append(record)
+        elif isinstance(record, Window):
+            self.windows.append(record)
+        else:
+            if self.last_summary is None or record.t >= self.last_summary.t:
+                self.last_summary = record
+            for counters in record.streams:
+                self.counters[counters.stream] = counters
+
+
+@dataclass(slots=True)
+class ReadStats:
+    files: list[Path] = field(default_factory=list)
+    lines: int = 0
+    skipped: int = 0
+    unknown_kinds: int = 0
+    truncated: int = 0  # files whose last line (or gzip stream) was cut short
+    problems: list[str] = field(default_factory=list)
+
+
+def load_runs(
+    args: Iterable[Path], *, skip_bad_lines: bool = False
+) -> tuple[list[RunLog], ReadStats]:
+    """Every run in the event logs the arguments name, in the order they first appear.
+
+    A corrupt line (not JSON, or not a valid v1 record) is bad input unless `skip_bad_lines`;
+    a truncated last line and records of unknown kinds are skipped and counted either way.
+    """
+    runs: dict[str, RunLog] = {}
+    stats = ReadStats()
+    for arg in args:
+        for files in event_logs(arg):
+            _read_log(files, runs, stats, skip_bad_lines=skip_bad_lines)
+    return list(runs.values()), stats
+
+
+def _read_log(
+    files: list[Path], runs: dict[str, RunLog], stats: ReadStats, *, skip_bad_lines: bool
+) -> None:
+    log_name = str(files[-1])
+    current: RunLog | None = None
+    records = 0
+    lines_before = stats.lines
+    for path in files:
+        stats.files.append(path)
+        lines = LineSource(path)
+        reader = EventLogReader(lines, source=str(path), strict=not skip_bad_lines)
+        try:
+            for record in reader:
+                records += 1
+                if isinstance(record, RunRecord):
+                    current = runs.setdefault(record.run_id, RunLog(record, log_name))
+                elif current is None:
+                    raise BadInput(
+                        f"{path}:{reader.lines}: a {record.KIND} record before any run record"
+                    )
+                else:
+                    current.add(record)
+        except EventLogError as exc:
+            hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
+            raise BadInput(f"{exc}{hint}") from None
+        stats.lines += reader.lines
+        stats.skipped += reader.skipped
+        stats.unknown_kinds += reader.unknown_kinds
+        stats.truncated += int(reader.truncated or lines.truncated)
+        stats.problems.extend(reader.problems)
+        if lines.truncated:
+            stats.problems.append(f"{path}: gzip data ends early")
+    if records == 0:
+        lines = stats.lines - lines_before
+        why = f"no usable records in {lines} lines" if lines else "no records"
+        raise BadInput(f"{log_name}: empty event log ({why})")

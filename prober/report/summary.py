@@ -1,0 +1,253 @@
+"""`summary.json`: what one run measured, in the design's shape.
+
+    {"v": 1, "run_id", "platform",
+     "windows": [{"host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by",
+                  "streams": [{"stream", "lb", "protocol", "connection", "late",
+                               "max_elapsed", "reaction", "failures"}]}],
+     "streams": [{"stream", "lb", "protocol", "connection", "samples",
+                  "disruption_seconds", "intervals": [...]}],
+     "worst": [{"lb", "protocol", "connection", "reaction", "disruption_seconds"}]}
+
+`reaction` is null where no late request was seen. `worst` holds, per LB x protocol x
+connection, the largest reaction over every window and the largest disruption of its streams:
+the two numbers a run contributes to the history (`thresholds`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prober.core.models import LB, Connection, Protocol, StreamId
+from prober.report.errors import BadInput
+from prober.report.replay import Replay
+from prober.report.runs import RunLog
+
+SUMMARY_VERSION = 1
+
+Key = tuple[LB, Protocol, Connection]
+_T = TypeVar("_T")
+
+
+def key_name(key: Key) -> str:
+    lb, protocol, connection = key
+    return f"{lb}/{protocol}/{connection}"
+
+
+def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str, Any], list[str]]:
+    """The summary of a replayed run, and warnings about what it could not count."""
+    streams = _stream_ids(log, result)
+    samples, warnings = _sample_counts(log, streams)
+    seconds: Counter[str] = Counter()
+    for interval in result.intervals:
+        seconds[interval.stream] += interval.seconds
+    stream_entries = [
+        {
+            **_ids(s),
+            "samples": samples[s.name],
+            "disruption_seconds": seconds[s.name],
+            "intervals": [
+                {
+                    "start_t": i.start_t,
+                    "end_t": i.end_t,
+                    "start_ts": i.start_ts,
+                    "end_ts": i.end_ts,
+                    "error": i.error.value,
+                    "detail": i.detail,
+                    "samples": i.samples,
+                }
+                for i in result.intervals
+                if i.stream == s.name
+            ],
+        }
+        for s in streams
+    ]
+    windows = [
+        {
+            "host": w.host,
+            "node": w.node,
+            "delay": w.delay,
+            "t0": w.t0,
+            "t0_lo": w.t0_lo,
+            "t0_hi": w.t0_hi,
+            "closed_by": w.closed_by.value,
+            "streams": [
+                {
+                    **_ids(StreamId.parse(ws.stream)),
+                    "late": ws.late,
+                    "max_elapsed": ws.max_elapsed,
+                    "reaction": ws.reaction,
+                    "failures": ws.failures,
+                }
+                for ws in w.streams
+            ],
+        }
+        for w in result.windows
+    ]
+    summary = {
+        "v": SUMMARY_VERSION,
+        "run_id": log.run.run_id,
+        "platform": platform,
+        "windows": windows,
+        "streams": stream_entries,
+        "worst": _worst(streams, windows, seconds),
+    }
+    return summary, warnings
+
+
+def _ids(stream: StreamId) -> dict[str, str]:
+    return {
+        "stream": stream.name,
+        "lb": stream.lb.value,
+        "protocol": stream.protocol.value,
+        "connection": stream.connection.value,
+    }
+
+
+def _stream_ids(log: RunLog, result: Replay) -> list[StreamId]:
+    """The run record's streams, then any other stream the log has samples of."""
+    names = dict.fromkeys(log.run.streams)
+    names.update(dict.fromkeys(s.stream for s in log.samples))
+    names.update(dict.fromkeys(i.stream for i in result.intervals))
+    return [StreamId.parse(name) for name in names]
+
+
+def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int], list[str]]:
+    """Per stream, the newest summary's count: the log itself keeps only some samples."""
+    logged = Counter(s.stream for s in log.samples)
+    counts: dict[str, int] = {}
+    missing: list[str] = []
+    for stream in streams:
+        counters = log.counters.get(stream.name)
+        if counters is None:
+            missing.append(stream.name)
+            counts[stream.name] = logged[stream.name]
+        else:
+            counts[stream.name] = max(counters.samples, logged[stream.name])
+    warnings = []
+    if missing:
+        warnings.append(
+            f"{log.source}: no summary record for {len(missing)} streams "
+            f"({', '.join(missing[:2])}{', ...' if len(missing) > 2 else ''}): "
+            "their sample counts are the logged samples only"
+        )
+    return counts, warnings
+
+
+def _worst(
+    streams: list[StreamId], windows: list[dict[str, Any]], seconds: Counter[str]
+) -> list[dict[str, Any]]:
+    reaction: dict[Key, float | None] = {}
+    disruption: dict[Key, float] = {}
+    for s in streams:
+        key = (s.lb, s.protocol, s.connection)
+        reaction.setdefault(key, None)
+        disruption[key] = max(disruption.get(key, 0.0), seconds[s.name])
+    for window in windows:
+        for ws in window["streams"]:
+            key = (LB(ws["lb"]), Protocol(ws["protocol"]), Connection(ws["connection"]))
+            value = ws["reaction"]
+            if value is not None:
+                current = reaction.get(key)
+                reaction[key] = value if current is None else max(current, value)
+    return [
+        {
+            "lb": lb.value,
+            "protocol": protocol.value,
+            "connection": connection.value,
+            "reaction": reaction[(lb, protocol, connection)],
+            "disruption_seconds": disruption.get((lb, protocol, connection), 0.0),
+        }
+        for lb, protocol, connection in reaction
+    ]
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+# Reading summaries back, for `thresholds`: only what the history needs, each field checked.
+
+
+@dataclass(frozen=True, slots=True)
+class WorstOfRun:
+    key: Key
+    reaction: float | None
+    disruption_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What one summary contributes to the history."""
+
+    source: str
+    run_id: str
+    platform: str
+    windows: int
+    worst: tuple[WorstOfRun, ...]
+
+
+def load_run_facts(path: Path) -> RunFacts:
+    doc = read_json(path)
+    if doc.get("v") != SUMMARY_VERSION:
+        raise BadInput(f"{path}: summary version {doc.get('v')!r}, this reader knows 1")
+    windows = _field(path, doc, "windows", list)
+    worst = []
+    for i, entry in enumerate(_field(path, doc, "worst", list)):
+        where = f"worst[{i}]"
+        if not isinstance(entry, dict):
+            raise BadInput(f"{path}: {where}: expected an object")
+        try:
+            key = (LB(entry.get("lb")), Protocol(entry.get("protocol")),
+                   Connection(entry.get("connection")))  # fmt: skip
+        except ValueError as exc:
+            raise BadInput(f"{path}: {where}: {exc}") from None
+        reaction = _number(path, entry, "reaction", where, optional=True)
+        seconds = _number(path, entry, "disruption_seconds", where, optional=False)
+        assert seconds is not None
+        worst.append(WorstOfRun(key, reaction, seconds))
+    return RunFacts(
+        source=str(path),
+        run_id=_field(path, doc, "run_id", str),
+        platform=_field(path, doc, "platform", str),
+        windows=len(windows),
+        worst=tuple(worst),
+    )
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{path}: not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path}: expected a JSON object")
+    return doc
+
+
+def _field(path: Path, doc: dict[str, Any], name: str, tp: type[_T]) -> _T:
+    value = doc.get(name)
+    if not isinstance(value, tp):
+        raise BadInput(f"{path}: field {name!r}: expected {tp.__name__}, got {value!r:.40}")
+    return value
+
+
+def _number(
+    path: Path, entry: dict[str, Any], name: str, where: str, *, optional: bool
+) -> float | None:
+    value = entry.get(name)
+    if value is None and optional and name in entry:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadInput(f"{path}: {where}.{name}: expected a number, got {value!r:.40}")
+    return float(value)

@@ -1,0 +1,188 @@
+"""Per-platform history: percentiles of many runs, and the allowed values verdicts use.
+
+    {"v": 1, "entries": [{"platform", "lb", "protocol", "connection",
+                          "metric": "reaction|disruption", "p50", "p75", "p95", "p99",
+                          "runs", "usable"}]}
+
+One value per run and key: a run's `worst` reaction (only runs that saw a shutdown window
+count; a window without late requests counts as 0 s, and a small negative reaction, a request
+sent just before T0 and answered after it, as 0 s too) and its worst disruption seconds.
+Percentiles follow `core.stats` (BigQuery's PERCENTILE_CONT, as origin's allowed values do).
+Keys with fewer runs than `min_runs` are kept but marked unusable. Entries under the platform
+`all` pool every platform's runs; they are written only when the history covers at least two
+platforms, because pooled from one platform they would pass its numbers off as everyone's.
+Platform names are compared in lower case (`AWS` from an Infrastructure object is `aws`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from prober.core.models import LB, Connection, Protocol
+from prober.core.stats import percentiles
+from prober.report.errors import BadInput
+from prober.report.summary import Key, RunFacts, key_name, read_json
+
+THRESHOLDS_VERSION = 1
+ALL_PLATFORMS = "all"
+METRICS = ("reaction", "disruption")
+DEFAULT_MIN_RUNS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    platform: str
+    lb: LB
+    protocol: Protocol
+    connection: Connection
+    metric: str
+    p50: float
+    p75: float
+    p95: float
+    p99: float
+    runs: int
+    usable: bool
+
+    @property
+    def key(self) -> Key:
+        return (self.lb, self.protocol, self.connection)
+
+    @property
+    def allowed(self) -> float:
+        """The P99 rounded up to the second, never below 1 s (origin's rule)."""
+        return float(max(1, math.ceil(self.p99)))
+
+
+def run_values(facts: RunFacts) -> list[tuple[Key, str, float]]:
+    """The (key, metric, value) points one run adds to the history."""
+    points: list[tuple[Key, str, float]] = []
+    for worst in facts.worst:
+        if facts.windows:
+            points.append((worst.key, "reaction", max(0.0, worst.reaction or 0.0)))
+        points.append((worst.key, "disruption", worst.disruption_seconds))
+    return points
+
+
+def aggregate(runs: Iterable[RunFacts], min_runs: int = DEFAULT_MIN_RUNS) -> list[Entry]:
+    values: dict[tuple[str, Key, str], list[float]] = defaultdict(list)
+    platforms: set[str] = set()
+    for facts in runs:
+        platform = facts.platform.lower()
+        platforms.add(platform)
+        for key, metric, value in run_values(facts):
+            values[(platform, key, metric)].append(value)
+            values[(ALL_PLATFORMS, key, metric)].append(value)
+    entries = []
+    for (platform, key, metric), points in values.items():
+        if platform == ALL_PLATFORMS and len(platforms) < 2:
+            continue
+        p = percentiles(points)
+        entries.append(
+            Entry(platform, *key, metric, p.p50, p.p75, p.p95, p.p99, p.count, p.count >= min_runs)
+        )
+    entries.sort(key=_order)
+    return entries
+
+
+def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
+    return (
+        e.platform == ALL_PLATFORMS,
+        e.platform,
+        list(LB).index(e.lb),
+        list(Protocol).index(e.protocol),
+        list(Connection).index(e.connection),
+        METRICS.index(e.metric),
+    )
+
+
+def to_document(entries: Iterable[Entry]) -> dict[str, Any]:
+    rows = []
+    for e in entries:
+        row = asdict(e)
+        row.update(lb=e.lb.value, protocol=e.protocol.value, connection=e.connection.value)
+        rows.append(row)
+    return {"v": THRESHOLDS_VERSION, "entries": rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """The history a verdict uses, or why there is none; `source` says which it used."""
+
+    entry: Entry | None
+    source: str
+
+    @property
+    def allowed(self) -> float | None:
+        return None if self.entry is None else self.entry.allowed
+
+
+class Thresholds:
+    def __init__(self, entries: Iterable[Entry], source: str = "<thresholds>") -> None:
+        self.source = source
+        self.entries = list(entries)
+        self._by_key = {(e.platform, e.key, e.metric): e for e in self.entries}
+        self.platforms = sorted({e.platform for e in self.entries} - {ALL_PLATFORMS})
+
+    def covers(self, platform: str) -> bool:
+        """Whether any entry could serve this platform: its own, or pooled ones."""
+        return platform.lower() in self.platforms or any(
+            e.platform == ALL_PLATFORMS for e in self.entries
+        )
+
+    def lookup(self, platform: str, key: Key, metric: str) -> Lookup:
+        """The exact platform's usable entry, else all platforms', else why neither."""
+        name = platform.lower() or "(unknown)"
+        exact = self._by_key.get((name, key, metric))
+        if exact is not None and exact.usable:
+            return Lookup(exact, f"P99 of {exact.runs} {name} runs")
+        pooled = self._by_key.get((ALL_PLATFORMS, key, metric))
+        own = f"{exact.runs} {name} runs, too few" if exact else f"no {name} history"
+        if pooled is not None and pooled.usable:
+            return Lookup(pooled, f"P99 of {pooled.runs} runs on all platforms ({own})")
+        others = f"{pooled.runs} runs on all platforms, too few" if pooled else "no pooled history"
+        return Lookup(
+            None, f"no usable history for {name} {key_name(key)} {metric}: {own}; {others}"
+        )
+
+
+def load_thresholds(path: Path) -> Thresholds:
+    doc = read_json(path)
+    if doc.get("v") != THRESHOLDS_VERSION:
+        raise BadInput(f"{path}: thresholds version {doc.get('v')!r}, this reader knows 1")
+    rows = doc.get("entries")
+    if not isinstance(rows, list):
+        raise BadInput(f"{path}: field 'entries': expected a list")
+    return Thresholds((_entry(path, i, row) for i, row in enumerate(rows)), str(path))
+
+
+def _entry(path: Path, index: int, row: Any) -> Entry:
+    where = f"{path}: entries[{index}]"
+    if not isinstance(row, dict):
+        raise BadInput(f"{where}: expected an object")
+    try:
+        lb, protocol = LB(row.get("lb")), Protocol(row.get("protocol"))
+        connection = Connection(row.get("connection"))
+    except ValueError as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    if row.get("metric") not in METRICS:
+        raise BadInput(f"{where}.metric: {row.get('metric')!r} is not one of {list(METRICS)}")
+    numbers = {}
+    for name in ("p50", "p75", "p95", "p99"):
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BadInput(f"{where}.{name}: expected a number, got {value!r:.40}")
+        numbers[name] = float(value)
+    runs, usable, platform = row.get("runs"), row.get("usable"), row.get("platform")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise BadInput(f"{where}.runs: expected a positive integer, got {runs!r:.40}")
+    if not isinstance(usable, bool):
+        raise BadInput(f"{where}.usable: expected true or false, got {usable!r:.40}")
+    if not isinstance(platform, str) or not platform:
+        raise BadInput(f"{where}.platform: expected a platform name, got {platform!r:.40}")
+    return Entry(platform.lower(), lb, protocol, connection, row["metric"], runs=runs,
+                 usable=usable, **numbers)  # fmt: skip

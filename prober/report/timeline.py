@@ -1,0 +1,190 @@
+"""The timeline of one LB as SVG: shutdown windows, T0, late requests, failures, disruption.
+
+One row per stream of the LB. Shutdown windows are bands from T0 to the window's close in
+their apiserver's colour, T0 a solid line with its uncertainty as a darker band around it,
+the end of the shutdown delay (when the apiserver stops serving) a dashed line. In each row,
+late requests are ticks above the line, failed requests crosses below it, disruption intervals
+red bars, and the reaction (T0 to the last late request) a bracket. Marks that would fall on the
+same pixel are drawn once, so a four-hour run stays a small file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from prober.core.models import Interval, StreamId, Window
+from prober.report.svg import FAILURE, LATE, T0, Scale, esc, grid, x_axis
+
+WIDTH = 1040
+LEFT = 230
+RIGHT = 16
+TOP = 40
+ROW = 34
+BOTTOM = 52
+AXIS_TITLE = "time since the run started (seconds)"
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A time range the timelines can show: the whole run, or one window zoomed in."""
+
+    id: str
+    label: str
+    lo: float
+    hi: float
+    zoomed: bool
+
+
+@dataclass(slots=True)
+class StreamMarks:
+    stream: StreamId
+    late: list[float] = field(default_factory=list)
+    failures: list[float] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)
+
+
+def views(windows: Sequence[Window], end_t: float) -> list[View]:
+    out = [View("all", "the whole run", 0.0, max(end_t, 1.0), zoomed=False)]
+    for number, w in enumerate(windows, 1):
+        lo = min(w.t0_lo, w.first_seen_t)
+        hi = max(w.end_t, w.t0 + w.delay)
+        pad = max(2.0, (hi - lo) * 0.06)
+        node = f" on {w.node}" if w.node else ""
+        label = f"window {number}: {w.host}{node}, T0 {w.t0:.1f} s"
+        out.append(View(f"w{number}", label, max(0.0, lo - pad), hi + pad, zoomed=True))
+    return out
+
+
+def window_title(number: int, w: Window) -> str:
+    node = f" on node {w.node}" if w.node else ""
+    return (
+        f"window {number}: {w.host}{node}; /readyz went false at T0 = {w.t0:.2f} s "
+        f"(between {w.t0_lo:.2f} and {w.t0_hi:.2f} s); shutdown delay {w.delay:g} s; "
+        f"closed ({w.closed_by}) at {w.end_t:.2f} s"
+    )
+
+
+def lb_timeline(
+    title: str,
+    rows: Sequence[StreamMarks],
+    windows: Sequence[Window],
+    colours: dict[str, str],
+    view: View,
+) -> str:
+    height = TOP + ROW * len(rows) + BOTTOM
+    scale = Scale(view.lo, view.hi, LEFT, WIDTH - RIGHT)
+    bottom = TOP + ROW * len(rows)
+    clip = f"clip-{_ident(title)}-{view.id}"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{esc(title)}: {esc(view.label)}">',
+        f"<title>{esc(title)}: {esc(view.label)}</title>",
+        f'<clipPath id="{clip}"><rect x="{LEFT}" y="0" width="{WIDTH - RIGHT - LEFT}" '
+        f'height="{height}"/></clipPath>',
+        grid(scale, TOP - 6, bottom),
+        f'<g clip-path="url(#{clip})">',
+    ]
+    for number, w in enumerate(windows, 1):
+        if w.end_t >= view.lo and w.t0_lo <= view.hi:
+            parts.append(_window(number, w, colours[w.host], scale, bottom, zoomed=view.zoomed))
+    for index, marks in enumerate(rows):
+        parts.append(_row(marks, windows, scale, TOP + ROW * index + ROW / 2, view.zoomed))
+    parts.append("</g>")
+    for index, marks in enumerate(rows):
+        y = TOP + ROW * index + ROW / 2
+        s = marks.stream
+        parts.append(
+            f'<text class="label" x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{esc(s.protocol)} · {esc(s.connection)} connections</text>"
+        )
+    parts.append(x_axis(scale, bottom + 4, AXIS_TITLE))
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _ident(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text)
+
+
+def _window(
+    number: int, w: Window, colour: str, scale: Scale, bottom: float, *, zoomed: bool
+) -> str:
+    x0, x1 = scale.clamp(w.t0), scale.clamp(w.end_t)
+    lo, hi = scale(w.t0_lo), scale(w.t0_hi)
+    if hi - lo < 1.5:
+        lo, hi = (lo + hi) / 2 - 0.75, (lo + hi) / 2 + 0.75
+    stop = scale(w.t0 + w.delay)
+    label = (
+        f"{number}" if x1 - x0 < 120 else f"{number}: {w.host}" + (f" ({w.node})" if w.node else "")
+    )
+    notes = ""
+    if zoomed:
+        notes = (
+            f'<text x="{scale(w.t0) - 4:.1f}" y="{TOP - 18}" text-anchor="end">T0</text>'
+            f'<text x="{stop + 4:.1f}" y="{TOP - 18}" fill="{colour}">delay ends: stops serving'
+            "</text>"
+        )
+    return "\n".join(
+        [
+            f"<g><title>{esc(window_title(number, w))}</title>",
+            notes,
+            f'<rect x="{x0:.1f}" y="{TOP - 6}" width="{max(x1 - x0, 1):.1f}" '
+            f'height="{bottom - TOP + 6}" fill="{colour}" fill-opacity="0.13" stroke="{colour}" '
+            'stroke-opacity="0.5"/>',
+            f'<rect x="{lo:.1f}" y="{TOP - 6}" width="{hi - lo:.1f}" height="{bottom - TOP + 6}" '
+            f'fill="{T0}" fill-opacity="0.35"/>',
+            f'<line x1="{scale(w.t0):.1f}" x2="{scale(w.t0):.1f}" y1="{TOP - 14}" y2="{bottom}" '
+            f'stroke="{T0}" stroke-width="1.5"/>',
+            f'<line x1="{stop:.1f}" x2="{stop:.1f}" y1="{TOP - 6}" y2="{bottom}" stroke="{colour}" '
+            'stroke-width="1.5" stroke-dasharray="5 3"/>',
+            f'<text x="{x0 + 4:.1f}" y="{TOP - 18}" fill="{colour}">{esc(label)}</text>',
+            "</g>",
+        ]
+    )
+
+
+def _columns(values: Iterable[float], scale: Scale) -> list[float]:
+    """Pixel columns of the values inside the view, each once."""
+    lo, hi = sorted((scale.lo, scale.hi))
+    return sorted({round(scale(v)) for v in values if lo <= v <= hi})
+
+
+def _row(
+    marks: StreamMarks, windows: Sequence[Window], scale: Scale, y: float, zoomed: bool
+) -> str:
+    parts = [f'<line class="row" x1="{scale.start}" x2="{scale.end}" y1="{y}" y2="{y}"/>']
+    for i in marks.intervals:
+        x0, x1 = scale.clamp(i.start_t), scale.clamp(i.end_t)
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y - 3}" width="{max(x1 - x0, 1.5):.1f}" height="6" '
+            f'fill="{FAILURE}" fill-opacity="0.85"><title>disruption {esc(i.error)} from '
+            f"{i.start_t:.2f} s to {i.end_t:.2f} s ({i.seconds:.2f} s, {i.samples} failed "
+            "requests)</title></rect>"
+        )
+    late = "".join(f"M{x} {y - 12}V{y - 3}" for x in _columns(marks.late, scale))
+    if late:
+        parts.append(f'<path d="{late}" stroke="{LATE}" stroke-width="1.5"/>')
+    crosses = "".join(
+        f"M{x - 3} {y + 5}L{x + 3} {y + 11}M{x + 3} {y + 5}L{x - 3} {y + 11}"
+        for x in _columns(marks.failures, scale)
+    )
+    if crosses:
+        parts.append(f'<path d="{crosses}" stroke="{FAILURE}" stroke-width="1.5"/>')
+    for w in windows:
+        seen = next((ws for ws in w.streams if ws.stream == marks.stream.name), None)
+        if seen is None or seen.reaction is None or seen.last_late_t is None:
+            continue
+        x0, x1 = scale(w.t0), scale(seen.last_late_t)
+        top = y - 15
+        parts.append(
+            f'<path d="M{x0:.1f} {top - 3}V{top + 3}M{x0:.1f} {top}H{x1:.1f}M{x1:.1f} {top - 3}'
+            f'V{top + 3}" stroke="{T0}" fill="none"><title>reaction {seen.reaction:.2f} s: '
+            f"the last request this LB sent to {esc(w.host)} left {seen.reaction:.2f} s after "
+            "T0</title></path>"
+        )
+        if zoomed:
+            parts.append(
+                f'<text x="{max(x0, x1) + 4:.1f}" y="{top + 4:.1f}">{seen.reaction:.2f} s</text>'
+            )
+    return "\n".join(parts)

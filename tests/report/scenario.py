@@ -1,0 +1,118 @@
+"""A rolling restart of kube-apiservers behind load balancers, with every answer known.
+
+Deterministic: each stream sends a request every `gap` seconds. While an apiserver is shutting
+down, its LB keeps routing that stream to it for `switch_after` seconds after T0 (the instant
+its /readyz went false), then routes elsewhere; past `delay` the server has stopped, so requests
+the LB still sends it fail with `connect_refused`. The server reads its clock half-way through
+each request, and rounds `elapsed` the way Go does. So for every stream and shutdown we know the
+true reaction (last request routed to the host, minus T0), the failed requests and the
+disruption interval they make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from prober.core.models import ErrorClass, Sample, StreamId
+from tests.core.synthetic import go_rounded
+from tests.factories import sample
+
+DUR = 0.02  # every request takes 20 ms
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    host: str
+    t0: float
+    delay: float = 20.0
+    restart_after: float = 5.0  # after delay: the new instance starts answering
+
+    @property
+    def stopped(self) -> float:
+        return self.t0 + self.delay
+
+    @property
+    def back(self) -> float:
+        return self.stopped + self.restart_after
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    stream: StreamId
+    switch_after: float  # seconds after T0 its LB still routes to the shutting-down host
+    gap: float = 0.25
+    phase: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    hosts: tuple[str, ...]
+    shutdowns: tuple[Shutdown, ...]
+    plans: tuple[StreamPlan, ...]
+    end: float
+
+    def samples(self) -> list[Sample]:
+        """Every request's sample, in completion order as a daemon feeds them."""
+        return list(self._samples)
+
+    @cached_property
+    def _samples(self) -> tuple[Sample, ...]:
+        out: list[Sample] = []
+        for plan in self.plans:
+            n = 0
+            t = plan.phase
+            while t < self.end:
+                out.append(self._request(plan, t, n))
+                n += 1
+                t = plan.phase + n * plan.gap
+        out.sort(key=lambda s: (s.end, s.stream))
+        return tuple(out)
+
+    def true_reaction(self, plan: StreamPlan, shutdown: Shutdown) -> float | None:
+        """Last request the LB sent to the host while it was serving, minus T0."""
+        late = [
+            s.t
+            for s in self._samples
+            if s.stream == plan.stream.name
+            and s.late
+            and s.shutdown is not None
+            and s.shutdown.host == shutdown.host
+        ]
+        return max(late) - shutdown.t0 if late else None
+
+    def failures(self, plan: StreamPlan, shutdown: Shutdown) -> list[float]:
+        start, end = shutdown.stopped, shutdown.t0 + plan.switch_after
+        return [
+            s.t
+            for s in self._samples
+            if s.stream == plan.stream.name and s.failed and start <= s.t < end
+        ]
+
+    def _request(self, plan: StreamPlan, t: float, n: int) -> Sample:
+        host = self._route(plan, t, n)
+        served = t + DUR / 2
+        for sd in self.shutdowns:
+            if sd.host != host or not sd.t0 <= served < sd.back:
+                continue
+            if served >= sd.stopped:
+                return sample(t, stream=plan.stream, dur=DUR, error=ErrorClass.CONNECT_REFUSED)
+            elapsed = go_rounded(served - sd.t0)
+            return sample(
+                t,
+                stream=plan.stream,
+                dur=DUR,
+                host=host,
+                late=True,
+                elapsed=elapsed,
+                delay=sd.delay,
+            )
+        return sample(t, stream=plan.stream, dur=DUR, host=host, delay=self.shutdowns[0].delay)
+
+    def _route(self, plan: StreamPlan, t: float, n: int) -> str:
+        for sd in self.shutdowns:
+            if sd.t0 <= t < sd.t0 + plan.switch_after:
+                return sd.host  # the LB has not noticed yet
+        away = {sd.host for sd in self.shutdowns if sd.t0 <= t < sd.back}
+        up = [h for h in self.hosts if h not in away]
+        return up[n % len(up)]

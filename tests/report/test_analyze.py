@@ -1,0 +1,249 @@
+"""`prober analyze` on synthetic event logs whose answers are known."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from junitparser import Failure, JUnitXml, Skipped
+
+from prober.cli import main
+from prober.core.models import LB, Connection
+from prober.report.analyze import analyze_runs
+from prober.report.summary import load_run_facts, write_json
+from prober.report.thresholds import aggregate, load_thresholds, to_document
+from tests.report.daemonlog import run_record, write_daemon_log
+from tests.report.history import summary_doc, write_history
+from tests.report.rollout import NODES, SWITCH, rollout, streams
+
+ROUTING = (
+    "[sig-api-machinery] load-balancer/{} protocol/{} connection/{} "
+    "should stop routing to a kube-apiserver before it stops serving"
+)
+AVAILABLE = (
+    "[sig-api-machinery] load-balancer/{} protocol/{} connection/{} "
+    "should be available throughout the test"
+)
+
+
+def test_the_summary_holds_the_known_answers(rollout_log) -> None:
+    path, _ = rollout_log
+    scenario = rollout()
+    [analysis], _ = analyze_runs([path])
+    summary = analysis.summary
+    assert (summary["v"], summary["run_id"], summary["platform"]) == (1, "run-1", "aws")
+    assert [(w["host"], w["node"], w["closed_by"]) for w in summary["windows"]] == [
+        (sd.host, NODES[sd.host], "recovered") for sd in scenario.shutdowns
+    ]
+    plans = {p.stream.name: p for p in scenario.plans}
+    for window, shutdown in zip(summary["windows"], scenario.shutdowns, strict=True):
+        assert window["t0_lo"] <= shutdown.t0 <= window["t0_hi"]
+        assert window["t0_hi"] - window["t0_lo"] < 0.1
+        assert window["delay"] == 20.0
+        for ws in window["streams"]:
+            plan = plans[ws["stream"]]
+            truth = scenario.true_reaction(plan, shutdown)
+            assert truth is not None
+            assert abs(ws["reaction"] - truth) <= (window["t0_hi"] - window["t0_lo"]) / 2
+            assert ws["failures"] == len(scenario.failures(plan, shutdown))
+            assert ws["failures"] == (12 if plan.switch_after > shutdown.delay else 0)
+    for stream in summary["streams"]:
+        plan = plans[stream["stream"]]
+        assert stream["samples"] == 800  # 200 s at 4 requests a second, from the summaries
+        failing = plan.switch_after > 20.0
+        assert stream["disruption_seconds"] == pytest.approx(9.0 if failing else 0.0)
+        assert len(stream["intervals"]) == (3 if failing else 0)
+        for interval, shutdown in zip(stream["intervals"], scenario.shutdowns, strict=False):
+            failed = scenario.failures(plan, shutdown)
+            assert interval["start_t"] == failed[0]
+            assert interval["samples"] == len(failed)
+            assert interval["error"] == "connect_refused"
+    assert len(summary["worst"]) == 8
+    for worst in summary["worst"]:
+        switch = SWITCH[(LB(worst["lb"]), Connection(worst["connection"]))]
+        assert min(switch, 20.0) - 0.3 < worst["reaction"] <= min(switch, 20.0)
+        assert worst["disruption_seconds"] == pytest.approx(9.0 if switch > 20 else 0.0)
+
+
+def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
+    path, _ = rollout_log
+    assert main(["analyze", str(path), "--out", str(tmp_path / "out")]) == 1
+    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert list(doc) == ["v", "run_id", "platform", "windows", "streams", "worst"]
+    assert list(doc["windows"][0]) == [
+        "host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by", "streams",
+    ]  # fmt: skip
+    assert list(doc["windows"][0]["streams"][0]) == [
+        "stream", "lb", "protocol", "connection", "late", "max_elapsed", "reaction", "failures",
+    ]  # fmt: skip
+    assert list(doc["streams"][0]) == [
+        "stream", "lb", "protocol", "connection", "samples", "disruption_seconds", "intervals",
+    ]  # fmt: skip
+    assert list(doc["worst"][0]) == [
+        "lb", "protocol", "connection", "reaction", "disruption_seconds",
+    ]  # fmt: skip
+    facts = load_run_facts(tmp_path / "out" / "summary.json")
+    assert (facts.run_id, facts.platform, facts.windows, len(facts.worst)) == ("run-1", "aws", 3, 8)
+
+
+def _history(tmp_path: Path, platform: str = "aws") -> Path:
+    """100 runs where every reaction was 1..5 s (P99 5 s: allowed 5 s), and the external LB's
+    reused connections reacted in 25 s with 10 s of disruption (allowed 25 s and 10 s)."""
+
+    def reaction(key, i: int) -> float:
+        return 25.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 1 + i % 5
+
+    def disruption(key) -> float:
+        return 10.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 0.0
+
+    docs = [
+        summary_doc(f"r{i}", platform, lambda key, i=i: reaction(key, i), disruption)
+        for i in range(100)
+    ]
+    paths = write_history(tmp_path / "history", docs)
+    entries = aggregate([load_run_facts(p) for p in paths], min_runs=100)
+    out = tmp_path / "thresholds.json"
+    write_json(out, to_document(entries))
+    return out
+
+
+def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> None:
+    path, _ = rollout_log
+    thresholds = _history(tmp_path)
+    out = tmp_path / "out"
+    assert main(["analyze", str(path), "--thresholds", str(thresholds), "--out", str(out)]) == 1
+    xml = JUnitXml.fromfile(str(out / "junit.xml"))
+    suites = list(xml)
+    assert len(suites) == 1
+    cases = {case.name: case for case in suites[0]}
+    assert len(cases) == 16
+    assert suites[0].tests == 16
+
+    def outcome(name: str) -> tuple[str, str]:
+        result = cases[name].result
+        if not result:
+            return "passed", ""
+        assert len(result) == 1
+        kind = "failed" if isinstance(result[0], Failure) else "skipped"
+        return kind, result[0].message
+
+    # internal-lb new: 2.8 s against 5 s; reused 11.8 s against 5 s
+    assert outcome(ROUTING.format("internal-lb", "http2", "new"))[0] == "passed"
+    kind, message = outcome(ROUTING.format("internal-lb", "http1", "reused"))
+    assert kind == "failed"
+    # the three windows tie to the hundredth: which one is worst is float noise
+    assert re.fullmatch(
+        r"kube-api-http1-internal-lb-reused-connections: apiserver apiserver-(\w+) "
+        r"\(node master-\d\) still got requests 11\.79 s after its /readyz went false "
+        r"\(T0 \d+\.99 s ± 0\.03 s, 48 late\); allowed 5 s \(P99 of 100 aws runs\)",
+        message,
+    )
+    # external-lb reused: 20 s against 25 s, but 12 requests failed in each window
+    kind, message = outcome(ROUTING.format("external-lb", "http2", "reused"))
+    assert kind == "failed"
+    assert message.startswith(
+        "kube-api-http2-external-lb-reused-connections: 12 requests failed inside the shutdown "
+        "window of apiserver apiserver-aaaa (node master-0), T0 at 29.99 s (and 2 more)"
+    )
+    failure_text = cases[ROUTING.format("external-lb", "http2", "reused")].result[0].text
+    assert failure_text.count("requests failed inside") == 3
+    # availability: 9 s of disruption against 10 s passes, 0 s against 1 s passes
+    assert outcome(AVAILABLE.format("external-lb", "http1", "reused"))[0] == "passed"
+    assert outcome(AVAILABLE.format("internal-lb", "http1", "new"))[0] == "passed"
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'junit.xml'}" in printed
+    assert "FAIL " + ROUTING.format("internal-lb", "http1", "reused") in printed
+
+
+def test_without_history_verdicts_are_skipped_with_the_reason(rollout_log, tmp_path) -> None:
+    path, _ = rollout_log
+    thresholds = _history(tmp_path, platform="gcp")
+    out = tmp_path / "out"
+    code = main(["analyze", str(path), "--thresholds", str(thresholds), "--out", str(out)])
+    assert code == 1  # requests failed inside windows: that needs no history
+    cases = {c.name: c for c in next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))}
+    skipped = cases[ROUTING.format("internal-lb", "http1", "new")].result[0]
+    assert isinstance(skipped, Skipped)
+    assert skipped.message == (
+        "no usable history for aws internal-lb/http1/new reaction: no aws history; "
+        "no pooled history"
+    )
+    available = cases[AVAILABLE.format("internal-lb", "http1", "new")].result[0]
+    assert isinstance(available, Skipped)
+
+
+def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsys) -> None:
+    internal = [s for s in streams() if s.lb is LB.INTERNAL]
+    names = {s.name for s in internal}
+    samples = [s for s in rollout().samples() if s.stream in names]
+    log = tmp_path / "events.jsonl"
+    write_daemon_log(log, run_record(internal), samples, nodes=NODES)
+    thresholds = _history(tmp_path, platform="gcp")
+    out = tmp_path / "out"
+    assert main(["analyze", str(log), "--thresholds", str(thresholds), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"warning: {thresholds}: no history for platform 'aws' (it has gcp): verdicts that "
+        "need it are skipped"
+    ]
+    suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
+    assert (suite.tests, suite.skipped, suite.failures) == (8, 8, 0)
+
+
+def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:
+    path, _ = rollout_log
+    thresholds = load_thresholds(_history(tmp_path, platform="gcp"))
+    [analysis], _ = analyze_runs([path], platform="gcp", thresholds=thresholds)
+    assert analysis.summary["platform"] == "gcp"
+    assert not analysis.warnings
+
+
+def test_several_runs_write_one_directory_each(tmp_path: Path, rollout_samples, capsys) -> None:
+    (tmp_path / "logs").mkdir()
+    for run_id in ("ci/run 1", "ci/run 2"):
+        name = run_id[-1] + ".jsonl"
+        write_daemon_log(tmp_path / "logs" / name, run_record(streams(), run_id=run_id),
+                         rollout_samples[:400])  # fmt: skip
+    out = tmp_path / "deep" / "out"  # two levels that do not exist yet
+    assert main(["analyze", str(tmp_path / "logs"), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ci_run_1", "ci_run_2"]
+    assert (out / "ci_run_1" / "report.html").is_file()
+    assert capsys.readouterr().out.count("wrote ") == 6
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("", "empty event log (no records)"),
+        ('{"v":2,"kind":"run"}\n', "1: schema version 2, this reader knows 1"),
+        ("{not json\n" + '{"v":1}\n', "1: not JSON"),
+    ],
+)
+def test_bad_logs_exit_2_with_one_line(tmp_path: Path, capsys, content: str, problem: str):
+    log = tmp_path / "events.jsonl"
+    log.write_text(content)
+    assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.splitlines()
+    assert line.startswith(f"prober analyze: {log}")
+    assert problem in line
+
+
+def test_bad_thresholds_file_exits_2(rollout_log, tmp_path: Path, capsys) -> None:
+    path, _ = rollout_log
+    bad = tmp_path / "thresholds.json"
+    bad.write_text('{"v": 1, "entries": [{"platform": "aws", "lb": "nlb"}]}')
+    assert main(["analyze", str(path), "--thresholds", str(bad)]) == 2
+    assert capsys.readouterr().err == (
+        f"prober analyze: {bad}: entries[0]: 'nlb' is not a valid LB\n"
+    )
+
+
+def test_help_has_an_example(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["analyze", "--help"])
+    assert exited.value.code == 0
+    assert "prober analyze /var/log/prober/events.jsonl --thresholds" in capsys.readouterr().out
