@@ -1,0 +1,29 @@
+"""A fake kube-apiserver that behaves like a real one on the wire during graceful termination.
+
+Run it as a process (`python -m prober.lab.apiserver --help`) or in-process:
+
+    server = ApiServer(ApiServerOptions(cert=..., key=..., port=0, hostname="master-0"))
+    ports = await server.start()
+    server.begin_shutdown()
+    await server.wait_stopped()
+"""
+
+from __future__ import annotations
+
+from prober.lab.apiserver.clock import Clock, ManualClock, SystemClock
+from prober.lab.apiserver.lifecycle import Signal
+from prober.lab.apiserver.options import ApiServerOptions, OptionsError, User, load_tokens
+from prober.lab.apiserver.server import ApiServer, BoundPorts
+
+__all__ = [
+    "ApiServer",
+    "ApiServerOptions",
+    "BoundPorts",
+    "Clock",
+    "ManualClock",
+    "OptionsError",
+    "Signal",
+    "SystemClock",
+    "User",
+    "load_tokens",
+]

@@ -1,0 +1,65 @@
+"""`python -m prober.lab.apiserver`: the fake apiserver as a process.
+
+Prints one JSON line `{"event": "listening", "port": N}` (plus `plain_port` when asked for)
+once it accepts connections. SIGTERM or SIGINT starts graceful termination and the process
+exits 0 when it has finished; a second signal exits 1 at once, as kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from prober.lab.apiserver.options import ApiServerOptions, OptionsError, options_from_args
+from prober.lab.apiserver.server import ApiServer
+
+EXIT_OK, EXIT_KILLED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+async def serve(options: ApiServerOptions) -> int:
+    server = ApiServer(options)
+    try:
+        ports = await server.start()
+    except OSError as error:
+        raise OptionsError(f"--port {options.port}: cannot listen ({error.strerror})") from None
+    code = EXIT_OK
+
+    def on_signal(name: str) -> None:
+        nonlocal code
+        if not server.begin_shutdown(name):
+            code = EXIT_KILLED
+            asyncio.get_running_loop().create_task(server.kill(), name="apiserver kill")
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signal.Signals(signum).name)
+    line: dict[str, object] = {"event": "listening", "port": ports.port}
+    if ports.plain_port is not None:
+        line["plain_port"] = ports.plain_port
+    print(json.dumps(line), flush=True)
+    await server.wait_stopped()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        options = options_from_args(argv)
+    except OptionsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    try:
+        return asyncio.run(serve(options))
+    except OptionsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""One accepted connection: bytes in and out of a transport, nothing else.
+
+The sans-IO protocol (`Http1Protocol` / `Http2Protocol`) parses and frames; the `Application`
+decides; this class moves bytes, keeps the timers (read-header, idle, GOAWAY linger) and
+reports to the server what happened to the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from prober.lab.apiserver.app import ConnInfo, Exchange, Response
+from prober.lab.apiserver.events import (
+    Event,
+    PeerClosed,
+    ProtocolFailed,
+    RequestEnded,
+    RequestStarted,
+    ServerProtocol,
+    StreamAborted,
+)
+from prober.lab.apiserver.http1 import Http1Protocol
+from prober.lab.apiserver.http2 import Http2Protocol
+
+if TYPE_CHECKING:
+    from prober.lab.apiserver.server import ApiServer
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class Watch:
+    """An open watch stream; the server ends it while draining, or its timeout does."""
+
+    def __init__(self, connection: ServerConnection, exchange: Exchange, timeout: float) -> None:
+        self.connection = connection
+        self.exchange = exchange
+        self._timer = asyncio.get_running_loop().call_later(timeout, self.end)
+        self.ended = False
+
+    def end(self) -> None:
+        if self.ended:
+            return
+        self.forget()
+        self.connection.end_watch(self)
+
+    def forget(self) -> None:
+        self.ended = True
+        self._timer.cancel()
+
+
+class ServerConnection(asyncio.Protocol):
+    def __init__(self, server: ApiServer, tls: bool) -> None:
+        self.server = server
+        self.tls = tls
+        self.proto: ServerProtocol | None = None
+        self.info: ConnInfo
+        self.transport: asyncio.Transport | None = None
+        self.requests = 0
+        self._exchanges: dict[int, Exchange] = {}
+        self.watches: dict[int, Watch] = {}
+        self._sniffed = bytearray()
+        self._close_reason: str | None = None
+        self._closed_by = "server"
+        self._lost = False
+        self._loop = asyncio.get_running_loop()
+        self._deadline: float | None = None
+        self._deadline_kind = ""
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+        self._linger: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol -----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("", 0)
+        mono = self.server.clock.monotonic()
+        self.info = ConnInfo(
+            id=self.server.next_connection_id(),
+            peer_ip=str(peer[0]),
+            peer_port=int(peer[1]),
+            tls=self.tls,
+            accepted_mono=mono,
+            late=self.server.lifecycle.is_late(mono),
+        )
+        if self.tls:
+            ssl_object = transport.get_extra_info("ssl_object")
+            alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+            self._choose(Http2Protocol() if alpn == "h2" else Http1Protocol())
+        self.server.connection_opened(self)
+        self._flush()
+
+    def data_received(self, data: bytes) -> None:
+        if self.proto is None:
+            data = self._sniff(data)
+            if self.proto is None:
+                self._arm_timer()
+                return
+        self._handle(self.proto.receive_data(data))
+        self._flush()
+
+    def eof_received(self) -> bool | None:
+        if self.proto is not None:
+            self._handle(self.proto.receive_data(b""))
+        self._close("eof", by="client")
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        for handle in (self._timer, self._linger):
+            if handle is not None:
+                handle.cancel()
+        for exchange in self._exchanges.values():
+            self.server.app.abandon(exchange)
+        self._exchanges.clear()
+        for watch in list(self.watches.values()):
+            watch.forget()
+            self.server.watch_finished(watch)
+        self.watches.clear()
+        if self._close_reason is not None:
+            by, reason = self._closed_by, self._close_reason
+        else:
+            by, reason = "client", (type(exc).__name__ if exc else "eof")
+        self.server.connection_closed(self, by, reason)
+
+    # -- protocol choice ------------------------------------------------------------------
+    def _sniff(self, data: bytes) -> bytes:
+        """Without TLS there is no ALPN: HTTP/2 with prior knowledge starts with the preface."""
+        self._sniffed += data
+        head = bytes(self._sniffed[: len(H2_PREFACE)])
+        if len(head) < len(H2_PREFACE) and H2_PREFACE.startswith(head):
+            return b""
+        self._choose(Http2Protocol() if head == H2_PREFACE else Http1Protocol())
+        data = bytes(self._sniffed)
+        self._sniffed.clear()
+        return data
+
+    def _choose(self, proto: ServerProtocol) -> None:
+        self.proto = proto
+        self.info.protocol = proto.name
+        self.server.metrics.connections[proto.name] += 1
+
+    # -- events ---------------------------------------------------------------------------
+    def _handle(self, events: list[Event]) -> None:
+        app = self.server.app
+        for event in events:
+            if isinstance(event, RequestStarted):
+                self.requests += 1
+                exchange = app.start(self.info, event)
+                self._exchanges[event.stream_id] = exchange
+                if exchange.early is not None:
+                    self._respond(exchange, exchange.early)
+            elif isinstance(event, RequestEnded):
+                ended = self._exchanges.pop(event.stream_id, None)
+                if ended is not None and ended.early is None:
+                    self._respond(ended, app.finish(ended))
+            elif isinstance(event, StreamAborted):
+                aborted = self._exchanges.pop(event.stream_id, None)
+                if aborted is not None:
+                    app.abandon(aborted)
+                watch = self.watches.pop(event.stream_id, None)
+                if watch is not None:
+                    watch.forget()
+                    self.server.watch_finished(watch)
+            elif isinstance(event, ProtocolFailed):
+                self.server.truth.record("protocol_error", conn=self.info.id, reason=event.reason)
+                self._close_reason = "protocol-error"
+            elif isinstance(event, PeerClosed) and event.reason != "eof":
+                self.server.truth.record("peer_goaway", conn=self.info.id, reason=event.reason)
+
+    def _respond(self, exchange: Exchange, response: Response) -> None:
+        assert self.proto is not None
+        watching = response.watch_timeout is not None
+        last = self.proto.send_response(
+            exchange.stream_id,
+            response.status,
+            response.headers,
+            response.body,
+            end=not watching,
+            close=response.close_reason is not None,
+        )
+        if last is not None:
+            self.server.goaway_sent(self, last, response.close_reason or "")
+        if watching and response.watch_timeout is not None:
+            watch = Watch(self, exchange, response.watch_timeout)
+            self.watches[exchange.stream_id] = watch
+            self.server.watch_started(watch)
+        if self.proto.name == "h1":
+            self.proto_events_after_response()
+
+    def proto_events_after_response(self) -> None:
+        """HTTP/1.1: a pipelined request may be waiting behind the one just answered."""
+        assert self.proto is not None
+        if not self.proto.open_streams:
+            self._handle(self.proto.next_events())
+
+    def end_watch(self, watch: Watch) -> None:
+        """End a watch stream cleanly (drain or timeout)."""
+        if self.watches.pop(watch.exchange.stream_id, None) is None or self.proto is None:
+            return
+        self.proto.send_data(watch.exchange.stream_id, b"", end=True)
+        self.server.watch_finished(watch)
+        if self.proto.name == "h1":
+            self.proto_events_after_response()
+        self._flush()
+
+    # -- shutdown -------------------------------------------------------------------------
+    def shutdown(self, reason: str) -> None:
+        """net/http's Server.Shutdown for this connection: GOAWAY, or close when idle."""
+        if self.proto is None:
+            self._close(reason)
+            return
+        last = self.proto.start_graceful_close()
+        if last is not None:
+            self.server.goaway_sent(self, last, reason)
+        self._flush()
+
+    def abort(self) -> None:
+        if self.transport is not None and not self._lost:
+            self._close_reason = self._close_reason or "aborted"
+            self.transport.abort()
+
+    def _close(self, reason: str, by: str = "server") -> None:
+        if self._close_reason is None:
+            self._close_reason, self._closed_by = reason, by
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def _flush(self) -> None:
+        if self._lost or self.transport is None or self.proto is None:
+            return
+        data = self.proto.data_to_send()
+        if data and not self.transport.is_closing():
+            self.transport.write(data)
+        if self._close_reason == "protocol-error":
+            self._close("protocol-error")
+        elif self.proto.wants_close:
+            if self.proto.name == "h2" and self._close_reason is None:
+                self._linger_then_close()
+            else:
+                self._close(self._close_reason or "connection-close")
+        else:
+            self._arm_timer()
+
+    def _linger_then_close(self) -> None:
+        """Go closes a gracefully GOAWAYed connection a second after its last stream."""
+        if self._linger is None:
+            delay = self.server.options.goaway_linger
+            self._linger = self._loop.call_later(delay, self._close, "goaway-complete")
+
+    # -- timers ---------------------------------------------------------------------------
+    def _arm_timer(self) -> None:
+        options = self.server.options
+        if self.proto is None or self.proto.awaiting_headers:
+            kind, seconds = "read-header-timeout", options.read_header_timeout
+        elif not self.proto.open_streams and not self.watches:
+            kind, seconds = "idle-timeout", options.idle_timeout
+        else:
+            self._deadline = None
+            return
+        now = self._loop.time()
+        if self._deadline_kind != kind or self._deadline is None:
+            self._deadline, self._deadline_kind = now + seconds, kind
+        elif kind == "idle-timeout":
+            self._deadline = now + seconds
+        if self._timer is None or self._deadline < self._timer_when:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_when = self._deadline
+            self._timer = self._loop.call_at(self._deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._deadline is None or self._lost:
+            return
+        if self._loop.time() < self._deadline:
+            self._timer_when = self._deadline
+            self._timer = self._loop.call_at(self._deadline, self._on_timer)
+            return
+        if self._deadline_kind == "idle-timeout" and self.proto is not None:
+            last = self.proto.start_graceful_close()
+            if last is not None:
+                self.server.goaway_sent(self, last, "idle-timeout")
+            self._close_reason = "idle-timeout"
+            data = self.proto.data_to_send()
+            if data and self.transport is not None:
+                self.transport.write(data)
+        self._close(self._deadline_kind)

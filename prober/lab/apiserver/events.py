@@ -1,0 +1,98 @@
+"""What the sans-IO protocol layers report to the server, the same shape for HTTP/1.1 and HTTP/2.
+
+HTTP/1.1 requests on one connection are numbered 1, 2, 3... as their `stream_id`, so the rest
+of the server treats both protocols alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+# Go's http.DefaultMaxHeaderBytes; net/http allows 4096 bytes of slack on top.
+MAX_HEADER_BYTES = 1 << 20
+
+
+@dataclass(slots=True)
+class RequestStarted:
+    stream_id: int
+    method: str
+    target: str
+    headers: list[tuple[str, str]]  # names lowercased, in arrival order
+    authority: str
+    ended: bool  # True when no request body follows
+
+
+@dataclass(slots=True)
+class RequestEnded:
+    stream_id: int
+
+
+@dataclass(slots=True)
+class StreamAborted:
+    """The client reset this stream (HTTP/2 RST_STREAM)."""
+
+    stream_id: int
+
+
+@dataclass(slots=True)
+class ProtocolFailed:
+    """The peer broke the protocol; whatever answer is possible is queued, then close."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class PeerClosed:
+    """The peer closed its side (EOF, or an HTTP/2 GOAWAY)."""
+
+    reason: str
+
+
+Event = RequestStarted | RequestEnded | StreamAborted | ProtocolFailed | PeerClosed
+
+
+class ServerProtocol(Protocol):
+    """The sans-IO connection both `Http1Protocol` and `Http2Protocol` implement."""
+
+    name: str  # "h1" or "h2"
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes from the peer (b"" at EOF); get what they completed."""
+
+    def next_events(self) -> list[Event]:
+        """Events that became available without new input (HTTP/1.1 pipelining)."""
+
+    def send_response(
+        self,
+        stream_id: int,
+        status: int,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        *,
+        end: bool,
+        close: bool = False,
+    ) -> int | None:
+        """Answer a request; with `close` the connection ends after it (HTTP/1.1
+        `Connection: close`, HTTP/2 GOAWAY after the response). Returns the last stream id
+        of a GOAWAY this call sent."""
+
+    def send_data(self, stream_id: int, data: bytes, *, end: bool) -> None: ...
+
+    def start_graceful_close(self) -> int | None:
+        """Stop taking requests: HTTP/2 sends GOAWAY (returns its last stream id), HTTP/1.1
+        closes when idle or after the response in progress."""
+
+    def data_to_send(self) -> bytes: ...
+
+    @property
+    def wants_close(self) -> bool:
+        """The transport should close once the queued bytes are written."""
+
+    @property
+    def open_streams(self) -> int:
+        """Requests started whose response has not ended."""
+
+    @property
+    def awaiting_headers(self) -> bool:
+        """Bytes of a request (or the HTTP/2 preface) arrived but its headers are incomplete."""

@@ -1,0 +1,191 @@
+"""Graceful termination as k8s.io/apiserver sequences it, apart from any socket.
+
+The signals fire in upstream order (reference, section 2). What each phase does to
+connections is asked of a `Drainer` (the server), and every wait goes through the injected
+`Clock`, so the whole sequence runs under a manual clock in unit tests.
+
+    ShutdownInitiated -> TerminationPreShutdownHooksFinished -> (delay)
+    -> AfterShutdownDelayDuration -> NotAcceptingNewRequest
+    retry-after mode:    -> InFlightRequestsDrained -> HTTPServerStoppedListening
+    no-retry-after mode: -> HTTPServerStoppedListening -> InFlightRequestsDrained
+    -> TerminationGracefulTerminationFinished
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from prober.lab.apiserver.clock import Clock
+
+LATE_FRACTION = 0.8  # OpenShift: connections accepted after 80 % of the delay are "late"
+WATCH_DRAIN_MIN_QPS = 200.0  # upstream floor for closing watches during shutdown
+
+
+class Signal(StrEnum):
+    SHUTDOWN_INITIATED = "ShutdownInitiated"
+    PRE_SHUTDOWN_HOOKS_FINISHED = "TerminationPreShutdownHooksFinished"
+    AFTER_SHUTDOWN_DELAY = "AfterShutdownDelayDuration"
+    NOT_ACCEPTING_NEW_REQUEST = "NotAcceptingNewRequest"
+    IN_FLIGHT_REQUESTS_DRAINED = "InFlightRequestsDrained"
+    HTTP_SERVER_STOPPED_LISTENING = "HTTPServerStoppedListening"
+    TERMINATION_FINISHED = "TerminationGracefulTerminationFinished"
+
+
+class Drainer(Protocol):
+    """What the lifecycle asks of the server at each phase."""
+
+    def stop_listening(self) -> None:
+        """Close the listeners, GOAWAY HTTP/2 connections, close idle HTTP/1.1 ones."""
+
+    async def wait_requests_drained(self) -> None:
+        """Return when no non-long-running request is in flight."""
+
+    def open_watches(self) -> int: ...
+
+    def end_watches(self, count: int | None) -> None:
+        """End `count` open watches cleanly (all of them when None)."""
+
+    async def wait_connections_closed(self) -> None: ...
+
+    def abort_connections(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SignalTime:
+    mono: float
+    wall: float
+
+
+SignalListener = Callable[[Signal, SignalTime, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    delay: float
+    send_retry_after: bool = True
+    request_timeout: float = 60.0  # bounds the in-flight drain and the final connection close
+    watch_grace: float = 0.0  # --shutdown-watch-termination-grace-period
+    watch_min_qps: float = WATCH_DRAIN_MIN_QPS
+
+
+class Lifecycle:
+    """The signals, when each fired, and the per-request facts that depend on them."""
+
+    def __init__(self, timing: Timing, clock: Clock, listener: SignalListener) -> None:
+        self.timing = timing
+        self.clock = clock
+        self._listener = listener
+        self.times: dict[Signal, SignalTime] = {}
+        self._events = {signal: asyncio.Event() for signal in Signal}
+        self.trigger = ""
+
+    # -- facts the request path asks for -------------------------------------------------
+    @property
+    def shutdown_started(self) -> bool:
+        return Signal.SHUTDOWN_INITIATED in self.times
+
+    @property
+    def not_accepting(self) -> bool:
+        return Signal.NOT_ACCEPTING_NEW_REQUEST in self.times
+
+    @property
+    def stopped_listening(self) -> bool:
+        return Signal.HTTP_SERVER_STOPPED_LISTENING in self.times
+
+    def elapsed(self, mono: float) -> float:
+        """Seconds since ShutdownInitiated at `mono`; 0 before it."""
+        start = self.times.get(Signal.SHUTDOWN_INITIATED)
+        return 0.0 if start is None else max(0.0, mono - start.mono)
+
+    def is_late(self, accepted_mono: float) -> bool:
+        """Whether a connection accepted at `accepted_mono` came after 80 % of the delay."""
+        start = self.times.get(Signal.SHUTDOWN_INITIATED)
+        if start is None:
+            return False
+        return accepted_mono - start.mono > LATE_FRACTION * self.timing.delay
+
+    def threshold_percent(self, mono: float) -> int:
+        """Elapsed as a whole percentage of the delay (100 when there is no delay)."""
+        if self.timing.delay <= 0:
+            return 100
+        return int(self.elapsed(mono) / self.timing.delay * 100)
+
+    def signaled(self, signal: Signal) -> bool:
+        return signal in self.times
+
+    async def wait(self, signal: Signal) -> SignalTime:
+        await self._events[signal].wait()
+        return self.times[signal]
+
+    # -- transitions ---------------------------------------------------------------------
+    def initiate(self, trigger: str) -> bool:
+        """Start graceful termination (SIGTERM, the admin endpoint, the API); idempotent."""
+        if self.shutdown_started:
+            return False
+        self.trigger = trigger
+        self._fire(Signal.SHUTDOWN_INITIATED)
+        # Our pre-shutdown hooks (none beyond readiness) finish at once.
+        self._fire(Signal.PRE_SHUTDOWN_HOOKS_FINISHED)
+        return True
+
+    def _fire(self, signal: Signal) -> None:
+        if signal in self.times:
+            return
+        stamp = SignalTime(self.clock.monotonic(), self.clock.wall())
+        self.times[signal] = stamp
+        self._events[signal].set()
+        self._listener(signal, stamp, self.trigger)
+
+    async def run(self, drainer: Drainer) -> None:
+        """The whole sequence, from waiting for the trigger to the last connection closed."""
+        start = await self.wait(Signal.SHUTDOWN_INITIATED)
+        await self.clock.sleep(start.mono + self.timing.delay - self.clock.monotonic())
+        self._fire(Signal.AFTER_SHUTDOWN_DELAY)
+        self._fire(Signal.NOT_ACCEPTING_NEW_REQUEST)
+        if not self.timing.send_retry_after:
+            self._fire(Signal.HTTP_SERVER_STOPPED_LISTENING)
+            drainer.stop_listening()
+        await self._bounded(drainer.wait_requests_drained(), self.timing.request_timeout)
+        await self._drain_watches(drainer)
+        self._fire(Signal.IN_FLIGHT_REQUESTS_DRAINED)
+        if self.timing.send_retry_after:
+            self._fire(Signal.HTTP_SERVER_STOPPED_LISTENING)
+            drainer.stop_listening()
+        if not await self._bounded(drainer.wait_connections_closed(), self.timing.request_timeout):
+            drainer.abort_connections()
+        self._fire(Signal.TERMINATION_FINISHED)
+
+    async def _drain_watches(self, drainer: Drainer) -> None:
+        """Close watches at max(count / grace, floor) per second, within the grace period;
+        with no grace period they end together once requests have drained."""
+        count = drainer.open_watches()
+        grace = self.timing.watch_grace
+        if count and grace > 0:
+            qps = max(count / grace, self.timing.watch_min_qps)
+            deadline = self.clock.monotonic() + grace
+            while drainer.open_watches() and self.clock.monotonic() < deadline:
+                drainer.end_watches(1)
+                await self.clock.sleep(min(1.0 / qps, deadline - self.clock.monotonic()))
+        drainer.end_watches(None)
+
+    async def _bounded(self, work: Awaitable[None], seconds: float) -> bool:
+        """Await `work` for at most `seconds` of the injected clock; True if it finished."""
+        work_task = asyncio.ensure_future(work)
+        timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        try:
+            await asyncio.wait({work_task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (work_task, timer):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        if work_task.done() and not work_task.cancelled():
+            work_task.result()  # re-raise what the drainer raised
+            return True
+        return False

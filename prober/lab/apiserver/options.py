@@ -1,0 +1,264 @@
+"""Options of the fake kube-apiserver: one typed record, the command line that fills it, and
+every validation rule, each failing with one line that names the flag and the value."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prober.core.durations import DurationError, parse_go_duration
+from prober.core.header import apiserver_id
+
+MAX_GOAWAY_CHANCE = 0.02  # upstream's validation limit for --goaway-chance
+DEFAULT_USER = "system:admin"  # a token file with bare tokens maps them to this user
+
+
+class OptionsError(ValueError):
+    """Bad usage or bad input: the message is one line naming the flag, file or value."""
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ("system:authenticated",)
+
+
+ANONYMOUS = User("system:anonymous", "", ("system:unauthenticated",))
+
+
+@dataclass(frozen=True, slots=True)
+class ApiServerOptions:
+    cert: Path
+    key: Path
+    port: int = 6443
+    bind_address: str = "127.0.0.1"
+    plain_port: int | None = None  # h2c (prior knowledge) and HTTP/1.1 without TLS
+    hostname: str = "localhost"
+    shutdown_delay: float = 0.0
+    send_retry_after: bool = True
+    shutdown_annotation: bool = True  # the older `apiserver.k8s.io/shutdown` audit annotation
+    tokens: dict[str, User] | None = None  # None: no authentication, everyone is admin
+    audit_log: Path | None = None
+    audit_log_maxsize_mb: int = 100
+    audit_log_maxbackup: int = 10
+    truth: Path | None = None
+    goaway_chance: float = 0.0
+    request_timeout: float = 60.0
+    watch_grace: float = 0.0
+    watch_min_qps: float = 200.0
+    idle_timeout: float = 90.0
+    read_header_timeout: float = 32.0
+    goaway_linger: float = 1.0  # Go closes an HTTP/2 connection 1 s after its last stream
+
+    @property
+    def apiserver_id(self) -> str:
+        return apiserver_id(self.hostname)
+
+    def validate(self) -> None:
+        for name, port in (("--port", self.port), ("--plain-port", self.plain_port)):
+            if port is not None and not 0 <= port <= 65535:
+                raise OptionsError(f"{name} {port}: not a port number (0-65535, 0 picks one)")
+        if not 0.0 <= self.goaway_chance <= MAX_GOAWAY_CHANCE:
+            raise OptionsError(
+                f"--goaway-chance {self.goaway_chance}: must be between 0 and {MAX_GOAWAY_CHANCE}"
+            )
+        if not self.hostname:
+            raise OptionsError("--hostname: must not be empty")
+        if self.audit_log_maxsize_mb < 0 or self.audit_log_maxbackup < 0:
+            raise OptionsError("--audit-log-maxsize/--audit-log-maxbackup: must not be negative")
+        if self.watch_min_qps <= 0:
+            raise OptionsError(f"--watch-drain-min-qps {self.watch_min_qps}: must be positive")
+        for name in ("shutdown_delay", "request_timeout", "watch_grace", "idle_timeout"):
+            if getattr(self, name) < 0:
+                flag = "--" + name.replace("_", "-")
+                raise OptionsError(f"{flag} {getattr(self, name)}: must not be negative")
+
+    def tls_context(self) -> ssl.SSLContext:
+        """A server context offering ALPN h2 and http/1.1, as the apiserver does."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        for flag, path in (("--cert", self.cert), ("--key", self.key)):
+            if not Path(path).is_file():
+                raise OptionsError(f"{flag} {path}: no such file")
+        try:
+            context.load_cert_chain(str(self.cert), str(self.key))
+        except (ssl.SSLError, ValueError) as error:
+            raise OptionsError(
+                f"--cert {self.cert} / --key {self.key}: cannot be loaded ({error})"
+            ) from None
+        return context
+
+
+def load_tokens(path: Path) -> dict[str, User]:
+    """A bearer token file: one token per line (user `system:admin`), or kube-apiserver's
+    `--token-auth-file` CSV lines `token,user,uid,"group1,group2"`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise OptionsError(f"--token-file {path}: cannot be read ({error})") from None
+    tokens: dict[str, User] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        row = next(csv.reader([line.strip()]))
+        if len(row) == 1:
+            tokens[row[0]] = User(DEFAULT_USER, "", ("system:masters", "system:authenticated"))
+        elif len(row) >= 3 and row[0] and row[1]:
+            groups = tuple(g for g in (row[3].split(",") if len(row) > 3 else []) if g)
+            tokens[row[0]] = User(row[1], row[2], (*groups, "system:authenticated"))
+        else:
+            raise OptionsError(f"--token-file {path}:{number}: expected token or token,user,uid")
+    if not tokens:
+        raise OptionsError(f"--token-file {path}: no token in the file")
+    return tokens
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_go_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return seconds
+
+
+EXAMPLE = """\
+example:
+  python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
+      --hostname master-0 --shutdown-delay-duration 10s --token-file token \\
+      --audit-log /tmp/lab/audit.log --truth /tmp/lab/truth.jsonl --plain-port 0
+  # prints {"event": "listening", "port": 40123, "plain_port": 40124}; then
+  kill -TERM <pid>       # or: curl -k -X POST https://127.0.0.1:40123/_lab/shutdown
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m prober.lab.apiserver",
+        description=(
+            "A fake kube-apiserver for the lab that behaves like a real one on the wire during "
+            "graceful termination: /readyz, the X-OpenShift-Disruption header, 429/503 "
+            "retry-after, HTTP/2 GOAWAY, late-connection audit annotations, audit log and a "
+            "ground-truth event file. SIGTERM starts graceful termination; SIGKILL is a crash."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--port", type=int, default=6443, help="TLS port (h2 and http/1.1 by ALPN); 0 picks one")
+    add("--bind-address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    add("--plain-port", type=int, help="also serve h2c (prior knowledge) and HTTP/1.1 here")
+    add("--cert", type=Path, required=True, help="server certificate chain (PEM)")
+    add("--key", type=Path, required=True, help="server private key (PEM)")
+    add("--hostname", default="localhost", help="host name; the APIServerID is derived from it")
+    add(
+        "--shutdown-delay-duration",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="Go duration /readyz fails before the server stops accepting requests (default 0s)",
+    )
+    add(
+        "--shutdown-send-retry-after",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the delay answer 429 until drained (default) instead of closing the listener",
+    )
+    add(
+        "--shutdown-audit-annotation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="add the apiserver.k8s.io/shutdown audit annotation after shutdown starts",
+    )
+    add(
+        "--token-file",
+        type=Path,
+        help="bearer tokens accepted (one per line, or token,user,uid,groups); others get 401",
+    )
+    add("--audit-log", type=Path, help="audit.k8s.io/v1 Event JSON Lines file")
+    add(
+        "--audit-log-maxsize",
+        type=int,
+        default=100,
+        metavar="MB",
+        help="rotate the audit log to audit-<timestamp>.log at this size (0: never)",
+    )
+    add("--audit-log-maxbackup", type=int, default=10, help="rotated audit files to keep")
+    add("--truth", type=Path, help="ground-truth JSON Lines: lifecycle signals, GOAWAYs, closes")
+    add(
+        "--goaway-chance",
+        type=float,
+        default=0.0,
+        help=f"fraction of HTTP/2 requests answered with GOAWAY (0 to {MAX_GOAWAY_CHANCE})",
+    )
+    add(
+        "--request-timeout",
+        type=_duration,
+        default=60.0,
+        metavar="DURATION",
+        help="bound on draining in-flight requests and connections (default 1m0s)",
+    )
+    add(
+        "--shutdown-watch-termination-grace-period",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="drain open watches within this period (default 0s: at once)",
+    )
+    add(
+        "--watch-drain-min-qps",
+        type=float,
+        default=200.0,
+        help="floor of the watch drain rate (upstream: 200 per second)",
+    )
+    add(
+        "--idle-timeout",
+        type=_duration,
+        default=90.0,
+        metavar="DURATION",
+        help="close idle HTTP/1.1 and HTTP/2 connections after this (default 1m30s)",
+    )
+    add(
+        "--read-header-timeout",
+        type=_duration,
+        default=32.0,
+        metavar="DURATION",
+        help="close connections whose request headers stall this long (default 32s)",
+    )
+    return parser
+
+
+def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
+    """Parse and validate; bad flags exit 2 through argparse, bad values raise OptionsError."""
+    args = build_parser().parse_args(argv)
+    options = ApiServerOptions(
+        cert=args.cert,
+        key=args.key,
+        port=args.port,
+        bind_address=args.bind_address,
+        plain_port=args.plain_port,
+        hostname=args.hostname,
+        shutdown_delay=args.shutdown_delay_duration,
+        send_retry_after=args.shutdown_send_retry_after,
+        shutdown_annotation=args.shutdown_audit_annotation,
+        tokens=load_tokens(args.token_file) if args.token_file else None,
+        audit_log=args.audit_log,
+        audit_log_maxsize_mb=args.audit_log_maxsize,
+        audit_log_maxbackup=args.audit_log_maxbackup,
+        truth=args.truth,
+        goaway_chance=args.goaway_chance,
+        request_timeout=args.request_timeout,
+        watch_grace=args.shutdown_watch_termination_grace_period,
+        watch_min_qps=args.watch_drain_min_qps,
+        idle_timeout=args.idle_timeout,
+        read_header_timeout=args.read_header_timeout,
+    )
+    options.validate()
+    return options

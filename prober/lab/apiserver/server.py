@@ -1,0 +1,263 @@
+"""The fake kube-apiserver as an object: listeners, connections and the lifecycle task.
+
+server = ApiServer(options)
+ports = await server.start()          # BoundPorts(port=..., plain_port=...)
+server.begin_shutdown()               # what SIGTERM does
+await server.wait_stopped()           # after TerminationGracefulTerminationFinished
+await server.kill()                   # a crash: no signals, connections reset
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from prober.lab.apiserver.app import Application
+from prober.lab.apiserver.audit import MEGABYTE, AuditLog
+from prober.lab.apiserver.clock import Clock, SystemClock
+from prober.lab.apiserver.connection import ServerConnection, Watch
+from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
+from prober.lab.apiserver.options import ApiServerOptions
+from prober.lab.apiserver.truth import TruthLog
+
+log = logging.getLogger("prober.lab.apiserver")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundPorts:
+    port: int
+    plain_port: int | None = None
+
+
+class ApiServer:
+    def __init__(
+        self,
+        options: ApiServerOptions,
+        *,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        keep_truth: bool = False,
+    ) -> None:
+        options.validate()
+        self.options = options
+        self.clock: Clock = clock or SystemClock()
+        self.apiserver_id = options.apiserver_id
+        self.truth = TruthLog(
+            options.truth, self.clock, options.hostname, self.apiserver_id, keep=keep_truth
+        )
+        self.lifecycle = Lifecycle(
+            Timing(
+                delay=options.shutdown_delay,
+                send_retry_after=options.send_retry_after,
+                request_timeout=options.request_timeout,
+                watch_grace=options.watch_grace,
+                watch_min_qps=options.watch_min_qps,
+            ),
+            self.clock,
+            self._on_signal,
+        )
+        self.audit = (
+            AuditLog(
+                options.audit_log,
+                options.audit_log_maxsize_mb * MEGABYTE,
+                options.audit_log_maxbackup,
+                self.clock.wall,
+            )
+            if options.audit_log
+            else None
+        )
+        self._requests_drained = asyncio.Event()
+        self.app = Application(
+            options,
+            self.lifecycle,
+            self.clock,
+            self.truth,
+            audit=self.audit,
+            rng=rng,
+            on_admin_shutdown=lambda: self.begin_shutdown("admin"),
+            state=self.state,
+            on_drained=self._requests_drained.set,
+        )
+        self.metrics = self.app.metrics
+        self.connections: dict[int, ServerConnection] = {}
+        self._watches: dict[int, Watch] = {}  # by id(), in the order they started
+        self._listeners: list[asyncio.Server] = []
+        self._connections_closed = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._lifecycle_task: asyncio.Task[None] | None = None
+        self._next_id = 0
+        self.ports: BoundPorts | None = None
+
+    # -- the public API -------------------------------------------------------------------
+    async def start(self) -> BoundPorts:
+        """Bind the listeners and start the lifecycle task; returns the bound ports."""
+        context = self.options.tls_context()
+        loop = asyncio.get_running_loop()
+        host = self.options.bind_address
+        tls = await loop.create_server(
+            lambda: ServerConnection(self, tls=True),
+            host,
+            self.options.port,
+            ssl=context,
+            backlog=1024,
+        )
+        self._listeners.append(tls)
+        plain_port = None
+        if self.options.plain_port is not None:
+            plain = await loop.create_server(
+                lambda: ServerConnection(self, tls=False),
+                host,
+                self.options.plain_port,
+                backlog=1024,
+            )
+            self._listeners.append(plain)
+            plain_port = plain.sockets[0].getsockname()[1]
+        self.ports = BoundPorts(tls.sockets[0].getsockname()[1], plain_port)
+        self._lifecycle_task = asyncio.create_task(
+            self._run_lifecycle(), name=f"apiserver {self.options.hostname} lifecycle"
+        )
+        self.truth.record("listening", port=self.ports.port, plain_port=plain_port)
+        return self.ports
+
+    def begin_shutdown(self, trigger: str = "api") -> bool:
+        """Start graceful termination, as SIGTERM does; False if it had already started."""
+        return self.lifecycle.initiate(trigger)
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def wait_signal(self, signal: Signal) -> SignalTime:
+        return await self.lifecycle.wait(signal)
+
+    async def kill(self) -> None:
+        """Stop at once like SIGKILL: no lifecycle signals, every connection reset."""
+        if self._lifecycle_task is not None and not self._lifecycle_task.done():
+            self._lifecycle_task.cancel()
+        for listener in self._listeners:
+            listener.close()
+        self.abort_connections()
+        await asyncio.sleep(0)
+        self._finish()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "host": self.options.hostname,
+            "apiserver": self.apiserver_id,
+            "signals": {s.value: t.mono for s, t in self.lifecycle.times.items()},
+            "connections": len(self.connections),
+            "in_flight": self.app.in_flight,
+            "watches": len(self._watches),
+        }
+
+    # -- what the lifecycle asks (lifecycle.Drainer) --------------------------------------
+    def stop_listening(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+        for connection in list(self.connections.values()):
+            connection.shutdown("shutdown")
+        self._check_all_closed()
+
+    async def wait_requests_drained(self) -> None:
+        while self.app.in_flight > 0:
+            self._requests_drained.clear()
+            await self._requests_drained.wait()
+
+    def open_watches(self) -> int:
+        return len(self._watches)
+
+    def end_watches(self, count: int | None) -> None:
+        for watch in list(self._watches.values())[:count]:
+            watch.end()
+
+    async def wait_connections_closed(self) -> None:
+        await self._connections_closed.wait()
+
+    def abort_connections(self) -> None:
+        for connection in list(self.connections.values()):
+            connection.abort()
+
+    # -- what connections report ----------------------------------------------------------
+    def next_connection_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def connection_opened(self, connection: ServerConnection) -> None:
+        info = connection.info
+        self.connections[info.id] = connection
+        self.truth.record(
+            "connection_opened",
+            mono=info.accepted_mono,
+            conn=info.id,
+            peer=f"{info.peer_ip}:{info.peer_port}",
+            tls=info.tls,
+            protocol=info.protocol or None,
+            late=info.late,
+        )
+        if self.lifecycle.stopped_listening:  # accepted just before the listener closed
+            connection.shutdown("shutdown")
+
+    def connection_closed(self, connection: ServerConnection, by: str, reason: str) -> None:
+        info = connection.info
+        self.connections.pop(info.id, None)
+        self.truth.record(
+            "connection_closed",
+            conn=info.id,
+            protocol=info.protocol or None,
+            by=by,
+            reason=reason,
+            requests=connection.requests,
+        )
+        self._check_all_closed()
+
+    def goaway_sent(self, connection: ServerConnection, last_stream_id: int, reason: str) -> None:
+        self.metrics.goaways[reason] += 1
+        self.truth.record(
+            "goaway",
+            conn=connection.info.id,
+            last_stream_id=last_stream_id,
+            error_code=0,
+            reason=reason,
+        )
+
+    def watch_started(self, watch: Watch) -> None:
+        self._watches[id(watch)] = watch
+
+    def watch_finished(self, watch: Watch) -> None:
+        if self._watches.pop(id(watch), None) is not None:
+            self.app.watch_ended(watch.exchange)
+
+    # -- internals ------------------------------------------------------------------------
+    def _check_all_closed(self) -> None:
+        if self.lifecycle.stopped_listening and not self.connections:
+            self._connections_closed.set()
+
+    def _on_signal(self, signal: Signal, stamp: SignalTime, trigger: str) -> None:
+        fields: dict[str, Any] = {}
+        if signal is Signal.SHUTDOWN_INITIATED:
+            fields = {"trigger": trigger, "delay": self.options.shutdown_delay}
+        self.truth.record(signal.value, mono=stamp.mono, wall=stamp.wall, **fields)
+        log.info("%s %s", self.options.hostname, signal.value)
+
+    async def _run_lifecycle(self) -> None:
+        try:
+            await self.lifecycle.run(self)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: graceful termination failed; aborting", self.options.hostname)
+            self.abort_connections()
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._stopped.is_set():
+            return
+        for listener in self._listeners:
+            listener.close()
+        self.truth.close()
+        if self.audit is not None:
+            self.audit.close()
+        self._stopped.set()

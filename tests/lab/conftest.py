@@ -1,0 +1,98 @@
+"""Shared lab fixtures: certificates made at test time, a token file, started fake apiservers."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prober.lab.apiserver import ApiServer, ApiServerOptions, BoundPorts, ManualClock
+from prober.lab.apiserver.options import load_tokens
+from prober.lab.certs import LabCA, ServerCertificate
+
+TOKEN = "lab-token-0123456789"
+
+
+@dataclass(frozen=True)
+class LabCerts:
+    ca: Path
+    server: ServerCertificate
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> LabCerts:
+    ca = LabCA(tmp_path_factory.mktemp("certs"))
+    return LabCerts(ca.ca_cert, ca.issue("apiserver", ["localhost", "127.0.0.1", "::1"]))
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+@pytest.fixture
+def base_options(certs: LabCerts, tmp_path: Path, token_file: Path) -> ApiServerOptions:
+    return ApiServerOptions(
+        cert=certs.server.cert,
+        key=certs.server.key,
+        port=0,
+        plain_port=0,
+        hostname="master-0",
+        shutdown_delay=10.0,
+        tokens=load_tokens(token_file),
+        audit_log=tmp_path / "audit" / "audit.log",
+        truth=tmp_path / "truth.jsonl",
+        goaway_linger=0.05,
+    )
+
+
+@dataclass
+class Running:
+    server: ApiServer
+    ports: BoundPorts
+    clock: ManualClock | None
+
+    @property
+    def url(self) -> str:
+        return f"https://localhost:{self.ports.port}"
+
+    @property
+    def plain_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.plain_port}"
+
+
+StartServer = Callable[..., Awaitable[Running]]
+
+
+@pytest.fixture
+async def start_server(base_options: ApiServerOptions) -> AsyncIterator[StartServer]:
+    """Start in-process servers: `await start_server(manual_clock=True, shutdown_delay=2.0)`."""
+    started: list[ApiServer] = []
+
+    async def start(manual_clock: bool = False, **changes: Any) -> Running:
+        clock = ManualClock() if manual_clock else None
+        server = ApiServer(replace(base_options, **changes), clock=clock, keep_truth=True)
+        ports = await server.start()
+        started.append(server)
+        return Running(server, ports, clock)
+
+    yield start
+    for server in started:
+        await server.kill()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll a condition on the event loop until it holds (for states with no event to await)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - the states polled here have no event
+            await asyncio.sleep(0.01)
