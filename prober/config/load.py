@@ -177,8 +177,19 @@ def _check(config: Config, values: Mapping[str, _Value]) -> Config:
     if config.localhost and not config.discovers:
         raise ConfigError(f"{where('localhost')}: only applies with --in-cluster or --kubeconfig")
     if config.in_cluster:
-        return _with_service_account(config)
-    return config
+        config = _with_service_account(config)
+    return _inherit(config)
+
+
+def _inherit(config: Config) -> Config:
+    """Targets that name no CA or token file use the top-level ones."""
+    targets = tuple(
+        replace(
+            t, ca_file=t.ca_file or config.ca_file, token_file=t.token_file or config.token_file
+        )
+        for t in config.targets
+    )
+    return replace(config, targets=targets)
 
 
 def _with_service_account(config: Config) -> Config:

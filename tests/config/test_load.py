@@ -100,6 +100,14 @@ def test_targets_from_the_environment_as_yaml() -> None:
     assert config.targets == (Target("kube-api", LB.EXTERNAL, "https://api.example.com:443"),)
 
 
+def test_targets_inherit_the_top_level_ca_and_token(tmp_path: Path) -> None:
+    ca = write(tmp_path, "ca", name="ca.crt")
+    own = write(tmp_path, "own", name="own.crt")
+    text = MINIMAL + f"  - lb: external-lb\n    url: https://api.example.com\n    ca_file: {own}\n"
+    config = load_config(write(tmp_path, text), env={}, flags={"ca_file": ca})
+    assert [t.ca_file for t in config.targets] == [ca, own]
+
+
 def test_discovered_targets_inherit_ca_and_token_and_platform(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("t")

@@ -1,0 +1,68 @@
+"""`prober run` from parsed arguments to exit code: load the configuration, discover the
+cluster if asked, run the daemon. Bad input is one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import structlog
+
+from prober.config import Config, ConfigError, load_config, with_discovered
+from prober.daemon.app import Daemon, DaemonError
+from prober.daemon.logs import configure_logging
+from prober.k8s.errors import ClusterError
+
+if TYPE_CHECKING:
+    from prober.k8s.discovery import HostDecoder
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def run(config_path: str | None, flags: Mapping[str, object]) -> int:
+    try:
+        config = load_config(config_path, flags=flags)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    configure_logging(config.log_format, config.log_level)
+    try:
+        return asyncio.run(_run(config))
+    except (ConfigError, ClusterError, DaemonError) as exc:
+        return _fail(str(exc))
+
+
+async def _run(config: Config) -> int:
+    hosts = None
+    if config.discovers:
+        config, hosts = await discover(config)
+    return await Daemon(config, hosts=hosts).run()
+
+
+async def discover(config: Config) -> tuple[Config, HostDecoder]:
+    """Targets and platform from the Infrastructure object, node names from the Leases."""
+    # The kubernetes client costs 0.2 s and tens of MB: only load it when discovery is asked.
+    from prober.k8s.cluster import ClusterAccess  # noqa: PLC0415
+    from prober.k8s.discovery import HostDecoder, discover_targets  # noqa: PLC0415
+
+    access = await asyncio.to_thread(ClusterAccess.connect, config.in_cluster, config.kubeconfig)
+    infrastructure = await asyncio.to_thread(access.infrastructure)
+    targets = discover_targets(infrastructure, access, localhost=config.localhost)
+    resolved = with_discovered(config, targets, infrastructure.platform)
+    if not resolved.targets:
+        raise ConfigError("targets: none configured and none discovered")
+    hosts = HostDecoder(access)
+    await hosts.refresh()
+    structlog.get_logger("prober.daemon").info(
+        "discovered",
+        platform=resolved.platform_name,
+        targets=[f"{t.lb}={t.url}" for t in resolved.targets],
+        apiservers=hosts.known(),
+    )
+    return resolved, hosts
+
+
+def _fail(message: str) -> int:
+    print(f"prober run: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT

@@ -1,0 +1,135 @@
+"""Every Prometheus metric of the daemon, created here on an injected registry (design,
+"Prometheus metrics"). Constant labels (`platform` and the configured ones) come first on
+every metric. Label children are cached: `labels()` costs more than the increment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from prober.core.disruption import DisruptionStarted
+from prober.core.models import Interval, Sample, StreamId, Window
+from prober.core.shutdown import WindowOpened
+from prober.daemon.pipeline import Observed
+
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+REACTION_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0)
+STREAM_LABELS = ("lb", "protocol", "connection")
+
+
+class Metrics:
+    def __init__(
+        self, registry: CollectorRegistry, constant: Mapping[str, str], version: str
+    ) -> None:
+        self._const = tuple(constant.values())
+        names = tuple(constant)
+
+        def labels(*extra: str) -> tuple[str, ...]:
+            return (*names, *extra)
+
+        self.requests = Counter(
+            "prober_requests_total",
+            "Requests sent, by result: success or an error class.",
+            labels(*STREAM_LABELS, "result"),
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "prober_request_duration_seconds",
+            "Time from sending a request to its end, whatever the result.",
+            labels(*STREAM_LABELS),
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.disruption_seconds = Counter(
+            "prober_disruption_seconds_total",
+            "Seconds of closed disruption intervals (first failure to next success).",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
+        self.disruption_intervals = Counter(
+            "prober_disruption_intervals_total",
+            "Closed disruption intervals, by the error class that opened them.",
+            labels(*STREAM_LABELS, "error"),
+            registry=registry,
+        )
+        self.readiness_violation = Histogram(
+            "prober_readiness_violation_seconds",
+            "Per closed shutdown window and stream with late requests: how long after the "
+            "apiserver went not-ready this LB still sent it a request.",
+            labels(*STREAM_LABELS),
+            buckets=REACTION_BUCKETS,
+            registry=registry,
+        )
+        self.late = Counter(
+            "prober_late_requests_total",
+            "Requests answered by an apiserver that was shutting down (shutdown=true).",
+            labels(*STREAM_LABELS, "apiserver"),
+            registry=registry,
+        )
+        self.shutting_down = Gauge(
+            "prober_apiserver_shutting_down",
+            "1 while this apiserver's shutdown window is open.",
+            labels("apiserver"),
+            registry=registry,
+        )
+        self.windows = Counter(
+            "prober_shutdown_windows_total",
+            "Closed shutdown windows, by how they closed.",
+            labels("apiserver", "closed_by"),
+            registry=registry,
+        )
+        self.build_info = Gauge(
+            "prober_build_info", "The prober's version.", labels("version"), registry=registry
+        )
+        self.build_info.labels(*self._const, version).set(1)
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*self._const, *values)
+        return child
+
+    def register_streams(self, streams: Iterable[StreamId]) -> None:
+        """Export every stream's series from the start, at zero."""
+        for stream in streams:
+            key = (stream.lb, stream.protocol, stream.connection)
+            self._child(self.requests, *key, "success")
+            self._child(self.duration, *key)
+            self._child(self.disruption_seconds, *key)
+
+    def observe(self, sample: Sample) -> None:
+        key = (sample.lb, sample.protocol, sample.connection)
+        result = sample.error.value if sample.error is not None else "success"
+        self._child(self.requests, *key, result).inc()
+        self._child(self.duration, *key).observe(sample.dur)
+        if sample.late and sample.shutdown is not None:
+            self._child(self.late, *key, sample.shutdown.host).inc()
+
+    def handle(self, item: object) -> None:
+        """The pipeline's sink interface."""
+        if isinstance(item, Observed):
+            self.observe(item.sample)
+        elif not isinstance(item, Sample):  # kept samples were already observed
+            self.event(item)
+
+    def event(self, event: object) -> None:
+        if isinstance(event, Interval):
+            key = (event.lb, event.protocol, event.connection)
+            self._child(self.disruption_seconds, *key).inc(event.seconds)
+            self._child(self.disruption_intervals, *key, event.error).inc()
+        elif isinstance(event, WindowOpened):
+            self._child(self.shutting_down, event.host).set(1)
+        elif isinstance(event, Window):
+            self._child(self.shutting_down, event.host).set(0)
+            self._child(self.windows, event.host, event.closed_by).inc()
+            for seen in event.streams:
+                if seen.reaction is not None:
+                    key = (seen.lb, seen.protocol, seen.connection)
+                    self._child(self.readiness_violation, *key).observe(seen.reaction)
+        elif isinstance(event, DisruptionStarted):
+            pass  # counted when it closes, with its length

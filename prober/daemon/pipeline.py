@@ -1,0 +1,134 @@
+"""The one fan-out point: every sample, in completion order, through the core trackers, then
+to the sinks (metrics, event log, logs). Sinks see plain records and know nothing of probes.
+
+What the sinks receive, in order, for each sample:
+`Observed(sample)` (every sample), then the samples the `Compactor` keeps for the event log
+(plain `Sample` records, possibly one held back from earlier), then the trackers' events
+(`DisruptionStarted`, `Interval`, `WindowOpened`, `Window`). `Summary` records come from
+`summary()`, and `close()` ends the run: open intervals and windows close as `end`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from prober.core.compaction import Compactor
+from prober.core.disruption import DisruptionTracker
+from prober.core.models import Sample, StreamCounters, StreamId, Summary, rfc3339
+from prober.core.shutdown import ShutdownTracker
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """Any sample, logged or not (the metrics count them all)."""
+
+    sample: Sample
+
+
+class Sink(Protocol):
+    def handle(self, item: object) -> None: ...
+
+
+@dataclass(slots=True)
+class _Counts:
+    samples: int = 0
+    failures: int = 0
+    late: int = 0
+    results: Counter[str] = field(default_factory=Counter)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        streams: Sequence[StreamId],
+        sinks: Iterable[Sink],
+        *,
+        run_start: float,
+        wall_start: float,
+        node_of: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.disruption = DisruptionTracker()
+        self.shutdown = ShutdownTracker(node_of=node_of)  # defaults: analyze replays the same
+        for stream in streams:
+            self.shutdown.add_stream(stream)
+        self._compactor = Compactor()
+        self._sinks = list(sinks)
+        self._run_start = run_start
+        self._wall_start = wall_start
+        self._counts = {s.name: _Counts() for s in streams}
+        self.queue: asyncio.Queue[Sample] = asyncio.Queue()
+        self.fed = 0
+
+    def submit(self, sample: Sample) -> None:
+        """Called as each request ends; the consumer feeds them in this order."""
+        self.queue.put_nowait(sample)
+
+    async def consume(self) -> None:
+        while True:
+            sample = await self.queue.get()
+            self.feed(sample)
+
+    def feed_pending(self) -> None:
+        while not self.queue.empty():
+            self.feed(self.queue.get_nowait())
+
+    def feed(self, sample: Sample) -> None:
+        events = [*self.disruption.feed(sample), *self.shutdown.feed(sample)]
+        kept = self._compactor.select(sample, events, self.shutdown.open_hosts)
+        self._count(sample)
+        self.fed += 1
+        self._emit(Observed(sample))
+        for item in (*kept, *events):
+            self._emit(item)
+
+    def produced(self, stream: str) -> bool:
+        counts = self._counts.get(stream)
+        return counts is not None and counts.samples > 0
+
+    def summary(self, t: float) -> Summary:
+        """Cumulative per-stream counters up to run time `t`, also sent to the sinks."""
+        streams = tuple(
+            StreamCounters(
+                stream=name,
+                samples=c.samples,
+                failures=c.failures,
+                late=c.late,
+                disruption_seconds=round(self.disruption.seconds(name), 6),
+                results=dict(sorted(c.results.items())),
+            )
+            for name, c in self._counts.items()
+        )
+        record = Summary(ts=rfc3339(self._wall_start + t), t=t, streams=streams)
+        self._emit(record)
+        return record
+
+    def close(self, t: float) -> Summary:
+        """End of run at run time `t`: close what is open, then the final summary."""
+        ts = rfc3339(self._wall_start + t)
+        for interval in self.disruption.close(t, ts):
+            self._emit(interval)
+        for window in self.shutdown.close(t):
+            self._emit(window)
+        return self.summary(t)
+
+    def now(self) -> float:
+        """Run time now, rounded as sample times are."""
+        return round(time.monotonic() - self._run_start, 6)
+
+    def _count(self, sample: Sample) -> None:
+        counts = self._counts.get(sample.stream)
+        if counts is None:
+            counts = self._counts[sample.stream] = _Counts()
+        counts.samples += 1
+        counts.failures += sample.failed
+        counts.late += sample.late
+        counts.results[sample.error.value if sample.error else "success"] += 1
+
+    def _emit(self, item: object) -> None:
+        for sink in self._sinks:
+            sink.handle(item)

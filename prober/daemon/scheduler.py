@@ -1,0 +1,108 @@
+"""Ticks for one stream: `workers` probers sampling in turn, so the stream's sampling gap is
+interval / workers. Each tick starts a request as its own task, so a slow answer never delays
+the next tick; a worker already waiting on `max_in_flight` answers skips its tick instead. If
+the event loop fell behind, missed ticks are skipped, not fired in a burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import structlog
+
+from prober.core.models import Sample, StreamId
+from prober.daemon.clock import Clock
+
+log = structlog.get_logger("prober.scheduler")
+
+
+class SampleSource(Protocol):
+    async def sample(self) -> Sample: ...
+
+
+class StreamScheduler:
+    def __init__(
+        self,
+        stream: StreamId,
+        workers: Sequence[SampleSource],
+        *,
+        interval: float,
+        max_in_flight: int,
+        clock: Clock,
+        emit: Callable[[Sample], None],
+    ) -> None:
+        self.stream = stream
+        self._workers = list(workers)
+        self._gap = interval / len(workers)
+        self._max_in_flight = max_in_flight
+        self._clock = clock
+        self._emit = emit
+        self._in_flight: list[set[asyncio.Task[None]]] = [set() for _ in workers]
+        self._crashed: BaseException | None = None
+        self.ticks = 0
+        self.skipped = 0  # ticks not taken: the worker was full or the loop fell behind
+
+    @property
+    def in_flight(self) -> int:
+        return sum(len(tasks) for tasks in self._in_flight)
+
+    async def run(self) -> None:
+        """Tick until cancelled; raises if a request raised something that is not a sample."""
+        start = self._clock.monotonic()
+        tick = 0
+        full = False
+        while True:
+            await self._clock.sleep_until(start + tick * self._gap)
+            if self._crashed is not None:
+                crashed, self._crashed = self._crashed, None
+                raise crashed
+            worker = tick % len(self._workers)
+            if len(self._in_flight[worker]) < self._max_in_flight:
+                self._start(worker)
+                full = False
+            else:
+                self.skipped += 1
+                if not full:  # once per episode, not once per tick
+                    log.warning(
+                        "ticks_skipped",
+                        stream=self.stream.name,
+                        reason="max_in_flight",
+                        in_flight=self.in_flight,
+                    )
+                full = True
+            self.ticks += 1
+            tick += 1
+            behind = self._clock.monotonic() - (start + tick * self._gap)
+            if behind > self._gap:
+                missed = math.floor(behind / self._gap)
+                self.skipped += missed
+                tick += missed
+
+    def _start(self, worker: int) -> None:
+        task = asyncio.create_task(self._one(worker), name=f"{self.stream.name}/{worker}")
+        self._in_flight[worker].add(task)
+        task.add_done_callback(self._in_flight[worker].discard)
+
+    async def _one(self, worker: int) -> None:
+        try:
+            sample = await self._workers[worker].sample()
+        except Exception as exc:  # a bug, not a network fault: the stream task restarts
+            self._crashed = exc
+            return
+        self._emit(sample)
+
+    async def drain(self, timeout: float) -> int:
+        """Wait up to `timeout` for requests in flight; cancel the rest. Returns how many were
+        cancelled (they produce no sample: the run ended before they did)."""
+        pending = {t for tasks in self._in_flight for t in tasks}
+        if not pending:
+            return 0
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.wait(still)
+        return len(still)

@@ -1,0 +1,74 @@
+"""Targets found in the cluster, and the APIServerID -> node name decoder.
+
+The service network comes from `KUBERNETES_SERVICE_HOST`/`_PORT` (set in every pod), the
+internal and external LBs from the Infrastructure object, `localhost:6443` only when asked
+(a pod on the host network of a control-plane node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+
+import structlog
+
+from prober.config import Target
+from prober.config.fields import Invalid, base_url
+from prober.config.model import DEFAULT_TARGET_NAME
+from prober.core.models import LB
+from prober.k8s.cluster import ClusterAccess, ClusterError, Infrastructure
+
+log = structlog.get_logger("prober.k8s")
+LOCALHOST_URL = "https://localhost:6443"
+
+
+def discover_targets(
+    infrastructure: Infrastructure,
+    access: ClusterAccess,
+    *,
+    localhost: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Target, ...]:
+    environ = os.environ if env is None else env
+    found: list[tuple[LB, str]] = []
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if host and port:
+        shown = f"[{host}]" if ":" in host else host
+        found.append((LB.SERVICE_NETWORK, f"https://{shown}:{port}"))
+    if infrastructure.internal_url:
+        found.append((LB.INTERNAL, infrastructure.internal_url))
+    if infrastructure.api_url:
+        found.append((LB.EXTERNAL, infrastructure.api_url))
+    if localhost:
+        found.append((LB.LOCALHOST, LOCALHOST_URL))
+    targets = []
+    for lb, url in found:
+        try:
+            normal = base_url(url)
+        except Invalid as exc:
+            raise ClusterError(f"discovered {lb} URL: {exc.problem}") from None
+        targets.append(Target(DEFAULT_TARGET_NAME, lb, normal, ca_file=access.ca_file))
+    return tuple(targets)
+
+
+class HostDecoder:
+    """APIServerID -> node name from the identity Leases. Names are kept once learnt: a
+    server's Lease may vanish while it is down, and its window still needs the node."""
+
+    def __init__(self, access: ClusterAccess) -> None:
+        self._access = access
+        self._nodes: dict[str, str] = {}
+
+    def node_of(self, host: str) -> str | None:
+        return self._nodes.get(host)
+
+    def known(self) -> dict[str, str]:
+        return dict(self._nodes)
+
+    async def refresh(self) -> None:
+        leases = await asyncio.to_thread(self._access.identity_leases)
+        for host, node in leases.items():
+            if self._nodes.get(host) != node:
+                log.info("apiserver_identity", host=host, node=node)
+                self._nodes[host] = node
