@@ -1,9 +1,10 @@
 """`prober audit follow`: follow live audit logs the way `tail -F` does, counting exactly once.
 
-Each `poll` visits every family: it finds the file it was reading by fingerprint (still
-`audit.log`, or rotated and maybe compressed since), reads that file to its end, then every
-later file it has not finished, oldest first, up to the live `audit.log`. A rotated file is
-finished: its unterminated last line is scanned and it is remembered as done. The live file's
+Each `poll` visits every family and reads, oldest first, every file it has not finished:
+the one it was in (still `audit.log`, or rotated and maybe compressed since, recognised by
+its first bytes) from its saved position, the others from their start, up to the live
+`audit.log`. A rotation is finished when read to its end: its unterminated last line is
+scanned and its name (unique: it holds the rotation time) is remembered as done. The live file's
 unterminated last line waits for its newline. Truncation (same file, other first bytes, or
 shorter than the position) starts the file again from its beginning, as `tail -F` does.
 
@@ -30,6 +31,8 @@ from prober.audit.state import (
     fingerprint,
 )
 
+# Finished rotations remembered before the ones no longer on disk are forgotten.
+FINISHED_KEPT = 64
 # Distinct user-agent labels per apiserver; later products are counted as "other".
 MAX_USER_AGENT_LABELS = 50
 OTHER_USER_AGENT = "other"
@@ -92,23 +95,17 @@ class Follower:
         fam = self.state.family(family.key)
         if not self._directory_present(family, fam):
             return
-        files = family.files()
-        start, position = self._start(family, files, fam)
-        for index in range(start, len(files)):
-            path = files[index]
-            whole = fingerprint(path)
-            if whole is None:
-                return  # vanished or unreadable right now: try again next poll
-            if position is None and whole in fam.finished:
-                continue
+        files = [p for p in family.files() if _rotation_name(p) not in fam.finished]
+        position = self._resume(family, files, fam)
+        for index, path in enumerate(files):
             live = index == len(files) - 1 and family.is_live(path)
             if not self._read(family, fam, path, position, live=live, report=report):
-                return
+                return  # vanished right now (renamed, compressed): try again next poll
             position = None
             if not live:
-                fam.finished.add(whole)
+                fam.finished.add(_rotation_name(path))
                 fam.position = None
-        self._prune(fam, files)
+        self._prune(family, fam)
 
     def _directory_present(self, family: Family, fam: FamilyState) -> bool:
         present = family.directory.is_dir()
@@ -118,23 +115,22 @@ class Follower:
             self._problems.add(f"{family.directory}: directory {said}")
         return present
 
-    def _start(
-        self, family: Family, files: list[Path], fam: FamilyState
-    ) -> tuple[int, Position | None]:
-        """Where to resume: the file holding the saved position (files before it were
-        finished when it was reached), or else the oldest file not finished."""
+    def _resume(self, family: Family, files: list[Path], fam: FamilyState) -> Position | None:
+        """The saved position, if the oldest unfinished file is the one it is in.
+
+        Files are read in order and a rotation is finished before the next is begun, so the
+        position can only be in the oldest unfinished file: after a rename (same inode), a
+        compression (same content) or in a copied directory. If that file does not begin
+        with the bytes read from it, it was truncated, or it is gone."""
         position = fam.position
         if position is None or position.fingerprint.length == 0:
-            return 0, None
-        for index in reversed(range(len(files))):
-            path = files[index]
-            if fingerprint(path, position.fingerprint.length) != position.fingerprint:
-                continue
-            if _plain_size(path) < position.offset:
-                break  # same first bytes, shorter: truncated and written again
-            return index, position
+            return None
+        if files:
+            head = fingerprint(files[0], position.fingerprint.length)
+            if head == position.fingerprint and _plain_size(files[0]) >= position.offset:
+                return position
         self._lost(family, files, fam, position)
-        return 0, None
+        return None
 
     def _lost(
         self, family: Family, files: list[Path], fam: FamilyState, position: Position
@@ -189,12 +185,16 @@ class Follower:
             )
         return True
 
-    def _prune(self, fam: FamilyState, files: list[Path]) -> None:
+    def _prune(self, family: Family, fam: FamilyState) -> None:
         """Forget finished files that are gone, so the state stays small."""
-        if len(fam.finished) <= len(files):
-            return
-        present = {fingerprint(p) for p in files}
-        fam.finished &= {f for f in present if f is not None}
+        if len(fam.finished) > FINISHED_KEPT:
+            present = {_rotation_name(p) for p in family.files()}
+            fam.finished &= present
+
+
+def _rotation_name(path: Path) -> str:
+    """A rotated file's name, the same before and after compression."""
+    return path.name.removesuffix(".gz")
 
 
 def _head(path: Path, offset: int) -> Fingerprint:

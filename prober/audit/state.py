@@ -1,10 +1,10 @@
-"""What `follow` remembers across restarts: where it is in each file, which files it has
-finished, and every count, written together atomically so a restart neither re-counts nor
-skips a line.
+"""What `follow` remembers across restarts: where it is in the file it is reading, which
+rotations it has finished, and every count, written together atomically so a restart neither
+re-counts nor skips a line.
 
-A file is known by a fingerprint of its first bytes (decompressed), not its name or inode:
-rotation renames `audit.log`, compression gives it a new inode, and a restart may find it in
-either form.
+The file being read is recognised by a fingerprint of its first bytes (decompressed), not
+its name or inode: rotation renames `audit.log`, compression gives it a new inode, and a
+restart may find it in either form.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Position:
 @dataclass
 class FamilyState:
     position: Position | None = None
-    finished: set[Fingerprint] = field(default_factory=set)
+    finished: set[str] = field(default_factory=set)  # rotation names read to their end
     truncations: int = 0
     lost: int = 0  # positions whose file vanished before it was finished
     missing: bool = False  # the directory was missing at the last poll
@@ -117,7 +117,7 @@ class FollowState:
             "families": {
                 key: {
                     "position": fam.position.to_json() if fam.position else None,
-                    "finished": sorted(f.to_json() for f in fam.finished),
+                    "finished": sorted(fam.finished),
                     "truncations": fam.truncations,
                     "lost": fam.lost,
                     "missing": fam.missing,
@@ -144,7 +144,7 @@ class FollowState:
         for key, fam in body["families"].items():
             state.families[key] = FamilyState(
                 position=Position.from_json(fam["position"]) if fam["position"] else None,
-                finished={Fingerprint.from_json(f) for f in fam["finished"]},
+                finished={str(f) for f in fam["finished"]},
                 truncations=int(fam["truncations"]),
                 lost=int(fam["lost"]),
                 missing=bool(fam["missing"]),
