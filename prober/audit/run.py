@@ -37,6 +37,7 @@ class FollowRunner:
         self.polls = 0
         self.failures = 0
         self.last_poll_ok = True
+        self._unsaved = False
         self._progress = asyncio.Condition()
 
     @property
@@ -56,8 +57,11 @@ class FollowRunner:
     async def _poll_once(self) -> None:
         try:
             report = await asyncio.to_thread(self.follower.poll)
-            if report.changed:
+            # A save that failed is retried at the next poll, changed or not.
+            self._unsaved = self._unsaved or report.changed
+            if self._unsaved:
                 await asyncio.to_thread(save_state, self.follower.state, self.state_path)
+                self._unsaved = False
         except Exception as exc:  # a bug or a full disk: say so, keep the process up, retry
             self.failures += 1
             self.last_poll_ok = False

@@ -1,0 +1,250 @@
+"""`follow` as it runs: polling, metrics on a registry, `/metrics` scraped, logs, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import structlog
+from prometheus_client import CollectorRegistry
+
+from prober.audit.files import discover
+from prober.audit.follow import Follower
+from prober.audit.run import FollowRunner
+from prober.audit.server import ListenError, MetricsServer, parse_listen
+from prober.audit.state import load_state
+from tests.audit.auditlog import OPERATOR, PROBER, append, event, graceful, line
+
+REPO = Path(__file__).resolve().parents[2]
+LATE = "prober_audit_late_requests_total"
+
+
+def late(t: float, agent: str = PROBER) -> bytes:
+    return line(event(t, user_agent=agent, annotations=graceful()))
+
+
+class Running:
+    """A FollowRunner polling every 10 ms in this event loop, with its log captured."""
+
+    def __init__(self, directory: Path, state_path: Path) -> None:
+        families, _ = discover([directory], node="master-0")
+        self.registry = CollectorRegistry()
+        self.output = io.StringIO()
+        log = structlog.wrap_logger(
+            structlog.PrintLogger(self.output),
+            processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
+        )
+        follower = Follower(families, load_state(state_path))
+        self.runner = FollowRunner(
+            follower, state_path=state_path, registry=self.registry, interval=0.01, log=log
+        )
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Running:
+        self.task = asyncio.create_task(self.runner.run(self.stop), name="audit-follow")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop.set()
+        assert self.task is not None
+        await asyncio.wait_for(self.task, 10)
+
+    def late(self, agent: str) -> float | None:
+        return self.registry.get_sample_value(LATE, {"apiserver": "master-0", "user_agent": agent})
+
+    def logs(self) -> list[dict[str, object]]:
+        return [json.loads(x) for x in self.output.getvalue().splitlines()]
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    (directory / "audit.log").write_bytes(b"")
+    return directory
+
+
+async def test_late_requests_become_metrics_and_log_lines(logdir: Path, tmp_path: Path):
+    async with Running(logdir, tmp_path / "state.json") as running:
+        append(logdir / "audit.log", line(event(1)), late(2), late(3), late(4, OPERATOR))
+        await running.runner.wait_until(lambda: running.runner.lines >= 4)
+        assert running.late("prober") == 2
+        assert running.late("cluster-kube-apiserver-operator") == 1
+        assert (
+            running.registry.get_sample_value(
+                "prober_audit_events_total", {"apiserver": "master-0"}
+            )
+            == 4
+        )
+        append(logdir / "audit.log", b"garbage\n")
+        await running.runner.wait_until(lambda: running.runner.lines >= 5)
+        assert (
+            running.registry.get_sample_value(
+                "prober_audit_bad_lines_total", {"apiserver": "master-0", "reason": "not_json"}
+            )
+            == 1
+        )
+    records = running.logs()
+    lates = [r for r in records if r["event"] == "late requests"]
+    assert {(r["user_agent"], r["new"], r["total"]) for r in lates} == {
+        ("prober", 2, 2),
+        ("cluster-kube-apiserver-operator", 1, 1),
+    }
+    assert any(r["event"] == "audit log problem" and "not json" in str(r["problem"])
+               for r in records)  # fmt: skip
+    saved = load_state(tmp_path / "state.json")
+    assert saved.counts["master-0"].late == {"prober": 2, "cluster-kube-apiserver-operator": 1}
+
+
+async def test_a_restart_exports_the_saved_totals_and_goes_on(logdir: Path, tmp_path: Path):
+    state = tmp_path / "state.json"
+    async with Running(logdir, state) as running:
+        append(logdir / "audit.log", late(1), late(2))
+        await running.runner.wait_until(lambda: running.runner.lines >= 2)
+    async with Running(logdir, state) as again:
+        await again.runner.wait_until(lambda: again.runner.polls >= 1)
+        assert again.late("prober") == 2  # before any new line
+        append(logdir / "audit.log", late(3))
+        await again.runner.wait_until(lambda: again.late("prober") == 3)
+        assert again.runner.lines == 1
+
+
+async def test_metrics_and_health_are_served_and_promtool_accepts_them(logdir, tmp_path):
+    async with Running(logdir, tmp_path / "state.json") as running:
+        server = MetricsServer(running.registry, healthy=lambda: running.runner.last_poll_ok)
+        port = await server.start("127.0.0.1", 0)
+        try:
+            append(logdir / "audit.log", late(1))
+            await running.runner.wait_until(lambda: running.runner.lines >= 1)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                metrics = await client.get("/metrics")
+                health = await client.get("/healthz")
+                missing = await client.get("/nope")
+                posted = await client.post("/metrics")
+        finally:
+            await server.close()
+    assert metrics.status_code == 200
+    assert metrics.headers["content-type"].startswith("text/plain; version=")
+    expected = 'prober_audit_late_requests_total{apiserver="master-0",user_agent="prober"} 1.0'
+    assert expected in metrics.text
+    assert (health.status_code, health.text) == (200, "ok\n")
+    assert missing.status_code == 404
+    assert posted.status_code == 405
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool comes with Debian's prometheus package"
+    checker = await asyncio.create_subprocess_exec(
+        promtool, "check", "metrics", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    said, _ = await asyncio.wait_for(checker.communicate(metrics.content), 30)
+    assert checker.returncode == 0, said.decode()
+
+
+async def test_a_failing_poll_is_logged_turns_unhealthy_and_recovers(logdir, tmp_path):
+    blocker = tmp_path / "blocked"
+    running = Running(logdir, blocker / "state.json")
+    blocker.write_text("a file where the state directory should be")
+    async with running:
+        append(logdir / "audit.log", late(1))
+        await running.runner.wait_until(lambda: running.runner.failures >= 1)
+        assert not running.runner.last_poll_ok
+        blocker.unlink()
+        await running.runner.wait_until(lambda: running.runner.last_poll_ok)
+    failed = [r for r in running.logs() if r["event"] == "audit poll failed"]
+    assert failed
+    assert failed[0]["task"] == "audit-follow"
+    assert (blocker / "state.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("127.0.0.1:9095", ("127.0.0.1", 9095)), ("[::1]:0", ("::1", 0)), (":80", ("0.0.0.0", 80))],
+)
+def test_parse_listen(text, expected):
+    assert parse_listen(text) == expected
+
+
+@pytest.mark.parametrize("text", ["9095", "host:", "host:http", "h:70000"])
+def test_parse_listen_rejects(text):
+    with pytest.raises(ListenError, match="expected HOST:PORT"):
+        parse_listen(text)
+
+
+async def _line(stream: asyncio.StreamReader, wanted: str) -> dict[str, object]:
+    while True:
+        raw = await asyncio.wait_for(stream.readline(), 20)
+        assert raw, f"the process ended before logging {wanted!r}"
+        if raw.startswith(b"{"):
+            record = json.loads(raw)
+            if record["event"] == wanted:
+                return record
+
+
+async def _start(*argv: str) -> asyncio.subprocess.Process:
+    code = "import sys; from tests.audit.cli import run; sys.exit(run(sys.argv[1:]))"
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, "audit", "follow", *argv,
+        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+
+
+async def test_the_follow_command_serves_metrics_stops_on_sigterm_and_resumes(logdir, tmp_path):
+    out = tmp_path / "out"
+    argv = [str(logdir), "--node", "master-0", "--listen", "127.0.0.1:0", "--interval", "20ms",
+            "--out", str(out)]  # fmt: skip
+    append(logdir / "audit.log", late(1), late(2))
+    for expected_total in (2, 3):
+        process = await _start(*argv)
+        try:
+            assert process.stdout is not None
+            started = await _line(process.stdout, "following")
+            port = int(str(started["listen"]).rsplit(":", 1)[1])
+            if expected_total == 3:
+                append(logdir / "audit.log", late(3))
+            record = await _line(process.stdout, "late requests")
+            assert record["total"] == expected_total
+            async with httpx.AsyncClient() as client:
+                scraped = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+            assert f'user_agent="prober"}} {float(expected_total)}' in scraped
+            process.send_signal(signal.SIGTERM)
+            rest = await asyncio.wait_for(process.stdout.read(), 20)
+            assert await asyncio.wait_for(process.wait(), 20) == 0
+            assert f"wrote {out / 'audit-follow-state.json'}" in rest.decode()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["{missing}"], "prober audit follow: {missing}: no such directory\n"),
+        (["{logdir}", "--listen", "nowhere"],
+         "prober audit follow: --listen 'nowhere': expected HOST:PORT, e.g. 0.0.0.0:9090\n"),
+        (["{logdir}", "--interval", "soon"], None),
+        (["{logdir}", "--state", "{bad_state}"], None),
+    ],
+)  # fmt: skip
+def test_follow_bad_usage_is_one_line_and_exit_2(logdir, tmp_path, capsys, argv, message):
+    from tests.audit.cli import run
+
+    bad_state = tmp_path / "state.json"
+    bad_state.write_text("{not json")
+    fill = {"missing": tmp_path / "missing", "logdir": logdir, "bad_state": bad_state}
+    assert run(["audit", "follow", *(a.format(**fill) for a in argv)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("prober audit follow: ")
+    if message is not None:
+        assert err == message.format(**fill)
