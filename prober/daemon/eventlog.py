@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -132,3 +133,13 @@ def _compress(plain: Path) -> None:
         shutil.copyfileobj(source, target, 1 << 20)
     os.replace(part, final)
     os.unlink(plain)
+
+
+def read_lines(path: str | Path) -> Iterator[bytes]:
+    """Every line of an event log in order: its segments by number, then PATH itself."""
+    for segment in [*segment_paths(path), Path(path)]:
+        if not segment.exists():
+            continue
+        opener = gzip.open if segment.suffix == ".gz" else open
+        with opener(segment, "rb") as stream:
+            yield from stream

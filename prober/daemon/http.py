@@ -19,6 +19,7 @@ class StatusServer:
         self._registry = registry
         self._not_ready = not_ready  # what keeps /readyz from 200; empty when ready
         self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
@@ -30,6 +31,9 @@ class StatusServer:
         if self._server is not None:
             self._server.close()
             self._server = None
+        for writer in list(self._open):  # idle keep-alive connections of scrapers
+            writer.close()
+        await asyncio.sleep(0)
 
     def route(self, method: str, path: str) -> tuple[int, str, bytes]:
         """(status, content type, body) for one request."""
@@ -50,6 +54,7 @@ class StatusServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST)
+        self._open.add(writer)
         try:
             while True:
                 event = conn.next_event()
@@ -78,6 +83,7 @@ class StatusServer:
         except (h11.ProtocolError, ConnectionError):
             return
         finally:
+            self._open.discard(writer)
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()

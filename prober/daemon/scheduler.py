@@ -75,16 +75,15 @@ class StreamScheduler:
                 full = True
             self.ticks += 1
             tick += 1
-            behind = self._clock.monotonic() - (start + tick * self._gap)
-            if behind > self._gap:
-                missed = math.floor(behind / self._gap)
-                self.skipped += missed
-                tick += missed
+            now = self._clock.monotonic()
+            if now - (start + tick * self._gap) > self._gap:  # a whole gap late: skip ahead
+                due = math.floor((now - start) / self._gap) + 1
+                self.skipped += due - tick
+                tick = due
 
     def _start(self, worker: int) -> None:
         task = asyncio.create_task(self._one(worker), name=f"{self.stream.name}/{worker}")
         self._in_flight[worker].add(task)
-        task.add_done_callback(self._in_flight[worker].discard)
 
     async def _one(self, worker: int) -> None:
         try:
@@ -92,6 +91,10 @@ class StreamScheduler:
         except Exception as exc:  # a bug, not a network fault: the stream task restarts
             self._crashed = exc
             return
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                self._in_flight[worker].discard(task)
         self._emit(sample)
 
     async def drain(self, timeout: float) -> int:

@@ -36,6 +36,16 @@ class FakeClock:
         self.now = target
         await settle()
 
+    async def jump(self, seconds: float) -> None:
+        """Move time forward at once, as if the event loop had been blocked: every sleeper
+        that is due wakes at the new time."""
+        self.now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self.now:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+        await settle()
+
 
 async def settle(rounds: int = 20) -> None:
     """Let every ready task run until they all wait again (no I/O is involved)."""

@@ -1,0 +1,168 @@
+"""The pipeline's fan-out: metrics on an injected registry, the event log, the log lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
+from prober.core.models import (
+    LB,
+    Connection,
+    ErrorClass,
+    Interval,
+    Protocol,
+    RunRecord,
+    StreamId,
+    Window,
+)
+from prober.daemon.eventlog import EventLogWriter
+from prober.daemon.http import StatusServer
+from prober.daemon.logs import LogSink
+from prober.daemon.metrics import Metrics
+from prober.daemon.pipeline import Pipeline
+from tests.factories import OTHER, STREAM, fail, ok, sample
+from tests.support.promtool import promtool_problems
+from tests.support.replay import read_log, replay
+
+STREAMS = [STREAM, OTHER]
+IDLE = StreamId("kube-api", Protocol.HTTP1, LB.LOCALHOST, Connection.NEW)  # never sampled
+LABELS = {"platform": "aws", "job": "e2e"}
+
+
+def run_pipeline(tmp_path: Path, samples, end: float):
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, LABELS, "1.2.3")
+    metrics.register_streams([*STREAMS, IDLE])
+    names = tuple(s.name for s in (*STREAMS, IDLE))
+    writer = EventLogWriter(
+        str(tmp_path / "events.jsonl"), 1 << 20, RunRecord("r", "x", "aws", names, "1.2.3")
+    )
+    writer.open()
+    pipeline = Pipeline([*STREAMS, IDLE], [metrics, writer, LogSink()], run_start=0, wall_start=0)
+    with capture_logs() as logs:
+        for s in samples:
+            pipeline.feed(s)
+        final = pipeline.close(end)
+    writer.close()
+    return registry, logs, final, pipeline
+
+
+def story():
+    """A disruption on one stream, a shutdown window seen by both, a restart."""
+    late = {"host": "A", "late": True, "delay": 20.0}
+    return [
+        ok(0.0, host="A"),
+        sample(0.1, stream=OTHER, host="A"),
+        fail(1.0),
+        fail(1.5),
+        ok(2.0, host="A"),
+        sample(3.0, elapsed=0, **late),
+        sample(3.2, stream=OTHER, elapsed=0, **late),
+        sample(4.0, elapsed=1, **late),
+        sample(5.0, stream=OTHER, error=ErrorClass.RETRY_AFTER, elapsed=2, status=429, **late),
+        ok(6.0, host="B"),
+        sample(7.0, stream=OTHER, host="B"),
+        sample(30.0, host="A"),  # restarted: the window closes
+    ]
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, {**LABELS, **labels})
+
+
+def test_metrics_count_what_the_trackers_saw(tmp_path: Path) -> None:
+    registry, _, _, _pipeline = run_pipeline(tmp_path, story(), end=40.0)
+    new = {"lb": "internal-lb", "protocol": "http2", "connection": "new"}
+    reused = {"lb": "external-lb", "protocol": "http1", "connection": "reused"}
+    assert value(registry, "prober_requests_total", **new, result="success") == 6
+    assert value(registry, "prober_requests_total", **new, result="connect_refused") == 2
+    assert value(registry, "prober_requests_total", **reused, result="retry_after") == 1
+    assert value(registry, "prober_request_duration_seconds_count", **new) == 8
+    assert value(registry, "prober_disruption_seconds_total", **new) == 1.0
+    assert value(registry, "prober_disruption_intervals_total", **new, error="connect_refused") == 1
+    assert value(registry, "prober_disruption_intervals_total", **reused, error="retry_after") == 1
+    assert value(registry, "prober_late_requests_total", **new, apiserver="A") == 2
+    assert value(registry, "prober_late_requests_total", **reused, apiserver="A") == 2
+    assert value(registry, "prober_apiserver_shutting_down", apiserver="A") == 0
+    assert (
+        value(registry, "prober_shutdown_windows_total", apiserver="A", closed_by="recovered") == 1
+    )
+    assert value(registry, "prober_readiness_violation_seconds_count", **new) == 1
+    assert value(registry, "prober_readiness_violation_seconds_count", **reused) == 1
+    idle = {"lb": "localhost", "protocol": "http1", "connection": "new"}
+    assert value(registry, "prober_requests_total", **idle, result="success") == 0
+    assert value(registry, "prober_build_info", version="1.2.3") == 1
+    (window,) = list(pipeline_windows(tmp_path))
+    reaction = {s.stream: s.reaction for s in window.streams}[STREAM.name]
+    assert value(registry, "prober_readiness_violation_seconds_sum", **new) == reaction
+
+
+def pipeline_windows(tmp_path: Path) -> list[Window]:
+    return read_log(tmp_path / "events.jsonl").of(Window)
+
+
+def test_the_event_log_replays_to_the_same_intervals_and_windows(tmp_path: Path) -> None:
+    _, _, final, pipeline = run_pipeline(tmp_path, story(), end=40.0)
+    log = read_log(tmp_path / "events.jsonl")
+    assert log.records[0].streams[-1] == IDLE.name
+    intervals, windows = replay(log)
+    assert intervals == log.of(Interval)
+    assert windows == log.of(Window)
+    assert [(i.stream, i.start_t, i.end_t) for i in intervals] == [
+        (STREAM.name, 1.0, 2.0),
+        (OTHER.name, 5.0, 7.0),
+    ]
+    assert {s.stream for s in windows[0].streams} == {STREAM.name, OTHER.name, IDLE.name}
+    assert log.of(type(final))[-1] == final
+    counts = {c.stream: c for c in final.streams}
+    assert counts[STREAM.name].samples == 8
+    assert counts[STREAM.name].failures == 2
+    assert counts[STREAM.name].disruption_seconds == 1.0
+    assert counts[OTHER.name].results == {"retry_after": 1, "success": 3}
+    assert counts[IDLE.name].samples == 0
+    assert pipeline.fed == 12
+    assert len(log.of(type(story()[0]))) < 12  # plain successes are not all logged
+
+
+def test_the_logs_tell_the_story(tmp_path: Path) -> None:
+    _, logs, _, _ = run_pipeline(tmp_path, story(), end=40.0)
+    events = [e["event"] for e in logs]
+    assert events == [
+        "disruption_started",
+        "disruption_ended",
+        "shutdown_window_opened",
+        "disruption_started",
+        "disruption_ended",
+        "shutdown_window_closed",
+        "summary",
+    ]
+    ended = logs[1]
+    assert (ended["stream"], ended["seconds"], ended["samples"]) == (STREAM.name, 1.0, 2)
+    closed = logs[5]
+    assert closed["host"] == "A"
+    assert closed["closed_by"] == "recovered"
+    assert closed["late"] == 4
+    assert {s["stream"] for s in closed["streams"]} == {STREAM.name, OTHER.name}
+
+
+async def test_endpoints_and_promtool(tmp_path: Path) -> None:
+    registry, _, _, _pipeline = run_pipeline(tmp_path, story(), end=40.0)
+    waiting = ["kube-api-http1-localhost-new-connections: no sample yet"]
+    server = StatusServer(registry, lambda: waiting)
+    port = await server.start("127.0.0.1", 0)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        assert (await client.get("/healthz")).status_code == 200
+        not_ready = await client.get("/readyz")
+        assert not_ready.status_code == 503
+        assert "[-] kube-api-http1-localhost-new-connections: no sample yet" in not_ready.text
+        waiting.clear()
+        assert (await client.get("/readyz")).status_code == 200
+        assert (await client.get("/nope")).status_code == 404
+        metrics = await client.get("/metrics")
+    await server.close()
+    assert metrics.status_code == 200
+    assert 'platform="aws"' in metrics.text
+    assert promtool_problems(metrics.content) == ""

@@ -1,0 +1,87 @@
+"""Start the real `prober run` as a subprocess and follow its JSON log lines on stdout.
+
+This is how a test (or the lab) knows where the daemon listens and when it is ready: the
+first line is `{"event": "listening", "port": N, ...}`; `{"event": "ready"}` follows once
+every stream has produced a sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Line = dict[str, Any]
+
+
+class DaemonProcess:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[Line] = []
+        self.raw: list[bytes] = []
+        self._changed = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, *args: str, env: dict[str, str] | None = None) -> DaemonProcess:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "prober",
+            "run",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+        return cls(process)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            self.raw.append(raw)
+            with contextlib.suppress(ValueError):
+                self.lines.append(json.loads(raw))
+            async with self._changed:
+                self._changed.notify_all()
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def wait_for(self, match: Callable[[Line], bool] | str, timeout: float = 20) -> Line:
+        """The first log line matching (an event name or a predicate); waits for it."""
+        test = (lambda line: line.get("event") == match) if isinstance(match, str) else match
+        async with asyncio.timeout(timeout), self._changed:
+            while True:
+                for line in self.lines:
+                    if test(line):
+                        return line
+                if self._reader.done():
+                    raise AssertionError(f"daemon exited without {match!r}: {await self.stderr()}")
+                await self._changed.wait()
+
+    async def signal(self, sig: signal.Signals) -> None:
+        self.process.send_signal(sig)
+
+    async def wait(self, timeout: float = 20) -> int:
+        async with asyncio.timeout(timeout):
+            code = await self.process.wait()
+            await self._reader
+        return code
+
+    async def stderr(self) -> str:
+        assert self.process.stderr is not None
+        return (await self.process.stderr.read()).decode(errors="replace")
+
+    async def close(self) -> None:
+        """Whatever happened, leave no process behind."""
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
