@@ -1,0 +1,128 @@
+"""Discovery and node names with the real kubernetes client against a small local API."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from prober.config import load_config
+from prober.core.header import format_shutdown_header
+from prober.core.models import LB, Window
+from prober.daemon.app import Daemon
+from prober.daemon.main import discover
+from prober.k8s.cluster import ClusterAccess, Infrastructure
+from prober.k8s.discovery import HostDecoder, discover_targets
+from prober.k8s.errors import ClusterError
+from tests.support.certs import Certs
+from tests.support.kube_api import KubeAPI, infrastructure, lease
+from tests.support.replay import read_log
+from tests.support.tls_server import HOST_ID, TLSServer
+
+IDENTITY = {"apiserver.kubernetes.io/identity": "kube-apiserver"}
+API_TOKEN = "kube-api-token-0b5e"
+
+
+@pytest.fixture
+def kube(certs: Certs) -> Iterator[KubeAPI]:
+    api = KubeAPI(certs.server, API_TOKEN).start()
+    api.infrastructure = infrastructure(
+        "AWS", "https://api.example.com:6443", "https://api-int.example.com:6443"
+    )
+    api.leases = [
+        lease(HOST_ID, {**IDENTITY, "kubernetes.io/hostname": "master-0"}),
+        lease("apiserver-other", {**IDENTITY, "kubernetes.io/hostname": "master-1"}),
+        lease("not-an-apiserver", {"kubernetes.io/hostname": "worker-9"}),
+    ]
+    yield api
+    api.close()
+
+
+def test_infrastructure_and_leases(kube: KubeAPI, certs: Certs, tmp_path: Path) -> None:
+    access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
+    assert access.infrastructure() == Infrastructure(
+        "aws", "https://api.example.com:6443", "https://api-int.example.com:6443"
+    )
+    assert access.identity_leases() == {HOST_ID: "master-0", "apiserver-other": "master-1"}
+    assert any("labelSelector=apiserver.kubernetes.io" in r for r in kube.requests)
+
+
+def test_targets_from_the_cluster_and_the_pod_environment(
+    kube: KubeAPI, certs: Certs, tmp_path: Path
+) -> None:
+    access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
+    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    targets = discover_targets(access.infrastructure(), access, localhost=True, env=env)
+    assert [(t.lb, t.url) for t in targets] == [
+        (LB.SERVICE_NETWORK, "https://[fd00::1]:443"),
+        (LB.INTERNAL, "https://api-int.example.com:6443"),
+        (LB.EXTERNAL, "https://api.example.com:6443"),
+        (LB.LOCALHOST, "https://localhost:6443"),
+    ]
+    assert {t.ca_file for t in targets} == {certs.ca_file}
+    assert {t.name for t in targets} == {"kube-api"}
+
+
+async def test_node_names_are_kept_once_learnt(kube: KubeAPI, certs: Certs, tmp_path: Path):
+    access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
+    decoder = HostDecoder(access)
+    await decoder.refresh()
+    kube.leases = kube.leases[1:]  # the stopped server's Lease is gone
+    await decoder.refresh()
+    assert decoder.node_of(HOST_ID) == "master-0"
+    assert decoder.node_of("apiserver-unknown") is None
+
+
+def test_client_faults_are_one_line(kube: KubeAPI, certs: Certs, tmp_path: Path) -> None:
+    wrong = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file, "nope")))
+    with pytest.raises(
+        ClusterError, match=r"^infrastructures.config.openshift.io/cluster: HTTP 401"
+    ):
+        wrong.infrastructure()
+    kube.infrastructure = None
+    right = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
+    with pytest.raises(ClusterError, match=r"cluster: HTTP 404 Not ?Found"):
+        right.infrastructure()
+    kube.close()
+    with pytest.raises(ClusterError, match=rf"^leases in kube-system: cannot read from {kube.url}"):
+        right.identity_leases()
+    bad = tmp_path / "bad-kubeconfig"
+    bad.write_text("apiVersion: v1\nkind: Config\n")
+    with pytest.raises(ClusterError, match=r"^kubeconfig .*bad-kubeconfig: "):
+        ClusterAccess.connect(False, str(bad))
+
+
+async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
+    kube: KubeAPI, tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path
+) -> None:
+    kube.infrastructure = infrastructure("GCP", tls_server.url, tls_server.url)
+    events = tmp_path / "events.jsonl"
+    config = load_config(
+        env={},
+        flags={
+            "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
+            "token_file": str(token_file),
+            "protocols": "http2",
+            "connections": "reused",
+            "interval": "20ms",
+            "listen": "127.0.0.1:0",
+            "event_log": str(events),
+            "duration": "1500ms",
+        },
+    )
+    config, hosts = await discover(config)
+    assert config.platform == "gcp"
+    assert [t.lb for t in config.targets] == [LB.INTERNAL, LB.EXTERNAL]
+    went_down = time.monotonic()
+    tls_server.plan.header = lambda: format_shutdown_header(
+        True, 70, time.monotonic() - went_down, HOST_ID
+    )
+    daemon = Daemon(config, registry=CollectorRegistry(), hosts=hosts, install_signals=False)
+    assert await asyncio.wait_for(daemon.run(), 15) == 0
+    (window,) = read_log(events).of(Window)
+    assert (window.host, window.node, window.closed_by) == (HOST_ID, "master-0", "end")
+    assert {s.lb for s in window.streams if s.late} == {LB.INTERNAL, LB.EXTERNAL}
