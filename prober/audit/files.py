@@ -223,17 +223,15 @@ class LineSplitter:
             self.discarding = False
         if self.pending:
             data = self.pending + data
-        lines: list[Line] = data.split(b"\n")  # type: ignore[assignment]
-        tail = lines.pop()
-        if len(tail) > self.max_len:
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        limit = self.max_len
+        lines: list[Line] = [TOO_LONG if len(p) > limit else p for p in parts]
+        if len(tail) > limit:
             self.discarding = True
             tail = b""
             lines.append(TOO_LONG)
         self.pending = tail
-        limit = self.max_len
-        for i, line in enumerate(lines):
-            if type(line) is bytes and len(line) > limit:
-                lines[i] = TOO_LONG
         return lines
 
 
