@@ -104,11 +104,18 @@ def describe(analysis: RunAnalysis) -> list[str]:
     ]
     if result.windows:
         rows = [
-            [w.host, w.node or "-", f"{w.delay:g} s", f"{w.t0:.2f} s",
-             f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s", w.closed_by.value,
-             str(sum(x.late for x in w.streams)), str(sum(x.failures for x in w.streams))]
+            [
+                w.host,
+                w.node or "-",
+                f"{w.delay:g} s",
+                f"{w.t0:.2f} s",
+                f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s",
+                w.closed_by.value,
+                str(sum(x.late for x in w.streams)),
+                str(sum(x.failures for x in w.streams)),
+            ]
             for w in result.windows
-        ]  # fmt: skip
+        ]
         headers = ["apiserver", "node", "delay", "T0", "uncertainty", "closed by", "late", "failed"]
         lines += [*table(headers, rows), ""]
     rows = []
@@ -118,11 +125,23 @@ def describe(analysis: RunAnalysis) -> list[str]:
         routing = next((v.status.value for v in mine if v.stream is None), "-")
         available = sorted({v.status.value for v in mine if v.stream is not None})
         rows.append(
-            [*key, seconds(worst["reaction"]), routing,
-             seconds(worst["disruption_seconds"]), "/".join(available) or "-"]
-        )  # fmt: skip
-    headers = ["lb", "protocol", "connection", "worst reaction", "stop routing", "disruption",
-               "available"]  # fmt: skip
+            [
+                *key,
+                seconds(worst["reaction"]),
+                routing,
+                seconds(worst["disruption_seconds"]),
+                "/".join(available) or "-",
+            ]
+        )
+    headers = [
+        "lb",
+        "protocol",
+        "connection",
+        "worst reaction",
+        "stop routing",
+        "disruption",
+        "available",
+    ]
     lines += table(headers, rows)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

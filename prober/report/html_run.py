@@ -115,8 +115,7 @@ def _verdict_cells(verdicts: Sequence[Verdict]) -> str:
         return "<td>-</td>"
     order = {"failed": 0, "skipped": 1, "passed": 2}
     shown = sorted(verdicts, key=lambda v: order[v.status])[0]
-    allowed = f"allowed {shown.allowed:.0f} s. " if shown.allowed is not None else ""
-    return status_cell(shown.status, allowed + shown.message)
+    return status_cell(shown.status, shown.message)
 
 
 def _windows_table(replay: Replay, colours: dict[str, str]) -> str:
@@ -175,8 +174,9 @@ def _timelines(report: RunReport, colours: dict[str, str]) -> str:
     for lb in LB:
         if lb not in by_lb:
             continue
-        rows = sorted(by_lb[lb], key=lambda m: (m.stream.target, m.stream.protocol,
-                                                m.stream.connection))  # fmt: skip
+        rows = sorted(
+            by_lb[lb], key=lambda m: (m.stream.target, m.stream.protocol, m.stream.connection)
+        )
         title = f"load balancer {lb}"
         parts.append(f"<h3>{esc(title)}</h3>")
         for view in all_views:

@@ -202,8 +202,11 @@ def load_run_facts(path: Path) -> RunFacts:
         if not isinstance(entry, dict):
             raise BadInput(f"{path}: {where}: expected an object")
         try:
-            key = (LB(entry.get("lb")), Protocol(entry.get("protocol")),
-                   Connection(entry.get("connection")))  # fmt: skip
+            key = (
+                LB(entry.get("lb")),
+                Protocol(entry.get("protocol")),
+                Connection(entry.get("connection")),
+            )
         except ValueError as exc:
             raise BadInput(f"{path}: {where}: {exc}") from None
         reaction = _number(path, entry, "reaction", where, optional=True)

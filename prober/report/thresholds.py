@@ -184,5 +184,13 @@ def _entry(path: Path, index: int, row: Any) -> Entry:
         raise BadInput(f"{where}.usable: expected true or false, got {usable!r:.40}")
     if not isinstance(platform, str) or not platform:
         raise BadInput(f"{where}.platform: expected a platform name, got {platform!r:.40}")
-    return Entry(platform.lower(), lb, protocol, connection, row["metric"], runs=runs,
-                 usable=usable, **numbers)  # fmt: skip
+    return Entry(
+        platform.lower(),
+        lb,
+        protocol,
+        connection,
+        row["metric"],
+        runs=runs,
+        usable=usable,
+        **numbers,
+    )

@@ -155,6 +155,8 @@ def _row(
 ) -> str:
     parts = [f'<line class="row" x1="{scale.start}" x2="{scale.end}" y1="{y}" y2="{y}"/>']
     for i in marks.intervals:
+        if i.end_t < scale.lo or i.start_t > scale.hi:
+            continue
         x0, x1 = scale.clamp(i.start_t), scale.clamp(i.end_t)
         parts.append(
             f'<rect x="{x0:.1f}" y="{y - 3}" width="{max(x1 - x0, 1.5):.1f}" height="6" '

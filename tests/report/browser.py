@@ -89,17 +89,26 @@ class _Pipe:
 
 
 def open_page(
-    url: str, screenshot: Path | None = None, evaluate: dict[str, str] | None = None,
+    url: str,
+    screenshot: Path | None = None,
+    evaluate: dict[str, str] | None = None,
     width: int = 1200,
-) -> PageResult:  # fmt: skip
+) -> PageResult:
     """Load `url`, wait for its load event, run `evaluate` expressions, screenshot it."""
     to_browser_r, to_browser_w = os.pipe()
     from_browser_r, from_browser_w = os.pipe()
     profile = tempfile.TemporaryDirectory(prefix="prober-chromium-")
     # The shell moves the pipes to fds 3 and 4, where Chromium expects them.
-    command = ["/bin/sh", "-c", 'exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null', CHROMIUM,
-               *FLAGS, f"--user-data-dir={profile.name}", f"--window-size={width},900",
-               "about:blank"]  # fmt: skip
+    command = [
+        "/bin/sh",
+        "-c",
+        'exec "$0" "$@" 3<&0 4>&1 </dev/null >/dev/null',
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile.name}",
+        f"--window-size={width},900",
+        "about:blank",
+    ]
     process = subprocess.Popen(
         command, stdin=to_browser_r, stdout=from_browser_w, stderr=subprocess.DEVNULL
     )
@@ -123,9 +132,12 @@ def open_page(
             size = pipe.call("Page.getLayoutMetrics", session)["cssContentSize"]
             clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
             shot = pipe.call(
-                "Page.captureScreenshot", session, format="png", clip=clip,
+                "Page.captureScreenshot",
+                session,
+                format="png",
+                clip=clip,
                 captureBeyondViewport=True,
-            )  # fmt: skip
+            )
             screenshot.write_bytes(base64.b64decode(shot["data"]))
         pipe.call("Browser.close")
     finally:

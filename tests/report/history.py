@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from prober.core.models import LB, Connection, Protocol
+from prober.report.summary import load_run_facts, write_json
+from prober.report.thresholds import aggregate, to_document
 
 KEYS = [(lb, p, c) for lb in (LB.INTERNAL, LB.EXTERNAL) for p in Protocol for c in Connection]
 
@@ -48,3 +50,24 @@ def write_history(directory: Path, docs: list[dict[str, Any]]) -> list[Path]:
         path.write_text(json.dumps(doc))
         paths.append(path)
     return paths
+
+
+def history_thresholds(tmp_path: Path, platform: str = "aws") -> Path:
+    """100 runs where every reaction was 1..5 s (P99 5 s: allowed 5 s), and the external LB's
+    reused connections reacted in 25 s with 10 s of disruption (allowed 25 s and 10 s)."""
+
+    def reaction(key, i: int) -> float:
+        return 25.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 1 + i % 5
+
+    def disruption(key) -> float:
+        return 10.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 0.0
+
+    docs = [
+        summary_doc(f"r{i}", platform, lambda key, i=i: reaction(key, i), disruption)
+        for i in range(100)
+    ]
+    paths = write_history(tmp_path / "history", docs)
+    entries = aggregate([load_run_facts(p) for p in paths], min_runs=100)
+    out = tmp_path / "thresholds.json"
+    write_json(out, to_document(entries))
+    return out

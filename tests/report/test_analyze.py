@@ -12,10 +12,10 @@ from junitparser import Failure, JUnitXml, Skipped
 from prober.cli import main
 from prober.core.models import LB, Connection
 from prober.report.analyze import analyze_runs
-from prober.report.summary import load_run_facts, write_json
-from prober.report.thresholds import aggregate, load_thresholds, to_document
+from prober.report.summary import load_run_facts
+from prober.report.thresholds import load_thresholds
 from tests.report.daemonlog import run_record, write_daemon_log
-from tests.report.history import summary_doc, write_history
+from tests.report.history import history_thresholds
 from tests.report.rollout import NODES, SWITCH, rollout, streams
 
 ROUTING = (
@@ -73,45 +73,48 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert list(doc) == ["v", "run_id", "platform", "windows", "streams", "worst"]
     assert list(doc["windows"][0]) == [
-        "host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by", "streams",
-    ]  # fmt: skip
+        "host",
+        "node",
+        "delay",
+        "t0",
+        "t0_lo",
+        "t0_hi",
+        "closed_by",
+        "streams",
+    ]
     assert list(doc["windows"][0]["streams"][0]) == [
-        "stream", "lb", "protocol", "connection", "late", "max_elapsed", "reaction", "failures",
-    ]  # fmt: skip
+        "stream",
+        "lb",
+        "protocol",
+        "connection",
+        "late",
+        "max_elapsed",
+        "reaction",
+        "failures",
+    ]
     assert list(doc["streams"][0]) == [
-        "stream", "lb", "protocol", "connection", "samples", "disruption_seconds", "intervals",
-    ]  # fmt: skip
+        "stream",
+        "lb",
+        "protocol",
+        "connection",
+        "samples",
+        "disruption_seconds",
+        "intervals",
+    ]
     assert list(doc["worst"][0]) == [
-        "lb", "protocol", "connection", "reaction", "disruption_seconds",
-    ]  # fmt: skip
+        "lb",
+        "protocol",
+        "connection",
+        "reaction",
+        "disruption_seconds",
+    ]
     facts = load_run_facts(tmp_path / "out" / "summary.json")
     assert (facts.run_id, facts.platform, facts.windows, len(facts.worst)) == ("run-1", "aws", 3, 8)
 
 
-def _history(tmp_path: Path, platform: str = "aws") -> Path:
-    """100 runs where every reaction was 1..5 s (P99 5 s: allowed 5 s), and the external LB's
-    reused connections reacted in 25 s with 10 s of disruption (allowed 25 s and 10 s)."""
-
-    def reaction(key, i: int) -> float:
-        return 25.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 1 + i % 5
-
-    def disruption(key) -> float:
-        return 10.0 if key[0] is LB.EXTERNAL and key[2] is Connection.REUSED else 0.0
-
-    docs = [
-        summary_doc(f"r{i}", platform, lambda key, i=i: reaction(key, i), disruption)
-        for i in range(100)
-    ]
-    paths = write_history(tmp_path / "history", docs)
-    entries = aggregate([load_run_facts(p) for p in paths], min_runs=100)
-    out = tmp_path / "thresholds.json"
-    write_json(out, to_document(entries))
-    return out
-
-
 def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> None:
     path, _ = rollout_log
-    thresholds = _history(tmp_path)
+    thresholds = history_thresholds(tmp_path)
     out = tmp_path / "out"
     assert main(["analyze", str(path), "--thresholds", str(thresholds), "--out", str(out)]) == 1
     xml = JUnitXml.fromfile(str(out / "junit.xml"))
@@ -159,7 +162,7 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
 
 def test_without_history_verdicts_are_skipped_with_the_reason(rollout_log, tmp_path) -> None:
     path, _ = rollout_log
-    thresholds = _history(tmp_path, platform="gcp")
+    thresholds = history_thresholds(tmp_path, platform="gcp")
     out = tmp_path / "out"
     code = main(["analyze", str(path), "--thresholds", str(thresholds), "--out", str(out)])
     assert code == 1  # requests failed inside windows: that needs no history
@@ -180,7 +183,7 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
     samples = [s for s in rollout().samples() if s.stream in names]
     log = tmp_path / "events.jsonl"
     write_daemon_log(log, run_record(internal), samples, nodes=NODES)
-    thresholds = _history(tmp_path, platform="gcp")
+    thresholds = history_thresholds(tmp_path, platform="gcp")
     out = tmp_path / "out"
     assert main(["analyze", str(log), "--thresholds", str(thresholds), "--out", str(out)]) == 0
     err = capsys.readouterr().err.splitlines()
@@ -194,7 +197,7 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
 
 def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:
     path, _ = rollout_log
-    thresholds = load_thresholds(_history(tmp_path, platform="gcp"))
+    thresholds = load_thresholds(history_thresholds(tmp_path, platform="gcp"))
     [analysis], _ = analyze_runs([path], platform="gcp", thresholds=thresholds)
     assert analysis.summary["platform"] == "gcp"
     assert not analysis.warnings
@@ -204,8 +207,9 @@ def test_several_runs_write_one_directory_each(tmp_path: Path, rollout_samples, 
     (tmp_path / "logs").mkdir()
     for run_id in ("ci/run 1", "ci/run 2"):
         name = run_id[-1] + ".jsonl"
-        write_daemon_log(tmp_path / "logs" / name, run_record(streams(), run_id=run_id),
-                         rollout_samples[:400])  # fmt: skip
+        write_daemon_log(
+            tmp_path / "logs" / name, run_record(streams(), run_id=run_id), rollout_samples[:400]
+        )
     out = tmp_path / "deep" / "out"  # two levels that do not exist yet
     assert main(["analyze", str(tmp_path / "logs"), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["ci_run_1", "ci_run_2"]

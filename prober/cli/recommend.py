@@ -1,0 +1,54 @@
+"""`prober recommend`: a data-driven shutdown-delay-duration per platform."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.commands import recommend_command
+from prober.report.recommend import DEFAULT_BUFFER
+
+EXAMPLE = """\
+examples:
+  prober recommend --thresholds thresholds.json
+  prober recommend --thresholds thresholds.json --platform gcp --buffer 15 --out artifacts/
+
+Per platform: the delay that keeps the worst late arrival (P99 reaction of new connections,
+and separately of reused ones) under 80 % of the window plus a buffer, rounded up to 5 s, next
+to the value OpenShift uses today and why it differs. --out writes recommendations.json.
+Exit codes: 0 done, 2 bad usage or bad input.
+"""
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "recommend",
+        help="shutdown-delay-duration per platform from the history",
+        description="Recommend kube-apiserver's shutdown-delay-duration per platform.",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")
+    parser.add_argument("--platform", help="only this platform")
+    parser.add_argument(
+        "--buffer",
+        type=_seconds,
+        default=DEFAULT_BUFFER,
+        metavar="SECONDS",
+        help=f"margin after the worst late arrival (default {DEFAULT_BUFFER:g})",
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write recommendations.json here")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return recommend_command(
+        args.thresholds, platform=args.platform, buffer=args.buffer, out=args.out
+    )

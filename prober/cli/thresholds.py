@@ -1,0 +1,92 @@
+"""`prober thresholds`: many runs' summaries -> per-platform percentiles; `--check` gates."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.commands import check_command, thresholds_command
+from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
+from prober.report.thresholds import DEFAULT_MIN_RUNS
+
+EXAMPLE = """\
+examples:
+  prober thresholds history/ -o thresholds.json --out dashboard/
+  prober thresholds --check thresholds.json last-10-runs/      # exit 1 if worse than history
+
+SUMMARY is a summary.json from `prober analyze`, or a directory searched for them.
+Builds thresholds.json (-o, default OUT/thresholds.json) and OUT/thresholds.html, a dashboard
+of every platform side by side. With --check HISTORY it instead tests whether the given runs
+are worse than HISTORY (a one-sided binomial test of how many exceed its P75, Holm-corrected
+across keys) and writes OUT/regression.json.
+Exit codes: 0 done, 1 a regression was found (--check), 2 bad usage or bad input.
+"""
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "thresholds",
+        help="many summaries to per-platform percentiles (thresholds.json), or a regression gate",
+        description=(
+            "Aggregate many runs' summary.json into per (platform, lb, protocol, connection, "
+            "metric) P50/P75/P95/P99 and run counts, the history `analyze` judges against."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="thresholds.json path")
+    parser.add_argument(
+        "--out", type=Path, default=Path("."), metavar="DIR", help="output directory (created)"
+    )
+    parser.add_argument(
+        "--min-runs",
+        type=_positive,
+        default=DEFAULT_MIN_RUNS,
+        metavar="N",
+        help=f"runs a key needs to be usable for verdicts (default {DEFAULT_MIN_RUNS})",
+    )
+    parser.add_argument(
+        "--check", type=Path, metavar="HISTORY", help="test SUMMARY runs against this history"
+    )
+    parser.add_argument(
+        "--quantile",
+        choices=sorted(QUANTILES),
+        default=DEFAULT_QUANTILE,
+        help=f"historical quantile the check counts exceedances of (default {DEFAULT_QUANTILE})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_probability,
+        default=DEFAULT_ALPHA,
+        help=f"family-wise false-positive rate of the check (default {DEFAULT_ALPHA})",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.check is not None:
+        return check_command(
+            args.summaries,
+            history=args.check,
+            out=args.out,
+            quantile=args.quantile,
+            alpha=args.alpha,
+        )
+    return thresholds_command(
+        args.summaries, output=args.output, out=args.out, min_runs=args.min_runs
+    )

@@ -1,0 +1,291 @@
+"""`prober thresholds` and `prober recommend`: what they read, print and write."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from prober.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VERDICT_FAILED, BadInput
+from prober.report.html_dashboard import render_dashboard
+from prober.report.recommend import Part, recommend
+from prober.report.regression import Regression, check_regression
+from prober.report.summary import RunFacts, key_name, load_run_facts, write_json
+from prober.report.tables import seconds, table
+from prober.report.thresholds import aggregate, load_thresholds, to_document
+
+
+def summary_files(args: Sequence[Path]) -> list[Path]:
+    """Summary files named directly, and every summary.json under a directory."""
+    files: list[Path] = []
+    for arg in args:
+        if arg.is_dir():
+            found = sorted(arg.rglob("summary.json"))
+            if not found:
+                raise BadInput(f"{arg}: no summary.json in this directory")
+            files += found
+        elif arg.is_file():
+            files.append(arg)
+        else:
+            raise BadInput(f"{arg}: no such file")
+    return files
+
+
+def load_facts(args: Sequence[Path], stderr: TextIO) -> list[RunFacts]:
+    """Every run once: a summary copied twice into the artifacts would count double."""
+    seen: dict[tuple[str, str], str] = {}
+    facts = []
+    for path in summary_files(args):
+        run = load_run_facts(path)
+        ident = (run.platform.lower(), run.run_id)
+        if ident in seen:
+            print(
+                f"warning: {path}: run {run.run_id} already read from {seen[ident]}: skipped",
+                file=stderr,
+            )
+            continue
+        seen[ident] = str(path)
+        facts.append(run)
+    return facts
+
+
+def thresholds_command(
+    summaries: Sequence[Path],
+    *,
+    output: Path | None,
+    out: Path,
+    min_runs: int,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        facts = load_facts(summaries, stderr)
+        entries = aggregate(facts, min_runs)
+        out.mkdir(parents=True, exist_ok=True)
+        json_path = output or out / "thresholds.json"
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(json_path, to_document(entries))
+        html_path = out / "thresholds.html"
+        html_path.write_text(render_dashboard(entries, len(facts), len(facts)), encoding="utf-8")
+    except BadInput as exc:
+        print(f"prober thresholds: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    rows = [
+        [
+            e.platform,
+            e.lb.value,
+            e.protocol.value,
+            e.connection.value,
+            e.metric,
+            seconds(e.p50),
+            seconds(e.p95),
+            seconds(e.p99),
+            f"{e.allowed:.0f} s",
+            str(e.runs),
+            "yes" if e.usable else f"no (< {min_runs})",
+        ]
+        for e in entries
+    ]
+    headers = [
+        "platform",
+        "lb",
+        "protocol",
+        "connection",
+        "metric",
+        "P50",
+        "P95",
+        "P99",
+        "allowed",
+        "runs",
+        "usable",
+    ]
+    print("\n".join(table(headers, rows)), file=stdout)
+    print(f"\nwrote {json_path}\nwrote {html_path}", file=stdout)
+    return EXIT_OK
+
+
+def check_command(
+    summaries: Sequence[Path],
+    *,
+    history: Path,
+    out: Path,
+    quantile: str,
+    alpha: float,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        thresholds = load_thresholds(history)
+        facts = load_facts(summaries, stderr)
+        results = check_regression(facts, thresholds, quantile=quantile, alpha=alpha)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "regression.json"
+        write_json(path, _regression_document(results, quantile, alpha, len(facts)))
+    except BadInput as exc:
+        print(f"prober thresholds: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    rows = []
+    for r in results:
+        test = r.test
+        outcome = "REGRESSED" if r.regressed else ("ok" if test else "skipped")
+        numbers = (
+            [f"{test.k}/{test.n}", seconds(test.threshold), f"{test.p_value:.4f}"]
+            if test
+            else ["-", "-", "-"]
+        )
+        rows.append([r.platform, key_name(r.key), r.metric, *numbers, outcome, r.history])
+    headers = [
+        "platform",
+        "lb/protocol/connection",
+        "metric",
+        f"runs > {quantile}",
+        f"history {quantile}",
+        "p-value",
+        "verdict",
+        "history used",
+    ]
+    print(
+        f"{len(facts)} recent runs against {history}: one-sided binomial exceedance test "
+        f"of the history's {quantile.upper()}, Holm-corrected at alpha {alpha:g}",
+        file=stdout,
+    )
+    print("\n".join(table(headers, rows)), file=stdout)
+    if not any(r.test for r in results):
+        print(
+            f"warning: {history}: no usable history for these runs: nothing was tested", file=stderr
+        )
+    print(f"\nwrote {path}", file=stdout)
+    return EXIT_VERDICT_FAILED if any(r.regressed for r in results) else EXIT_OK
+
+
+def _regression_document(
+    results: Sequence[Regression], quantile: str, alpha: float, runs: int
+) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "test": "one-sided exact binomial test on exceedances of the historical quantile, Holm",
+        "quantile": quantile,
+        "alpha": alpha,
+        "runs": runs,
+        "results": [
+            {
+                "platform": r.platform,
+                "lb": r.key[0].value,
+                "protocol": r.key[1].value,
+                "connection": r.key[2].value,
+                "metric": r.metric,
+                "runs": r.test.n if r.test else None,
+                "exceeding": r.test.k if r.test else None,
+                "threshold": r.test.threshold if r.test else None,
+                "p_value": r.test.p_value if r.test else None,
+                "regressed": r.regressed,
+                "history": r.history,
+            }
+            for r in results
+        ],
+    }
+
+
+def recommend_command(
+    thresholds_path: Path,
+    *,
+    platform: str | None,
+    buffer: float,
+    out: Path | None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        thresholds = load_thresholds(thresholds_path)
+        if not any(e.metric == "reaction" for e in thresholds.entries):
+            raise BadInput(f"{thresholds_path}: no reaction entries to recommend from")
+        found = recommend(thresholds, buffer)
+        if platform is not None:
+            found = [r for r in found if r.platform == platform.lower()]
+            if not found:
+                raise BadInput(
+                    f"{thresholds_path}: no history for platform {platform!r} (it has "
+                    f"{', '.join(thresholds.platforms) or 'nothing'})"
+                )
+        written = None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            written = out / "recommendations.json"
+            write_json(written, _recommend_document(found, buffer))
+    except BadInput as exc:
+        print(f"prober recommend: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    rows = [
+        [
+            r.platform,
+            _p99(r.new),
+            _delay(r.new),
+            _p99(r.reused),
+            _delay(r.reused),
+            f"{r.today:.0f} s ({r.today_source})",
+        ]
+        for r in found
+    ]
+    headers = [
+        "platform",
+        "P99 reaction, new",
+        "recommended",
+        "P99 reaction, reused",
+        "recommended (reused)",
+        "today",
+    ]
+    print(
+        f"shutdown-delay-duration = worst late arrival / 0.8 + {buffer:g} s buffer, "
+        "rounded up to 5 s",
+        file=stdout,
+    )
+    print("\n".join(table(headers, rows)), file=stdout)
+    for r in found:
+        print(f"{r.platform}: {r.why}", file=stdout)
+    if written is not None:
+        print(f"\nwrote {written}", file=stdout)
+    return EXIT_OK
+
+
+def _p99(part: Part | None) -> str:
+    if part is None:
+        return "-"
+    return f"{part.entry.p99:.1f} s ({part.entry.lb} {part.entry.protocol})"
+
+
+def _delay(part: Part | None) -> str:
+    return "-" if part is None else f"{part.delay:.0f} s"
+
+
+def _recommend_document(found: Sequence[Any], buffer: float) -> dict[str, Any]:
+    def part(p: Part | None) -> dict[str, Any] | None:
+        if p is None:
+            return None
+        e = p.entry
+        return {
+            "p99": e.p99,
+            "lb": e.lb.value,
+            "protocol": e.protocol.value,
+            "runs": e.runs,
+            "delay": p.delay,
+        }
+
+    return {
+        "v": 1,
+        "rule": "delay >= p99 reaction / 0.8 + buffer, rounded up to 5 s",
+        "buffer": buffer,
+        "platforms": [
+            {
+                "platform": r.platform,
+                "today": r.today,
+                "new": part(r.new),
+                "reused": part(r.reused),
+                "why": r.why,
+            }
+            for r in found
+        ],
+    }
