@@ -323,3 +323,10 @@ def test_an_event_log_of_a_newer_schema_is_bad_input(tmp_path: Path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "schema version 2" in err
+
+
+def test_the_prober_command_line_has_audit(tmp_path: Path, capsys):
+    from prober.cli import main as prober_main
+
+    assert prober_main(["audit", "summarize", str(tmp_path / "nothing-here")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
