@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -96,3 +98,41 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> No
     async with asyncio.timeout(timeout):
         while not predicate():  # noqa: ASYNC110 - the states polled here have no event
             await asyncio.sleep(0.01)
+
+
+AUDIT_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+AUDIT_STAGES = {"RequestReceived", "ResponseStarted", "ResponseComplete", "Panic"}
+
+
+def read_audit(path: Path) -> list[dict[str, Any]]:
+    """Every audit line, each checked against the audit.k8s.io/v1 Event fields we emit."""
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    for event in events:
+        assert event["kind"] == "Event"
+        assert event["apiVersion"] == "audit.k8s.io/v1"
+        assert event["level"] == "Metadata"
+        assert event["stage"] in AUDIT_STAGES
+        assert isinstance(event["auditID"], str)
+        assert event["auditID"]
+        assert event["requestURI"].startswith("/")
+        assert event["verb"] in {"get", "list", "watch", "post", "create"}
+        assert isinstance(event["user"], dict)
+        assert event["sourceIPs"]
+        assert isinstance(event["responseStatus"]["code"], int)
+        assert event["responseStatus"]["metadata"] == {}
+        for key in ("requestReceivedTimestamp", "stageTimestamp"):
+            assert AUDIT_TIMESTAMP.fullmatch(event[key]), event[key]
+        assert event["stageTimestamp"] >= event["requestReceivedTimestamp"]
+        assert set(event) <= AUDIT_FIELDS, set(event) - AUDIT_FIELDS
+    return events
+
+
+AUDIT_FIELDS = {
+    "kind", "apiVersion", "level", "auditID", "stage", "requestURI", "verb", "user",
+    "sourceIPs", "userAgent", "objectRef", "responseStatus", "requestReceivedTimestamp",
+    "stageTimestamp", "annotations",
+}  # fmt: skip
+
+
+def read_truth(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]

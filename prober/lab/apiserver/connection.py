@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from prober.lab.apiserver.server import ApiServer
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socket is closed
 
 
 class Watch:
@@ -69,6 +70,8 @@ class ServerConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
         self._linger: asyncio.TimerHandle | None = None
+        self.close_mono: float | None = None
+        self.close_wall: float | None = None
 
     # -- asyncio.Protocol -----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -224,8 +227,23 @@ class ServerConnection(asyncio.Protocol):
     def _close(self, reason: str, by: str = "server") -> None:
         if self._close_reason is None:
             self._close_reason, self._closed_by = reason, by
+            self.close_mono, self.close_wall = (
+                self.server.clock.monotonic(),
+                self.server.clock.wall(),
+            )
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+            # asyncio's TLS transport waits up to 30 s for the peer's close_notify, which an
+            # idle HTTP/2 client never reads; Go closes the socket right after its own.
+            self._loop.call_later(CLOSE_GRACE, self._finish_close)
+
+    def _finish_close(self) -> None:
+        if self._lost or self.transport is None:
+            return
+        if self.transport.get_write_buffer_size():
+            self._loop.call_later(CLOSE_GRACE, self._finish_close)
+        else:
+            self.transport.abort()
 
     def _flush(self) -> None:
         if self._lost or self.transport is None or self.proto is None:

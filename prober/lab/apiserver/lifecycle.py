@@ -168,9 +168,12 @@ class Lifecycle:
         if count and grace > 0:
             qps = max(count / grace, self.timing.watch_min_qps)
             deadline = self.clock.monotonic() + grace
-            while drainer.open_watches() and self.clock.monotonic() < deadline:
+            while True:
                 drainer.end_watches(1)
-                await self.clock.sleep(min(1.0 / qps, deadline - self.clock.monotonic()))
+                left = deadline - self.clock.monotonic()
+                if not drainer.open_watches() or left <= 0:
+                    break
+                await self.clock.sleep(min(1.0 / qps, left))
         drainer.end_watches(None)
 
     async def _bounded(self, work: Awaitable[None], seconds: float) -> bool:

@@ -35,14 +35,14 @@ class ServerMetrics:
         lines: list[str] = []
 
         def family(name: str, kind: str, text: str, samples: Iterable[tuple[str, float]]) -> None:
-            lines.append(f"# HELP {name} [STABLE] {text}")
+            lines.append(f"# HELP {name} {text}")
             lines.append(f"# TYPE {name} {kind}")
             lines.extend(f"{name}{labels} {value:g}" for labels, value in samples)
 
         family(
             "apiserver_request_total",
             "counter",
-            "Counter of apiserver requests broken out for each verb, group, version, "
+            "[STABLE] Counter of apiserver requests broken out for each verb, group, version, "
             "resource, scope, component, and HTTP response code.",
             (
                 (

@@ -204,6 +204,8 @@ class ApiServer:
         self.connections.pop(info.id, None)
         self.truth.record(
             "connection_closed",
+            mono=connection.close_mono,
+            wall=connection.close_wall,
             conn=info.id,
             protocol=info.protocol or None,
             by=by,

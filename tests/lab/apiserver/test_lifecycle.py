@@ -153,9 +153,9 @@ async def test_stuck_requests_and_connections_are_bounded_by_the_request_timeout
     [
         (0, 10.0, 200.0, 0.0),  # nothing to drain
         (5, 0.0, 200.0, 0.0),  # no grace period: all end at once
-        (4, 10.0, 1.0, 4.0),  # floor 1/s: one at once, then one per second, last wait 1 s
-        (4, 2.0, 1.0, 2.0),  # 4 watches / 2 s = 2 per second
-        (30, 3.0, 1.0, 3.0),  # 10 per second would take 3 s: the grace period cuts it
+        (4, 10.0, 1.0, 3.0),  # floor 1/s: one at once, then one per second
+        (4, 2.0, 1.0, 1.5),  # 4 watches / 2 s = 2 per second
+        (3, 10.0, 200.0, 0.0),  # upstream's floor: 200 per second
     ],
 )
 async def test_watches_drain_at_the_rate_within_the_grace_period(
@@ -165,6 +165,8 @@ async def test_watches_drain_at_the_rate_within_the_grace_period(
     clock, lifecycle, drainer, _ = make(timing, watches=watches)
     task = asyncio.create_task(lifecycle.run(drainer))
     lifecycle.initiate("api")
+    for _ in range(50):  # let the sequence reach the watch drain before time moves
+        await asyncio.sleep(0)
     for _ in range(100):  # steps of 1/8 s are exact in binary floating point
         if task.done():
             break
