@@ -3,7 +3,9 @@
 The daemon writes PATH and rotates it by size to gzipped segments PATH.000001.gz,
 PATH.000002.gz, ... (000001 the oldest), each beginning with the `run` record. An event log is
 therefore its segments in number order followed by PATH itself; either part may be missing (a
-run too short to rotate, or PATH removed after a copy of the segments).
+run too short to rotate, or PATH removed after a copy of the segments). A segment the daemon
+died while compressing is still plain (PATH.000003, next to a partial PATH.000003.gz.part):
+it is read the same way, and the finished .gz preferred when both exist.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from prober.report.errors import BadInput
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 _CHUNK = 1 << 16
-_SEGMENT = re.compile(r"(?P<base>.+)\.(?P<number>\d+)\.gz")
+_SEGMENT = re.compile(r"(?P<base>.+)\.(?P<number>\d{6,})(?P<gz>\.gz)?")
 
 
 def event_logs(arg: Path) -> list[list[Path]]:
@@ -28,9 +30,9 @@ def event_logs(arg: Path) -> list[list[Path]]:
     A directory means every `*.jsonl` in it (with its segments), sorted by name."""
     if arg.is_dir():
         bases = {p.name for p in arg.glob("*.jsonl") if p.is_file()}
-        for p in arg.glob("*.jsonl.*.gz"):
+        for p in arg.iterdir():
             match = _SEGMENT.fullmatch(p.name)
-            if match is not None:
+            if match is not None and match["base"].endswith(".jsonl"):
                 bases.add(match["base"])
         if not bases:
             raise BadInput(f"{arg}: directory holds no *.jsonl event log")
@@ -40,13 +42,16 @@ def event_logs(arg: Path) -> list[list[Path]]:
 
 def log_files(path: Path) -> list[Path]:
     """PATH's rotated segments in number order, then PATH itself if it exists."""
-    numbered: list[tuple[int, Path]] = []
+    numbered: dict[int, Path] = {}
     if path.parent.is_dir():
         for candidate in path.parent.iterdir():
             match = _SEGMENT.fullmatch(candidate.name)
-            if match is not None and match["base"] == path.name:
-                numbered.append((int(match["number"]), candidate))
-    files = [p for _, p in sorted(numbered)]
+            if match is None or match["base"] != path.name:
+                continue
+            number = int(match["number"])
+            if number not in numbered or match["gz"]:
+                numbered[number] = candidate
+    files = [numbered[n] for n in sorted(numbered)]
     if path.is_file():
         files.append(path)
     elif path.exists():

@@ -61,9 +61,11 @@ def render_dashboard(entries: Sequence[Entry], runs: int, sources: int) -> str:
 
 
 def _keys(entries: Sequence[Entry]) -> list[Key]:
-    keys = {e.key for e in entries}
-    order = (list(LB), list(Protocol), list(Connection))
-    return sorted(keys, key=lambda k: tuple(o.index(v) for o, v in zip(order, k, strict=True)))  # type: ignore[arg-type]
+    lbs, protocols, connections = list(LB), list(Protocol), list(Connection)
+    return sorted(
+        {e.key for e in entries},
+        key=lambda k: (lbs.index(k[0]), protocols.index(k[1]), connections.index(k[2])),
+    )
 
 
 def _chart(

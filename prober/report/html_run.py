@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prober import __version__
 from prober.core.models import LB, StreamId
@@ -46,7 +47,7 @@ zoom.addEventListener("change", () => {
 class RunReport:
     log: RunLog
     replay: Replay
-    summary: dict[str, object]
+    summary: dict[str, Any]
     verdicts: Sequence[Verdict]
     warnings: Sequence[str]
     stats: ReadStats
@@ -54,7 +55,7 @@ class RunReport:
 
 def render_run_report(report: RunReport) -> str:
     run = report.log.run
-    colours = {}
+    colours: dict[str, str] = {}
     for w in report.replay.windows:
         colours.setdefault(w.host, HOST_COLOURS[len(colours) % len(HOST_COLOURS)])
     samples = sum(s["samples"] for s in _list(report.summary, "streams"))
@@ -84,22 +85,21 @@ def render_run_report(report: RunReport) -> str:
     return page(f"prober report: run {run.run_id}", "\n".join(body), _SCRIPT)
 
 
-def _list(doc: dict[str, object], name: str) -> list[dict[str, object]]:
-    value = doc[name]
-    assert isinstance(value, list)
+def _list(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    value: list[dict[str, Any]] = doc[name]
     return value
 
 
-def _verdict_table(verdicts: Sequence[Verdict], summary: dict[str, object]) -> str:
+def _verdict_table(verdicts: Sequence[Verdict], summary: dict[str, Any]) -> str:
     rows = []
     for worst in _list(summary, "worst"):
         key = (worst["lb"], worst["protocol"], worst["connection"])
         routing = [v for v in verdicts if v.stream is None and v.key == key]
         available = [v for v in verdicts if v.stream is not None and v.key == key]
         cells = [f"<td>{esc(k)}</td>" for k in key]
-        cells.append(f'<td class="num">{seconds(worst["reaction"])}</td>')  # type: ignore[arg-type]
+        cells.append(f'<td class="num">{seconds(worst["reaction"])}</td>')
         cells += [_verdict_cells(routing)]
-        cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')  # type: ignore[arg-type]
+        cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')
         cells += [_verdict_cells(available)]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     head = (

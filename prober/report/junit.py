@@ -45,7 +45,7 @@ def junit_xml(verdicts: Sequence[Verdict], properties: Mapping[str, str]) -> byt
         else:
             ET.SubElement(case, "system-out").text = verdict.message
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
 
 
 def write_junit(path: Path, verdicts: Sequence[Verdict], properties: Mapping[str, str]) -> None:

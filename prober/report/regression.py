@@ -118,9 +118,9 @@ def check_regression(
         test = exceedance_test(points, _quantile(found.entry, quantile), q)
         history = found.source.replace("P99", quantile.upper(), 1)
         results.append(Regression(platform, key, metric, test, history))
-    tested = [i for i, r in enumerate(results) if r.test is not None]
-    rejected = holm([results[i].test.p_value for i in tested], alpha)  # type: ignore[union-attr]
-    for i, reject in zip(tested, rejected, strict=True):
+    tested = [(i, r.test.p_value) for i, r in enumerate(results) if r.test is not None]
+    rejected = holm([p for _, p in tested], alpha)
+    for (i, _), reject in zip(tested, rejected, strict=True):
         if reject:
             r = results[i]
             results[i] = Regression(r.platform, r.key, r.metric, r.test, r.history, True)

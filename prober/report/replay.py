@@ -120,9 +120,9 @@ def _compare(log: RunLog, intervals: list[Interval], windows: list[Window]) -> l
     replayed_by_host = _group([_normal(w) for w in windows], "host")
     logged_by_host = _group([_normal(w) for w in log.windows], "host")
     for host in sorted(replayed_by_host.keys() | logged_by_host.keys()):
-        mine, theirs = replayed_by_host.get(host, []), logged_by_host.get(host, [])
-        if mine != theirs:
-            warnings.append(f"{log.source}: host {host}: {_difference(mine, theirs)}")
+        ours, logged = replayed_by_host.get(host, []), logged_by_host.get(host, [])
+        if ours != logged:
+            warnings.append(f"{log.source}: host {host}: {_difference(ours, logged)}")
     return warnings
 
 

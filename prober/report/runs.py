@@ -78,8 +78,8 @@ def _read_log(
     lines_before = stats.lines
     for path in files:
         stats.files.append(path)
-        lines = LineSource(path)
-        reader = EventLogReader(lines, source=str(path), strict=not skip_bad_lines)
+        source = LineSource(path)
+        reader = EventLogReader(source, source=str(path), strict=not skip_bad_lines)
         try:
             for record in reader:
                 records += 1
@@ -97,9 +97,9 @@ def _read_log(
         stats.lines += reader.lines
         stats.skipped += reader.skipped
         stats.unknown_kinds += reader.unknown_kinds
-        stats.truncated += int(reader.truncated or lines.truncated)
+        stats.truncated += int(reader.truncated or source.truncated)
         stats.problems.extend(reader.problems)
-        if lines.truncated:
+        if source.truncated:
             stats.problems.append(f"{path}: gzip data ends early")
     if records == 0:
         lines = stats.lines - lines_before

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,7 +42,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
     """The summary of a replayed run, and warnings about what it could not count."""
     streams = _stream_ids(log, result)
     samples, warnings = _sample_counts(log, streams)
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
     stream_entries = [
@@ -139,7 +139,7 @@ def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int]
 
 
 def _worst(
-    streams: list[StreamId], windows: list[dict[str, Any]], seconds: Counter[str]
+    streams: list[StreamId], windows: list[dict[str, Any]], seconds: dict[str, float]
 ) -> list[dict[str, Any]]:
     reaction: dict[Key, float | None] = {}
     disruption: dict[Key, float] = {}
@@ -201,14 +201,7 @@ def load_run_facts(path: Path) -> RunFacts:
         where = f"worst[{i}]"
         if not isinstance(entry, dict):
             raise BadInput(f"{path}: {where}: expected an object")
-        try:
-            key = (
-                LB(entry.get("lb")),
-                Protocol(entry.get("protocol")),
-                Connection(entry.get("connection")),
-            )
-        except ValueError as exc:
-            raise BadInput(f"{path}: {where}: {exc}") from None
+        key = parse_key(entry, f"{path}: {where}")
         reaction = _number(path, entry, "reaction", where, optional=True)
         seconds = _number(path, entry, "disruption_seconds", where, optional=False)
         assert seconds is not None
@@ -220,6 +213,18 @@ def load_run_facts(path: Path) -> RunFacts:
         windows=len(windows),
         worst=tuple(worst),
     )
+
+
+def parse_key(entry: dict[str, Any], where: str) -> Key:
+    """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
+    try:
+        return (
+            LB(str(entry.get("lb"))),
+            Protocol(str(entry.get("protocol"))),
+            Connection(str(entry.get("connection"))),
+        )
+    except ValueError as exc:
+        raise BadInput(f"{where}: {exc}") from None
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentiles
 from prober.report.errors import BadInput
-from prober.report.summary import Key, RunFacts, key_name, read_json
+from prober.report.summary import Key, RunFacts, key_name, parse_key, read_json
 
 THRESHOLDS_VERSION = 1
 ALL_PLATFORMS = "all"
@@ -164,11 +164,7 @@ def _entry(path: Path, index: int, row: Any) -> Entry:
     where = f"{path}: entries[{index}]"
     if not isinstance(row, dict):
         raise BadInput(f"{where}: expected an object")
-    try:
-        lb, protocol = LB(row.get("lb")), Protocol(row.get("protocol"))
-        connection = Connection(row.get("connection"))
-    except ValueError as exc:
-        raise BadInput(f"{where}: {exc}") from None
+    lb, protocol, connection = parse_key(row, where)
     if row.get("metric") not in METRICS:
         raise BadInput(f"{where}.metric: {row.get('metric')!r} is not one of {list(METRICS)}")
     numbers = {}

@@ -216,3 +216,22 @@ def _damaged_gzip() -> bytes:
     data = bytearray(gzip.compress(RUN_LINE.encode() * 20))
     data[30:40] = b"\xff" * 10
     return bytes(data)
+
+
+def test_a_segment_left_plain_by_a_crash_is_read_in_its_place(rollout_log) -> None:
+    path, _ = rollout_log
+    second = path.with_name("events.jsonl.000002.gz")
+    plain = path.with_name("events.jsonl.000002")
+    plain.write_bytes(gzip.decompress(second.read_bytes()))
+    second.rename(path.with_name("events.jsonl.000002.gz.part"))  # never finished
+    runs, stats = load_runs([path])
+    assert [p.name for p in stats.files][:3] == [
+        "events.jsonl.000001.gz",
+        "events.jsonl.000002",
+        "events.jsonl.000003.gz",
+    ]
+    assert replay(runs[0]).warnings == ()
+    second.write_bytes(gzip.compress(plain.read_bytes()))  # finished after all: preferred
+    _, stats = load_runs([path.parent])
+    assert [p.name for p in stats.files][1] == "events.jsonl.000002.gz"
+    assert stats.files[-1] == path
