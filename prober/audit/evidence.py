@@ -2,7 +2,8 @@
 
 - The prober's event logs (schema v1): its `window` records give each apiserver's shutdown
   window, and its samples' `audit_id` match the audit events' `auditID`. The daemon rotates a
-  log `PATH` into gzip segments `PATH.000001.gz`, ...; all are read, oldest first.
+  log `PATH` into gzip segments `PATH.000001.gz`, ... (each new PATH starting with the `run`
+  record again); all are read, oldest first.
 - Kubernetes Events from kube-apiserver's graceful termination (`ShutdownInitiated` ...
   `TerminationGracefulTerminationFinished`), as `kubectl get events -o json` writes them (a
   List) or one Event per line.
@@ -65,15 +66,17 @@ class ProberEvidence:
 
 
 def segments(path: Path) -> list[Path]:
-    """`PATH.000001.gz`, `PATH.000002.gz`, ... then `PATH`: the daemon's rotation order."""
-    pattern = re.compile(re.escape(path.name) + r"\.(\d+)\.gz")
-    found: list[tuple[int, Path]] = []
+    """`PATH.000001.gz`, `PATH.000002.gz`, ... then `PATH`: the daemon's rotation order. A
+    plain `PATH.NNNNNN` is a segment the daemon had not finished compressing; when both
+    exist the `.gz` is complete (it is renamed into place before the plain one goes)."""
+    pattern = re.compile(re.escape(path.name) + r"\.(\d{6})(\.gz)?")
+    found: dict[int, Path] = {}
     if path.parent.is_dir():
         for child in path.parent.iterdir():
             match = pattern.fullmatch(child.name)
-            if match:
-                found.append((int(match[1]), child))
-    ordered = [p for _, p in sorted(found)]
+            if match and (int(match[1]) not in found or match[2]):
+                found[int(match[1])] = child
+    ordered = [found[number] for number in sorted(found)]
     if path.is_file():
         ordered.append(path)
     if not ordered:
