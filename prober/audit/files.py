@@ -109,7 +109,11 @@ def discover(paths: Sequence[Path], node: str | None = None) -> tuple[list[Famil
             _add(families, family_of(path, node, explicit=True))
             continue
         found = 0
-        for directory, _dirs, names in sorted(os.walk(path)):
+
+        def unlistable(error: OSError) -> None:
+            notes.append(f"{error.filename}: cannot list: {error.strerror}")
+
+        for directory, _dirs, names in sorted(os.walk(path, onerror=unlistable)):
             for name in sorted(names):
                 if _NAME.fullmatch(name):
                     found += 1
