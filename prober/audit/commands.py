@@ -84,7 +84,7 @@ def follow_command(
     try:
         if not directory.is_dir():
             raise InputError(f"{directory}: no such directory")
-        families, _notes = discover([directory], node)
+        families, notes = discover([directory], node)
         host, port = parse_listen(listen)
         seconds = _interval(interval)
         state = load_state(state_path)
@@ -103,10 +103,12 @@ def follow_command(
             structlog.processors.JSONRenderer(),
         ],
     )
+    for note in notes:
+        log.warning("audit log problem", problem=note)
     try:
         asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
-    except OSError as exc:
-        print(f"prober audit follow: cannot listen on {listen}: {exc.strerror}", file=stderr)
+    except ListenError as exc:
+        print(f"prober audit follow: {exc}", file=stderr)
         return EXIT_BAD_INPUT
     print(f"wrote {state_path}", file=sys.stdout)
     return EXIT_OK
@@ -130,7 +132,10 @@ async def _follow(
         follower, state_path=state_path, registry=registry, interval=interval, log=log
     )
     server = MetricsServer(registry, healthy=lambda: runner.last_poll_ok)
-    bound = await server.start(host, port)
+    try:
+        bound = await server.start(host, port)
+    except OSError as exc:
+        raise ListenError(f"--listen {host}:{port}: cannot listen: {exc.strerror}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

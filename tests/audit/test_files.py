@@ -148,4 +148,3 @@ def test_a_vanished_file_is_reported_as_missing(tmp_path: Path):
     result = ReadResult(0, b"", False)
     assert list(read_lines(tmp_path / "gone.log", result=result)) == []
     assert result.missing
-

@@ -233,6 +233,7 @@ async def test_the_follow_command_serves_metrics_stops_on_sigterm_and_resumes(lo
         (["{logdir}", "--listen", "nowhere"],
          "prober audit follow: --listen 'nowhere': expected HOST:PORT, e.g. 0.0.0.0:9090\n"),
         (["{logdir}", "--interval", "soon"], None),
+        (["{logdir}", "--listen", "192.0.2.1:0"], None),  # not an address of this machine
         (["{logdir}", "--state", "{bad_state}"], None),
     ],
 )  # fmt: skip
