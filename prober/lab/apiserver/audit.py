@@ -122,6 +122,8 @@ class AuditLog:
         self.rotations = 0
 
     def write(self, event: Mapping[str, Any]) -> None:
+        if self._file.closed:
+            return  # the server was killed; what a crashed apiserver did not write is lost
         line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
         if self.max_bytes and self._size and self._size + len(line) > self.max_bytes:
             self._rotate()

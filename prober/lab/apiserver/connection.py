@@ -104,6 +104,8 @@ class ServerConnection(asyncio.Protocol):
         self._flush()
 
     def eof_received(self) -> bool | None:
+        if self._close_reason is not None:
+            return None  # the peer answering our own close
         if self.proto is not None:
             self._handle(self.proto.receive_data(b""))
         self._close("eof", by="client")
@@ -166,7 +168,7 @@ class ServerConnection(asyncio.Protocol):
                 if watch is not None:
                     watch.forget()
                     self.server.watch_finished(watch)
-            elif isinstance(event, ProtocolFailed):
+            elif isinstance(event, ProtocolFailed) and self._close_reason is None:
                 self.server.truth.record("protocol_error", conn=self.info.id, reason=event.reason)
                 self._close_reason = "protocol-error"
             elif isinstance(event, PeerClosed) and event.reason != "eof":
