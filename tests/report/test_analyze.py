@@ -251,3 +251,24 @@ def test_help_has_an_example(capsys) -> None:
         main(["analyze", "--help"])
     assert exited.value.code == 0
     assert "prober analyze /var/log/prober/events.jsonl --thresholds" in capsys.readouterr().out
+
+
+def test_skipped_lines_are_counted_and_reported(rollout_log, tmp_path: Path, capsys) -> None:
+    path, _ = rollout_log
+    text = path.read_text()
+    path.write_text(text + '{"v":1,"kind":"gossip","about":"a newer writer"}\n' + text[:40])
+    assert main(["analyze", str(path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("note: skipped 2 of ")
+    assert err[0].endswith("(1 of unknown kinds, 1 truncated)")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "event-log lines were skipped (1 of unknown kinds, 1 truncated)" in html
+
+
+def test_thresholds_help_has_an_example(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["thresholds", "--help"])
+    out = capsys.readouterr().out
+    assert "prober thresholds history/ -o thresholds.json --out dashboard/" in out
+    assert "prober thresholds --check thresholds.json last-10-runs/" in out
