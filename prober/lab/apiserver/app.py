@@ -110,7 +110,8 @@ class Application:
         self.truth = truth
         self.audit = audit
         self.rng = rng or random.Random()
-        self.metrics = ServerMetrics(options.apiserver_id)
+        self.apiserver_id = options.apiserver_id  # a hash: computed once
+        self.metrics = ServerMetrics(self.apiserver_id)
         self._on_admin_shutdown = on_admin_shutdown or (lambda: False)
         self._state = state or dict
         self._on_drained = on_drained or (lambda: None)
@@ -247,7 +248,7 @@ class Application:
         if base is not None:
             return self._health(exchange, base)
         if path == "/version":
-            return self._json(200, resources.VERSION)
+            return self._json(200, resources.VERSION_BODY)
         if path == "/metrics":
             body = self.metrics.render()
             return Response(200, [("Content-Type", resources.PROMETHEUS_TEXT)], body)
@@ -257,7 +258,7 @@ class Application:
             if ref is not None and ref.name in (None, "default"):
                 if info.is_watch:
                     return self._watch(exchange)
-                found = resources.namespace() if ref.name else resources.namespace_list()
+                found = resources.NAMESPACE_BODY if ref.name else resources.NAMESPACE_LIST_BODY
                 return self._json(200, found)
         return self._json(404, resources.NOT_FOUND)
 
@@ -301,7 +302,9 @@ class Application:
 
     # -- shared pieces --------------------------------------------------------------------
     def _json(self, status: int, body: Any) -> Response:
-        return Response(status, [("Content-Type", resources.JSON)], resources.encode(body))
+        """A JSON response; `body` is an object, or bytes already encoded."""
+        data = body if isinstance(body, bytes) else resources.encode(body)
+        return Response(status, [("Content-Type", resources.JSON)], data)
 
     def _decorate(self, exchange: Exchange, response: Response) -> Response:
         """Headers every response carries, and the HTTP/2 goaway-chance."""
@@ -320,7 +323,7 @@ class Application:
                 self.lifecycle.shutdown_started,
                 self.options.shutdown_delay,
                 self.lifecycle.elapsed(exchange.received_mono),
-                self.options.apiserver_id,
+                self.apiserver_id,
             )
             headers.append((_canonical(RESPONSE_HEADER), value))
         if response.close_reason is None:

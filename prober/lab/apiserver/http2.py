@@ -14,6 +14,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
+from hpack import NeverIndexedHeaderTuple
 from hyperframe.frame import GoAwayFrame
 
 from prober.lab.apiserver.events import (
@@ -28,6 +29,7 @@ from prober.lab.apiserver.events import (
 
 MAX_CONCURRENT_STREAMS = 250  # golang.org/x/net/http2's default
 MAX_HEADER_LIST_SIZE = MAX_HEADER_BYTES + 320  # what Go's server advertises
+UNIQUE = frozenset({"audit-id"})
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding"})
 
 
@@ -35,7 +37,14 @@ class Http2Protocol:
     name = "h2"
 
     def __init__(self) -> None:
-        config = h2.config.H2Configuration(client_side=False, header_encoding=None)
+        # Inbound headers are validated as Go does; ours are valid by construction.
+        config = h2.config.H2Configuration(
+            client_side=False,
+            header_encoding=None,
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            split_outbound_cookies=False,
+        )
         self._h2 = h2.connection.H2Connection(config)
         self._h2.local_settings = h2.settings.Settings(
             client=False,
@@ -136,11 +145,12 @@ class Http2Protocol:
     ) -> int | None:
         if stream_id in self._open:
             fields = [(b":status", str(status).encode())]
-            fields += [
-                (k.lower().encode("latin-1"), v.encode("latin-1"))
-                for k, v in headers
-                if k.lower() not in HOP_BY_HOP
-            ]
+            for name, value in headers:
+                key = name.lower()
+                if key in UNIQUE:  # never worth a slot in the HPACK table
+                    fields.append(NeverIndexedHeaderTuple(key.encode(), value.encode("latin-1")))
+                elif key not in HOP_BY_HOP:
+                    fields.append((key.encode(), value.encode("latin-1")))
             if end:
                 fields.append((b"content-length", str(len(body)).encode()))
             try:

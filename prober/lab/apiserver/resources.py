@@ -124,3 +124,9 @@ def single_check_body(check: str, failing: frozenset[str]) -> tuple[int, bytes]:
     if check in failing:
         return 500, b"internal server error: reason withheld\n"
     return 200, b"ok"
+
+
+# The bodies that never change, encoded once.
+NAMESPACE_BODY = encode(namespace())
+NAMESPACE_LIST_BODY = encode(namespace_list())
+VERSION_BODY = encode(VERSION)

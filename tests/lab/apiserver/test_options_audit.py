@@ -150,3 +150,11 @@ def test_audit_log_rotates_by_size_with_lumberjack_names(tmp_path: Path) -> None
 def test_backup_name_is_lumberjacks_format() -> None:
     name = backup_name(Path("/var/log/kube-apiserver/audit.log"), 1_700_000_000.123)
     assert name == Path("/var/log/kube-apiserver/audit-2023-11-14T22-13-20.123.log")
+
+
+def test_fast_audit_timestamps_match_rfc3339() -> None:
+    from prober.core.models import rfc3339
+    from prober.lab.apiserver.audit import _timestamp
+
+    for wall in (1_700_000_000.0, 1_700_000_000.9999996, 1_700_000_000.123456, 1_700_000_059.5):
+        assert _timestamp(wall) == rfc3339(wall)
