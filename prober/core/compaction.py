@@ -9,7 +9,9 @@ only depend on:
   timed out, a window recovered): kept, in the same order, so a replay emits the same thing;
 * every `shutdown=false` answer from a host whose window is open (it narrows T0): kept;
 * per host, the newest-sent `shutdown=false` before a window opens (the lower bound on T0):
-  held back and written just before the sample that opened the window.
+  held back and written just before the sample that opened the window, marked `held` so that
+  the disruption tracker ignores it on replay: fed that late, a success could close an interval
+  it did not close when it arrived.
 
 Everything else is a success that moved no state, and is counted by the `summary` records
 instead. `tests/core/test_compaction.py` checks the claim over generated runs.
@@ -17,6 +19,7 @@ instead. `tests/core/test_compaction.py` checks the claim over generated runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from prober.core.models import Sample
@@ -39,7 +42,7 @@ class Compactor:
             if isinstance(event, WindowOpened):
                 held = self._held.pop(event.host, None)
                 if held is not None:
-                    out.append(held)
+                    out.append(dataclasses.replace(held, held=True))
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late
         if header is not None and header.host in open_hosts:

@@ -63,6 +63,8 @@ class DisruptionTracker:
         self._seconds: dict[str, float] = {}
 
     def feed(self, sample: Sample) -> list[DisruptionEvent]:
+        if sample.held:
+            return []  # it changed nothing here when it was first fed, so it changes nothing now
         current = self._open.get(sample.stream)
         if not sample.failed:
             if current is not None and sample.t > current.started.start_t:

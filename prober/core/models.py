@@ -130,6 +130,9 @@ class Sample:
     audit_id: str
     local_port: int | None = None
     peer: str | None = None
+    # Written to the event log after later samples, only for the bound it puts on a shutdown's
+    # T0 (see `core.compaction`); a replay must not let it touch disruption intervals.
+    held: bool = False
 
     @property
     def end(self) -> float:

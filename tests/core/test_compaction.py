@@ -68,4 +68,4 @@ def test_plain_successes_are_dropped_and_the_bound_on_t0_is_kept() -> None:
     samples = [ok(1), sample(2, host="A"), sample(3, host="A"), ok(4)]
     samples += [sample(5, host="A", late=True, elapsed=0)]
     _, kept, _ = replay(samples, Compactor())
-    assert [(s.t, s.late) for s in kept] == [(3, False), (5, True)]
+    assert [(s.t, s.late, s.held) for s in kept] == [(3, False, True), (5, True, False)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -131,3 +132,10 @@ def test_start_and_close_events_carry_what_a_log_line_needs() -> None:
     assert interval.end_ts == ok(3).ts
     assert interval.seconds == 2.0
     assert not tracker.is_open(STREAM.name)
+
+
+def test_a_held_sample_replayed_late_touches_no_interval() -> None:
+    tracker = DisruptionTracker()
+    tracker.feed(fail(1.0))
+    assert tracker.feed(dataclasses.replace(ok(2.0), held=True)) == []
+    assert tracker.is_open(STREAM.name)

@@ -89,6 +89,7 @@ def test_sample_wire_format_is_the_contract() -> None:
         "audit_id": LATE.audit_id,
         "local_port": None,
         "peer": None,
+        "held": False,
     }
 
 
@@ -175,7 +176,7 @@ def test_decode_field_errors_inside_nested_records() -> None:
 def test_unknown_fields_are_ignored_and_optional_fields_may_be_absent() -> None:
     obj = json.loads(encode(LATE))
     obj["from_the_future"] = 1
-    del obj["local_port"], obj["peer"]
+    del obj["local_port"], obj["peer"], obj["held"]
     assert decode(json.dumps(obj)) == LATE
 
 

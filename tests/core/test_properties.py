@@ -139,6 +139,7 @@ samples = st.builds(
     audit_id=text,
     local_port=maybe(st.integers(0, 65535)),
     peer=maybe(text),
+    held=st.booleans(),
 )
 window_streams = st.builds(
     WindowStream,
