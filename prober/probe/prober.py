@@ -25,6 +25,9 @@ from prober.core.header import REQUEST_HEADER, ShutdownHeader
 from prober.core.models import Connection, ErrorClass, Protocol, Sample, StreamId, rfc3339
 from prober.probe.classify import NETWORK_ERRORS, classify_exception, classify_response
 from prober.probe.credentials import TokenFile
+from prober.probe.h2fix import install as _install_h2fix
+
+_install_h2fix()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +45,25 @@ class ProbeTarget:
 class _Trace:
     """What httpcore did for one request: made a connection or not, and between which ends."""
 
-    __slots__ = ("connected", "local", "peer", "sent")
+    __slots__ = ("connected", "local", "on_wire", "peer", "sent")
 
     def __init__(self) -> None:
         self.connected = False
         self.sent = False
+        self.on_wire: float | None = None  # when the request first touched the network
         self.local: tuple[str, int] | None = None
         self.peer: tuple[str, int] | None = None
 
     async def __call__(self, name: str, info: dict[str, Any]) -> None:
         if name == "connection.connect_tcp.started":
             self.connected = True
+            self.on_wire = time.monotonic()
         elif name == "connection.connect_tcp.complete":
             self.note_stream(info.get("return_value"))
         elif name.endswith(".send_request_headers.started"):
             self.sent = True
+            if self.on_wire is None:
+                self.on_wire = time.monotonic()
 
     def note_stream(self, stream: Any) -> None:
         if stream is None or self.local is not None:
@@ -140,6 +147,11 @@ class Prober:
         except NETWORK_ERRORS as exc:
             error, detail = classify_exception(exc)
         end = time.monotonic()
+        # `t` is when the request reached the network (the LB picks a server at connect time,
+        # or sees the request on a kept connection): on a loaded machine the event loop may
+        # take a while to get from `sample()` there, and T0 bounds need the later instant.
+        if trace.on_wire is not None and trace.on_wire < end:
+            wall, start = wall + (trace.on_wire - start), trace.on_wire
         if error is ErrorClass.TIMEOUT and self._kept is not None:
             await self._replace_kept()
         return Sample(
