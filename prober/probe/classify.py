@@ -15,6 +15,7 @@ import socket
 import ssl
 from collections.abc import Iterator, Sequence
 
+import anyio
 import h2.errors
 import h2.events
 import httpx
@@ -28,8 +29,11 @@ from prober.core.header import (
 )
 from prober.core.models import ErrorClass
 
-# What the request can raise that is a network outcome, not a bug of ours.
-NETWORK_ERRORS: tuple[type[BaseException], ...] = (httpx.HTTPError, OSError)
+# What a request may raise. httpx maps most failures to `httpx.HTTPError`, but not all: anyio's
+# EndOfStream and ClosedResourceError, and h2's own state-machine KeyError on a frame after a
+# GOAWAY, escape it under load. Whatever a server makes the library raise is an outcome to
+# classify, never a reason for a stream's task to die, so the boundary takes every Exception.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (Exception,)
 MAX_DETAIL = 160
 
 Outcome = tuple[ErrorClass | None, str, ShutdownHeader | None]
@@ -64,10 +68,11 @@ def classify_response(status: int, headers: Sequence[tuple[bytes, bytes]]) -> Ou
 def classify_exception(exc: BaseException) -> tuple[ErrorClass, str]:
     """A request that raised one of `NETWORK_ERRORS` (or the deadline's `TimeoutError`)."""
     chain = list(_causes(exc))
-    for link in chain:
-        found = _classify_link(link)
-        if found is not None:
-            return found[0], clip(found[1])
+    for judge in (_classify_link, _closed_link):
+        for link in chain:
+            found = judge(link)
+            if found is not None:
+                return found[0], clip(found[1])
     return ErrorClass.OTHER, clip(f"{type(chain[-1]).__name__}: {_text(chain[-1])}")
 
 
@@ -96,6 +101,18 @@ def _classify_link(exc: BaseException) -> tuple[ErrorClass, str] | None:
         return ErrorClass.CONNECTION_RESET, f"server closed the connection: {_text(exc)}"
     if isinstance(exc, httpx.ConnectError) and _only_end_of_stream(exc):
         return ErrorClass.CONNECTION_RESET, "closed during TLS handshake"
+    return None
+
+
+def _closed_link(exc: BaseException) -> tuple[ErrorClass, str] | None:
+    """Second choice, when no link says more: the library found its connection closed."""
+    if isinstance(exc, anyio.EndOfStream | anyio.ClosedResourceError | anyio.BrokenResourceError):
+        return (
+            ErrorClass.CONNECTION_RESET,
+            f"connection closed under the request ({type(exc).__name__})",
+        )
+    if isinstance(exc, KeyError) and "ConnectionState.CLOSED" in str(exc):
+        return ErrorClass.CONNECTION_RESET, "a frame arrived after the HTTP/2 connection closed"
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 
+import anyio
 import httpx
 import pytest
 
@@ -37,6 +38,14 @@ CHAINS = [
     (httpx.RemoteProtocolError("Server disconnected"), ErrorClass.CONNECTION_RESET),
     (httpx.LocalProtocolError("we broke it"), ErrorClass.OTHER),
     (OSError(101, "Network is unreachable"), ErrorClass.OTHER),
+    # Seen escaping httpx on a loaded machine: the stream's task must not die of them.
+    (anyio.EndOfStream(), ErrorClass.CONNECTION_RESET),
+    (wrapped(httpx.ReadError(""), anyio.ClosedResourceError()), ErrorClass.CONNECTION_RESET),
+    (
+        KeyError("(<ConnectionState.CLOSED: 3>, <ConnectionInputs.RECV_DATA: 13>)"),
+        ErrorClass.CONNECTION_RESET,
+    ),
+    (ValueError("anything else a library raises"), ErrorClass.OTHER),
 ]
 
 
