@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SYSDEPS := $(VENV)/.system-deps
 PYTEST_ARGS ?=
 
-.PHONY: test lint unit setup bench clean
+.PHONY: test lint unit setup demo bench clean
 
 test: setup lint unit
 
@@ -34,6 +34,11 @@ lint: $(STAMP)
 
 unit: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The whole job on this machine: fake apiservers behind HAProxy LBs, a rolling restart, the
+# daemon measuring it, the measurement against the truth. DEMO_ARGS='--platform gcp --check'.
+demo: setup
+	$(BIN)/prober lab $(DEMO_ARGS)
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

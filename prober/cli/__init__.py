@@ -19,7 +19,7 @@ EXIT_VERDICT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 # Command modules, in the order `--help` lists them.
-COMMANDS: tuple[str, ...] = ("run", "analyze", "thresholds", "recommend", "audit")
+COMMANDS: tuple[str, ...] = ("run", "lab", "analyze", "thresholds", "recommend", "audit")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -135,12 +135,20 @@ def free_port() -> int:
 class HaproxyLB:
     """One running HAProxy for one LB profile, with its state changes and its runtime API."""
 
-    def __init__(self, profile: LBProfile, backends: Sequence[Backend], workdir: Path) -> None:
+    def __init__(
+        self,
+        profile: LBProfile,
+        backends: Sequence[Backend],
+        workdir: Path,
+        socket_dir: Path | None = None,
+    ) -> None:
         self.profile = profile
         self.backends = list(backends)
         self.name = str(profile.lb)
         self.config_path = workdir / f"haproxy-{self.name}.cfg"
-        self.admin_socket = workdir / f"haproxy-{self.name}.sock"
+        # Unix socket paths are limited to about 100 bytes: callers with deep work directories
+        # pass a short one.
+        self.admin_socket = (socket_dir or workdir) / f"haproxy-{self.name}.sock"
         self.events: list[ServerEvent] = []
         self.port = 0
         self._proc: ManagedProcess | None = None

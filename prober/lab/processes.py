@@ -32,8 +32,10 @@ class ManagedProcess:
         *,
         env: dict[str, str] | None = None,
         on_line: LineHandler | None = None,
+        stop_signal: signal.Signals = signal.SIGTERM,
     ) -> None:
         self.name = name
+        self.stop_signal = stop_signal
         self.argv = list(argv)
         self.stdout_path = log_dir / f"{name}.stdout.log"
         self.stderr_path = log_dir / f"{name}.stderr.log"
@@ -100,11 +102,11 @@ class ManagedProcess:
         return code
 
     async def stop(self, grace: float = 5.0) -> int | None:
-        """SIGTERM, then SIGKILL after `grace` seconds; returns the exit code."""
+        """The stop signal (SIGTERM unless told), then SIGKILL after `grace` seconds."""
         if self._proc is None:
             return None
         if self._proc.returncode is None:
-            self.send_signal(signal.SIGTERM)
+            self.send_signal(self.stop_signal)
             try:
                 return await self.wait(grace)
             except TimeoutError:
@@ -150,8 +152,11 @@ class ProcessGroup:
         *,
         env: dict[str, str] | None = None,
         on_line: LineHandler | None = None,
+        stop_signal: signal.Signals = signal.SIGTERM,
     ) -> ManagedProcess:
-        proc = ManagedProcess(name, argv, self.log_dir, env=env, on_line=on_line)
+        proc = ManagedProcess(
+            name, argv, self.log_dir, env=env, on_line=on_line, stop_signal=stop_signal
+        )
         self._members.append(proc)
         await proc.start()
         return proc

@@ -1,0 +1,104 @@
+"""`prober lab`: the whole job on one machine (argument parsing only)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+EXAMPLE = """\
+examples:
+  prober lab                                   # AWS profile, rolling restart, about 2 minutes
+  prober lab --platform gcp --scenario slow-lb --check
+  prober lab --platform aws,gcp,azure,metal --repeat 5 --out history/
+  prober lab --platform metal --time-scale 1   # real durations: the full shutdown delay
+
+Stands up three fake kube-apiservers behind real HAProxy load balancers configured like the
+platform's LBs, runs `prober run` against them through every LB, plays the scenario, and holds
+what the daemon measured against the ground truth (the apiservers' own records and HAProxy's
+log). Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
+to stand the lab up.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
+    from prober.lab.run import SCENARIOS  # noqa: PLC0415
+
+    parser = subparsers.add_parser(
+        "lab",
+        help="fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it",
+        description="Run the prober against a local stand-in cluster and check it against truth.",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--platform",
+        default="aws",
+        type=lambda text: _platforms(text, sorted(PLATFORMS)),
+        help=f"one or more of {', '.join(sorted(PLATFORMS))}, comma-separated (aws)",
+    )
+    parser.add_argument("--scenario", choices=SCENARIOS, default="rollout")
+    parser.add_argument(
+        "--time-scale",
+        type=_positive,
+        metavar="FACTOR",
+        help="multiply every delay and health-check interval (default: fit about 2 minutes)",
+    )
+    parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="runs per platform")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="default ./lab-out/<timestamp>")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a measurement misses")
+    parser.add_argument("--tolerance", type=_positive, default=0.5, metavar="SECONDS")
+    parser.add_argument("--interval", default="100ms", help="daemon: gap per worker (100ms)")
+    parser.add_argument("--workers", type=_count, default=2, help="daemon: workers per stream (2)")
+    parser.add_argument(
+        "--goaway-chance",
+        type=float,
+        default=0.0,
+        help="apiservers: fraction of HTTP/2 requests answered with GOAWAY (OpenShift: 0.001)",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _platforms(text: str, known: list[str]) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown platform {', '.join(unknown) or text!r}")
+    return names
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    from prober.lab.command import default_out, lab_command  # noqa: PLC0415
+    from prober.lab.compare import Tolerance  # noqa: PLC0415
+    from prober.lab.run import LabOptions  # noqa: PLC0415
+
+    options = LabOptions(
+        scenario=args.scenario,
+        time_scale=args.time_scale,
+        interval=args.interval,
+        workers=args.workers,
+        goaway_chance=args.goaway_chance,
+        tolerance=Tolerance(new=args.tolerance, reused=args.tolerance),
+    )
+    platforms = args.platform if isinstance(args.platform, list) else [args.platform]
+    return lab_command(
+        options,
+        platforms,
+        out=args.out or default_out(),
+        repeat=args.repeat,
+        check=args.check,
+    )

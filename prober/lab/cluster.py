@@ -1,0 +1,186 @@
+"""A stand-in cluster on one machine: fake kube-apiservers behind a platform's LBs.
+
+Each apiserver is a real process (`python -m prober.lab.apiserver`) on fixed ports, so a
+restart comes back where the LBs expect it, with the same hostname and so the same APIServerID.
+Each health-checked LB is its own HAProxy; the service network is HAProxy without checks whose
+membership the lab changes the way the endpoint reconciler and kube-proxy would: out when the
+apiserver starts shutting down (after the proxy sync delay), back in once it is ready again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prober.core.durations import format_go_duration
+from prober.core.header import apiserver_id
+from prober.core.models import LB
+from prober.lab.certs import LabCA, ServerCertificate
+from prober.lab.haproxy import Backend, HaproxyLB, free_port
+from prober.lab.platforms import Platform
+from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
+
+LISTEN_TIMEOUT = 20.0
+TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
+
+
+@dataclass(slots=True)
+class Apiserver:
+    hostname: str
+    port: int
+    plain_port: int
+    workdir: Path
+    process: ManagedProcess | None = None
+    starts: int = 0
+
+    @property
+    def ident(self) -> str:
+        return apiserver_id(self.hostname)
+
+    @property
+    def truth_path(self) -> Path:
+        return self.workdir / "truth.jsonl"
+
+
+@dataclass(slots=True)
+class LabCluster:
+    platform: Platform
+    workdir: Path
+    group: ProcessGroup
+    servers: int = 3
+    goaway_chance: float = 0.0
+    apiservers: list[Apiserver] = field(default_factory=list)
+    lbs: dict[LB, HaproxyLB] = field(default_factory=dict)
+    ca_file: Path = Path()
+    token_file: Path = Path()
+    _cert: ServerCertificate | None = None
+    _sockets: tempfile.TemporaryDirectory[str] | None = None
+    _pending: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def start(self) -> None:
+        ca = LabCA(self.workdir / "pki")
+        self.ca_file = ca.ca_cert
+        self.token_file = self.workdir / "token"
+        self.token_file.write_text(TOKEN + "\n")
+        cert = ca.issue("apiserver", ["localhost", "127.0.0.1", "api.lab.test", "api-int.lab.test"])
+        for index in range(self.servers):
+            hostname = f"master-{index}"
+            server = Apiserver(hostname, free_port(), free_port(), self.workdir / hostname)
+            server.workdir.mkdir(parents=True, exist_ok=True)
+            self.apiservers.append(server)
+        self._cert = cert
+        await asyncio.gather(*(self._launch(s) for s in self.apiservers))
+        backends = [Backend(s.hostname, s.port, s.plain_port) for s in self.apiservers]
+        self._sockets = tempfile.TemporaryDirectory(prefix="prober-lab-")
+        for profile in self.platform.lbs:
+            lb = HaproxyLB(profile, backends, self.workdir, Path(self._sockets.name))
+            await lb.start(self.group)
+            self.lbs[profile.lb] = lb
+        await asyncio.gather(*(self._wait_serving(s, since=0.0) for s in self.apiservers))
+
+    def url(self, lb: LB) -> str:
+        if lb is LB.LOCALHOST:
+            return f"https://127.0.0.1:{self.apiservers[0].port}"
+        return f"https://127.0.0.1:{self.lbs[lb].port}"
+
+    async def _launch(self, server: Apiserver) -> None:
+        assert self._cert is not None
+        server.starts += 1
+        argv = [
+            sys.executable, "-m", "prober.lab.apiserver",
+            "--port", str(server.port),
+            "--plain-port", str(server.plain_port),
+            "--cert", str(self._cert.cert),
+            "--key", str(self._cert.key),
+            "--hostname", server.hostname,
+            "--shutdown-delay-duration", format_go_duration(self.platform.shutdown_delay),
+            "--token-file", str(self.token_file),
+            "--audit-log", str(server.workdir / "audit.log"),
+            "--truth", str(server.truth_path),
+            "--goaway-chance", str(self.goaway_chance),
+        ]  # fmt: skip
+        name = f"{server.hostname}-{server.starts}"
+        # Tearing the lab down is not a shutdown to measure: stop apiservers with SIGKILL.
+        server.process = await self.group.start(name, argv, stop_signal=signal.SIGKILL)
+        await server.process.wait_for_line(_listening, LISTEN_TIMEOUT)
+
+    async def _wait_serving(self, server: Apiserver, since: float) -> None:
+        """Until every health-checked LB routes to the server again."""
+        waits = []
+        for lb in self.lbs.values():
+            if lb.profile.check is None:
+                continue
+            state = await lb.server_up()
+            if not state.get(server.hostname, False):
+                timeout = 3 * lb.profile.check.worst_detection + 10
+                waits.append(lb.wait_for(server.hostname, up=True, timeout=timeout, since=since))
+        await asyncio.gather(*waits)
+
+    async def shutdown(self, server: Apiserver) -> float:
+        """Graceful termination, as the kubelet does it: SIGTERM. Returns the wall time."""
+        assert server.process is not None
+        sent = time.time()
+        server.process.send_signal(signal.SIGTERM)
+        self._after(self.platform.lb(LB.SERVICE_NETWORK).sync_delay, lambda: self._remove(server))
+        return sent
+
+    async def kill(self, server: Apiserver, endpoint_ttl: float) -> float:
+        """A crash: SIGKILL, and the endpoint lingers until its reconciler lease expires."""
+        assert server.process is not None
+        sent = time.time()
+        server.process.send_signal(signal.SIGKILL)
+        self._after(endpoint_ttl, lambda: self._remove(server))
+        return sent
+
+    async def wait_exit(self, server: Apiserver, timeout: float) -> int:
+        assert server.process is not None
+        return await server.process.wait(timeout)
+
+    async def restart(self, server: Apiserver) -> None:
+        """Start the server again and wait until every LB routes to it."""
+        since = time.time()
+        await self._launch(server)
+        await self._wait_serving(server, since)
+        delay = self.platform.lb(LB.SERVICE_NETWORK).sync_delay
+        await asyncio.sleep(delay)  # the proxies pick the endpoint up after their sync delay
+        await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, True)
+
+    async def _remove(self, server: Apiserver) -> None:
+        await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, False)
+
+    def _after(self, delay: float, action: Callable[[], Awaitable[None]]) -> None:
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            await action()
+
+        task = asyncio.create_task(later(), name=f"lab-after-{delay:.1f}s")
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def close(self) -> None:
+        """Remove what the cluster keeps outside its work directory (the admin sockets)."""
+        if self._sockets is not None:
+            self._sockets.cleanup()
+            self._sockets = None
+
+    async def settle(self) -> None:
+        """Wait for scheduled membership changes; their failures surface here."""
+        if self._pending:
+            await asyncio.gather(*self._pending)
+
+
+def _listening(line: str) -> bool:
+    try:
+        return bool(json.loads(line).get("event") == "listening")
+    except (ValueError, AttributeError):
+        return False
+
+
+__all__ = ["Apiserver", "LabCluster", "ProcessError"]

@@ -1,0 +1,170 @@
+"""`prober lab`: runs, the table a person reads, the JSON a script reads, and `--check`."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from prober.lab.compare import ShutdownResult
+from prober.lab.platforms import PLATFORMS
+from prober.lab.processes import ProcessError
+from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
+from prober.lab.truth import TruthError
+from prober.report.analyze import describe
+from prober.report.errors import BadInput
+from prober.report.tables import seconds, table
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def default_out() -> Path:
+    return Path("lab-out") / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def lab_command(
+    options: LabOptions,
+    platforms: Sequence[str],
+    *,
+    out: Path,
+    repeat: int,
+    check: bool,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    several = repeat > 1 or len(platforms) > 1
+    failed = False
+    for platform in platforms:
+        scale = options.time_scale
+        if scale is None:
+            scale = default_scale(PLATFORMS[platform])
+        print(
+            f"prober lab: platform {platform}, scenario {options.scenario}, time scale {scale:g}"
+            + ("" if scale == 1 else " (every delay and health-check interval multiplied by it)"),
+            file=stdout,
+        )
+        for index in range(repeat):
+            run_out = out / f"{platform}-{index + 1:02d}" if several else out
+            try:
+                result = asyncio.run(
+                    run_lab(replace(options, platform=platform), run_out, _printer(stdout))
+                )
+            except (LabError, ProcessError, BadInput, TruthError, OSError) as exc:
+                print(f"prober lab: {exc}", file=stderr)
+                return EXIT_BAD_INPUT
+            report(result, stdout)
+            failed = failed or bool(result.problems)
+    if check and failed:
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+def _printer(stdout: TextIO) -> Any:
+    def say(text: str) -> None:
+        print(f"  {text}", file=stdout, flush=True)
+
+    return say
+
+
+def report(result: LabResult, stdout: TextIO) -> None:
+    """Print the run and its comparison with the truth; write lab-result.json."""
+    print("", file=stdout)
+    print("\n".join(describe(result.analysis)), file=stdout)
+    print("", file=stdout)
+    print(
+        "measured against the truth (reaction: seconds after T0 the LB still routed):", file=stdout
+    )
+    print("\n".join(table(HEADERS, list(_rows(result.results)))), file=stdout)
+    print("", file=stdout)
+    for line in _t0_lines(result.results):
+        print(line, file=stdout)
+    path = result.out / "lab-result.json"
+    path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
+    for problem in result.problems:
+        print(f"CHECK {problem}", file=stdout)
+    print("", file=stdout)
+    for written in (*result.written, path, result.out / "events.jsonl", result.out / "logs"):
+        print(f"wrote {written}", file=stdout)
+
+
+HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "truth", "error", "late", "failed"]
+
+
+def _rows(results: Sequence[ShutdownResult]) -> list[list[str]]:
+    rows = []
+    for result in results:
+        if result.window is None:
+            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 7])
+            continue
+        for row in result.rows:
+            rows.append(
+                [
+                    row.apiserver,
+                    str(row.lb),
+                    row.protocol,
+                    str(row.connection),
+                    seconds(row.measured, 3),
+                    seconds(row.truth, 3),
+                    "-" if row.error is None else f"{row.error:+.3f} s",
+                    str(row.late),
+                    str(row.failures)
+                    + ("" if row.failures == 0 or row.failures_expected else " !"),
+                ]
+            )
+    return rows
+
+
+def _t0_lines(results: Sequence[ShutdownResult]) -> list[str]:
+    lines = []
+    for result in results:
+        if result.window is None or result.t0_error is None:
+            continue
+        w = result.window
+        lines.append(
+            f"{result.truth.hostname}: T0 estimated within "
+            f"±{(w.t0_hi - w.t0_lo) / 2 * 1000:.0f} ms, off the true T0 by "
+            f"{result.t0_error * 1000:+.0f} ms"
+        )
+    return lines
+
+
+def to_json(result: LabResult) -> dict[str, Any]:
+    return {
+        "platform": result.platform.name,
+        "scenario": result.scenario,
+        "time_scale": result.platform.time_scale,
+        "shutdown_delay": result.platform.shutdown_delay,
+        "problems": list(result.problems),
+        "shutdowns": [
+            {
+                "apiserver": r.truth.hostname,
+                "host": r.truth.apiserver,
+                "seen": r.window is not None,
+                "t0_error": r.t0_error,
+                "t0_uncertainty": None
+                if r.window is None
+                else (r.window.t0_hi - r.window.t0_lo) / 2,
+                "streams": [
+                    {
+                        "lb": str(row.lb),
+                        "protocol": row.protocol,
+                        "connection": str(row.connection),
+                        "measured": row.measured,
+                        "truth": row.truth,
+                        "error": row.error,
+                        "late": row.late,
+                        "failures": row.failures,
+                        "failures_expected": row.failures_expected,
+                    }
+                    for row in r.rows
+                ],
+            }
+            for r in result.results
+        ],
+    }

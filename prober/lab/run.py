@@ -1,0 +1,214 @@
+"""One lab run: stand up the cluster, start the daemon, play the scenario, judge the result.
+
+The daemon is the real `prober run`, as a subprocess with a generated configuration; what it
+measured is read back from its event log and held against the truth (`prober.lab.compare`).
+Everything the run produced lands in its output directory, which it lists at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from prober.core.models import LB
+from prober.lab.cluster import LabCluster
+from prober.lab.compare import ShutdownResult, Tolerance, compare, problems, wall_offset
+from prober.lab.haproxy import ServerEvent
+from prober.lab.platforms import PLATFORMS, Platform, slow_lb
+from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
+from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
+from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
+
+SCENARIOS = ("rollout", "crash", "slow-lb")
+TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
+READY_TIMEOUT = 60.0
+WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
+ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
+
+
+@dataclass(frozen=True, slots=True)
+class LabOptions:
+    platform: str = "aws"
+    scenario: str = "rollout"
+    time_scale: float | None = None  # None: shrink the shutdown delay to about TARGET_DELAY
+    servers: int = 3
+    shutdowns: int | None = None  # how many of the servers the scenario takes down (all)
+    interval: str = "100ms"
+    workers: int = 2
+    goaway_chance: float = 0.0
+    tolerance: Tolerance = field(default_factory=Tolerance)
+
+
+@dataclass(frozen=True, slots=True)
+class LabResult:
+    platform: Platform
+    scenario: str
+    out: Path
+    analysis: RunAnalysis
+    results: tuple[ShutdownResult, ...]
+    problems: tuple[str, ...]
+    written: tuple[Path, ...]
+
+
+def default_scale(platform: Platform) -> float:
+    return min(1.0, TARGET_DELAY / platform.shutdown_delay) if platform.shutdown_delay else 1.0
+
+
+def profile_for(options: LabOptions) -> Platform:
+    base = PLATFORMS[options.platform]
+    scale = options.time_scale if options.time_scale is not None else default_scale(base)
+    platform = base.scaled(scale)
+    return slow_lb(platform) if options.scenario == "slow-lb" else platform
+
+
+class LabError(RuntimeError):
+    """The lab cannot run as asked."""
+
+
+async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabResult:
+    platform = profile_for(options)
+    if out.exists() and any(out.iterdir()):
+        raise LabError(f"{out}: output directory is not empty; each run needs its own")
+    out.mkdir(parents=True, exist_ok=True)
+    event_log = out / "events.jsonl"
+    async with ProcessGroup(out / "logs") as group:
+        cluster = LabCluster(
+            platform, out / "cluster", group, options.servers, options.goaway_chance
+        )
+        try:
+            await _measure(options, cluster, group, out, say)
+        finally:
+            cluster.close()
+    return _judge(options, platform, cluster, out, event_log)
+
+
+async def _measure(
+    options: LabOptions, cluster: LabCluster, group: ProcessGroup, out: Path, say: object
+) -> None:
+    """Stand the cluster up, run the daemon through the scenario, stop the daemon."""
+    platform = cluster.platform
+    _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} HAProxy LBs")
+    await cluster.start()
+    config_path = out / "prober.yaml"
+    config = _daemon_config(cluster, options, out / "events.jsonl")
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    daemon = await group.start(
+        "prober-run", [sys.executable, "-m", "prober", "run", "--config", str(config_path)]
+    )
+    port = await _daemon_port(daemon)
+    # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
+    (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
+    await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+    await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
+    await _play(options, cluster, platform, say)
+    await cluster.settle()
+    await asyncio.sleep(2.0)  # the restarted server's first answers close its window
+    _snapshot_metrics(port, out / "metrics.prom")
+    daemon.send_signal(signal.SIGTERM)
+    code = await daemon.wait(30)
+    if code != 0:
+        raise ProcessError(f"prober run exited with {code}; see {daemon.stderr_path}")
+
+
+def _say(say: object, text: str) -> None:
+    if callable(say):
+        say(text)
+
+
+def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) -> dict[str, object]:
+    lbs = [*cluster.lbs, LB.LOCALHOST]
+    return {
+        "platform": options.platform,
+        "interval": options.interval,
+        "workers": options.workers,
+        "timeout": "5s",
+        "listen": "127.0.0.1:0",
+        "event_log": str(event_log),
+        "summary_interval": "10s",
+        "labels": {"job": f"lab-{options.scenario}"},
+        "targets": [
+            {
+                "name": "kube-api",
+                "lb": str(lb),
+                "url": cluster.url(lb),
+                "ca_file": str(cluster.ca_file),
+                "token_file": str(cluster.token_file),
+            }
+            for lb in lbs
+        ],
+    }
+
+
+async def _daemon_port(daemon: ManagedProcess) -> int:
+    line = await daemon.wait_for_line(lambda line: '"listening"' in line, READY_TIMEOUT)
+    return int(json.loads(line)["port"])
+
+
+async def _play(options: LabOptions, cluster: LabCluster, platform: Platform, say: object) -> None:
+    for server in cluster.apiservers[: options.shutdowns]:
+        if options.scenario == "crash":
+            _say(say, f"{server.hostname}: SIGKILL")
+            await cluster.kill(server, ENDPOINT_TTL * platform.time_scale)
+            await cluster.wait_exit(server, 10)
+            await _until_marked_down(cluster, server.hostname)
+        else:
+            _say(
+                say, f"{server.hostname}: SIGTERM (shutdown delay {platform.shutdown_delay:.1f} s)"
+            )
+            await cluster.shutdown(server)
+            await cluster.wait_exit(server, platform.graceful_termination + 30)
+        _say(say, f"{server.hostname}: restarting, waiting until every LB routes to it")
+        await cluster.restart(server)
+
+
+async def _until_marked_down(cluster: LabCluster, hostname: str) -> None:
+    """After a crash, what the LBs need to notice: their health checks failing."""
+    waits = []
+    for lb in cluster.lbs.values():
+        check = lb.profile.check
+        if check is not None:
+            waits.append(lb.wait_for(hostname, up=False, timeout=3 * check.worst_detection + 10))
+    await asyncio.gather(*waits)
+
+
+def _snapshot_metrics(port: int, path: Path) -> None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        path.write_bytes(answer.read())
+
+
+def _judge(
+    options: LabOptions, platform: Platform, cluster: LabCluster, out: Path, event_log: Path
+) -> LabResult:
+    (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
+    written = write_outputs(analysis, stats, out)
+    shutdowns: list[ShutdownTruth] = []
+    for server in cluster.apiservers:
+        shutdowns += read_shutdowns(server.truth_path)
+    offset = wall_offset(analysis.log.samples)
+    # Tearing the lab down may start shutdowns of its own after the daemon stopped.
+    during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
+    shutdowns = sorted(during, key=lambda s: s.t0)
+    lbs = {
+        kind: _lb_truth(kind, lb.events, lb.profile.reset_on_down)
+        for kind, lb in cluster.lbs.items()
+    }
+    first = frozenset({cluster.apiservers[0].hostname})
+    lbs[LB.LOCALHOST] = LbTruth(LB.LOCALHOST, (), reset_on_down=False, reaches=first)
+    results = compare(shutdowns, analysis.log.windows, lbs, offset)
+    found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
+    if options.scenario == "crash" and not analysis.replay.intervals:
+        found.append("a crash should disrupt requests, and no disruption interval was seen")
+    return LabResult(
+        platform, options.scenario, out, analysis, tuple(results), tuple(found), tuple(written)
+    )
+
+
+def _lb_truth(kind: LB, events: list[ServerEvent], reset: bool) -> LbTruth:
+    return LbTruth(kind, tuple(events), reset_on_down=reset)

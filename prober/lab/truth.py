@@ -1,0 +1,113 @@
+"""Ground truth of a lab run: when each apiserver went not-ready, and when each LB stopped
+sending it requests.
+
+Three witnesses, none of them the prober: the fake apiserver's own record of its lifecycle
+signals (`--truth` JSON Lines), HAProxy's log of server state changes, and the lab's record of
+when it took an endpoint out of the service network. From them, per shutdown and LB, the
+instant after which no request of a stream could reach the server any more:
+
+* new connections: the LB stops choosing the server (marked down, or out of the endpoints),
+  or the server stops listening, whichever comes first;
+* reused connections pinned to the server: an LB that resets connections when it marks the
+  server down ends them then; otherwise they live until the server answers 429 with
+  `Connection: close` (NotAcceptingNewRequest) and, once reconnected, follow the new-connection
+  rule.
+
+Times are wall-clock epoch seconds here; `Reaction` values are seconds after T0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prober.core.models import LB
+from prober.lab.haproxy import ServerEvent
+
+
+class TruthError(ValueError):
+    """A ground-truth file that cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownTruth:
+    """One graceful termination, from the apiserver's own record."""
+
+    hostname: str
+    apiserver: str  # the APIServerID, the `host` of the shutdown header
+    t0: float  # ShutdownInitiated: /readyz fails from here
+    not_accepting: float  # NotAcceptingNewRequest: 429 + Connection: close from here
+    stopped: float  # HTTPServerStoppedListening: new connections are refused from here
+
+
+_SIGNALS = ("ShutdownInitiated", "NotAcceptingNewRequest", "HTTPServerStoppedListening")
+
+
+def read_shutdowns(path: Path) -> list[ShutdownTruth]:
+    """Every shutdown in one apiserver's truth file (restarts append to the same file).
+
+    A shutdown the file does not finish (the server was killed) ends at infinity: it never
+    stopped listening gracefully, the LBs' health checks are the only thing that ends it."""
+    shutdowns: list[ShutdownTruth] = []
+    current: dict[str, float] = {}
+    ident: tuple[str, str] = ("", "")
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            record = json.loads(line)
+            event, wall = record["event"], float(record["wall"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TruthError(f"{path}:{number}: not a truth record: {exc}") from None
+        if event == "listening" and current:
+            shutdowns.append(_finish(ident, current))
+            current = {}
+        if event in _SIGNALS:
+            ident = (str(record.get("host", "")), str(record.get("apiserver", "")))
+            current.setdefault(event, wall)
+    if current:
+        shutdowns.append(_finish(ident, current))
+    return shutdowns
+
+
+def _finish(ident: tuple[str, str], signals: Mapping[str, float]) -> ShutdownTruth:
+    return ShutdownTruth(
+        hostname=ident[0],
+        apiserver=ident[1],
+        t0=signals["ShutdownInitiated"],
+        not_accepting=signals.get("NotAcceptingNewRequest", math.inf),
+        stopped=signals.get("HTTPServerStoppedListening", math.inf),
+    )
+
+
+def first_down(events: Iterable[ServerEvent], server: str, after: float) -> float:
+    """When the LB first took `server` out after `after` (infinity if it never did)."""
+    times = [e.wall for e in events if e.server == server and not e.up and e.wall >= after]
+    return min(times, default=math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """Seconds after T0 until which a stream of this LB could still reach the server."""
+
+    new: float
+    reused: float
+
+
+def expected_reaction(shutdown: ShutdownTruth, lb_down: float, reset_on_down: bool) -> Reaction:
+    routed = min(lb_down, shutdown.stopped)
+    reused = routed if reset_on_down else max(min(shutdown.not_accepting, shutdown.stopped), routed)
+    return Reaction(new=routed - shutdown.t0, reused=reused - shutdown.t0)
+
+
+@dataclass(frozen=True, slots=True)
+class LbTruth:
+    """What the lab knows about one LB: its state changes and whether it resets connections.
+    `events` is empty for a direct path (localhost), which never takes a server out, and
+    `reaches` names the servers a direct path goes to (None: every server)."""
+
+    lb: LB
+    events: Sequence[ServerEvent]
+    reset_on_down: bool
+    reaches: frozenset[str] | None = None
