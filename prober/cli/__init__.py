@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from prober import __version__
 EXIT_OK = 0
 EXIT_VERDICT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process that SIGPIPE ended
 
 # Command modules, in the order `--help` lists them.
 COMMANDS: tuple[str, ...] = ("run", "lab", "analyze", "thresholds", "recommend", "audit")
@@ -46,7 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except BrokenPipeError:
+        # `prober analyze ... | head`: the reader left. Exit as a process killed by SIGPIPE
+        # would, without a traceback, and keep Python from failing again on flushing stdout.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return code
 
 
