@@ -68,8 +68,13 @@ class _Trace:
     def note_stream(self, stream: Any) -> None:
         if stream is None or self.local is not None:
             return
-        self.local = stream.get_extra_info("client_addr")
-        self.peer = stream.get_extra_info("server_addr")
+        try:
+            self.local = stream.get_extra_info("client_addr")
+            self.peer = stream.get_extra_info("server_addr")
+        except OSError:
+            # A socket closed under us has no addresses left: that is no reason to call a
+            # request that was answered a failure.
+            self.local = self.peer = None
 
     @property
     def reused(self) -> bool | None:
@@ -180,6 +185,8 @@ class Prober:
         transport = self._kept or self._transport()
         try:
             response = await transport.handle_async_request(request)
+            # While the connection is surely open: once the body is read the pool may close it.
+            trace.note_stream(response.extensions.get("network_stream"))
             try:
                 await response.aread()
             finally:
@@ -187,7 +194,6 @@ class Prober:
         finally:
             if transport is not self._kept:
                 await transport.aclose()
-        trace.note_stream(response.extensions.get("network_stream"))
         version = response.extensions.get("http_version")
         return response.status_code, version.decode() if version else None, response.headers.raw
 
