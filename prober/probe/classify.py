@@ -35,6 +35,7 @@ from prober.core.models import ErrorClass
 # classify, never a reason for a stream's task to die, so the boundary takes every Exception.
 NETWORK_ERRORS: tuple[type[BaseException], ...] = (Exception,)
 MAX_DETAIL = 160
+_BROKEN_BY_US = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 Outcome = tuple[ErrorClass | None, str, ShutdownHeader | None]
 
@@ -65,9 +66,16 @@ def classify_response(status: int, headers: Sequence[tuple[bytes, bytes]]) -> Ou
     return ErrorClass.OTHER, f"HTTP {status}", shutdown
 
 
-def classify_exception(exc: BaseException) -> tuple[ErrorClass, str]:
-    """A request that raised one of `NETWORK_ERRORS` (or the deadline's `TimeoutError`)."""
+def classify_exception(exc: BaseException, *, abandoned: bool = False) -> tuple[ErrorClass, str]:
+    """A request that raised one of `NETWORK_ERRORS` (or the deadline's `TimeoutError`).
+
+    `abandoned`: the request shared a kept HTTP/2 connection on which another request timed
+    out. Cancelling that one mid-write leaves the TLS stream unusable (anyio marks it broken),
+    so the others fail with a "broken" connection the server never broke: they are casualties
+    of the timeout, and are classed as such rather than as a reset."""
     chain = list(_causes(exc))
+    if abandoned and any(isinstance(link, _BROKEN_BY_US) for link in chain):
+        return ErrorClass.TIMEOUT, "connection given up after another request on it timed out"
     for judge in (_classify_link, _closed_link):
         for link in chain:
             found = judge(link)

@@ -45,11 +45,12 @@ class ProbeTarget:
 class _Trace:
     """What httpcore did for one request: made a connection or not, and between which ends."""
 
-    __slots__ = ("connected", "local", "on_wire", "peer", "sent")
+    __slots__ = ("abandoned", "connected", "local", "on_wire", "peer", "sent")
 
     def __init__(self) -> None:
         self.connected = False
         self.sent = False
+        self.abandoned = False  # it went over a kept pool given up on while it was in flight
         self.on_wire: float | None = None  # when the request first touched the network
         self.local: tuple[str, int] | None = None
         self.peer: tuple[str, int] | None = None
@@ -100,6 +101,10 @@ class Prober:
         if target.server_name:
             self._extensions["sni_hostname"] = target.server_name
         self._kept = self._transport() if stream.connection is Connection.REUSED else None
+        self._users: dict[httpx.AsyncHTTPTransport, int] = {}  # requests in flight on each
+        self._abandoned: set[httpx.AsyncHTTPTransport] = set()  # replaced, still in use
+        self._deadlines: set[asyncio.Timeout] = set()  # of the requests in flight
+        self._stopping = False
 
     def _transport(self) -> httpx.AsyncHTTPTransport:
         reused = self.stream.connection is Connection.REUSED
@@ -118,8 +123,21 @@ class Prober:
         connection whose stream was abandoned; if the peer black-holed it, every later
         request would time out too (Go's transport pings and drops it; we drop it)."""
         old, self._kept = self._kept, self._transport()
-        if old is not None:
+        # Requests still in flight on it end on their own (each has its deadline); closing
+        # the pool under them would fail them with whatever the torn socket raises.
+        if old is not None and not self._users.get(old):
             await old.aclose()
+        elif old is not None:
+            self._abandoned.add(old)
+
+    def expire(self) -> None:
+        """The daemon is stopping: end the requests in flight now, as timeouts, so that each
+        is still recorded as the sample it is instead of vanishing with its task."""
+        self._stopping = True
+        now = asyncio.get_running_loop().time()
+        for deadline in self._deadlines:
+            if not deadline.expired():
+                deadline.reschedule(now)
 
     async def aclose(self) -> None:
         if self._kept is not None:
@@ -145,19 +163,25 @@ class Prober:
         http_version: str | None = None
         shutdown: ShutdownHeader | None = None
         error: ErrorClass | None
+        deadline = asyncio.timeout(self._target.timeout)
+        self._deadlines.add(deadline)
         try:
-            async with asyncio.timeout(self._target.timeout):
+            async with deadline:
                 status, http_version, raw_headers = await self._send(request, trace)
             error, detail, shutdown = classify_response(status, raw_headers)
         except NETWORK_ERRORS as exc:
-            error, detail = classify_exception(exc)
+            error, detail = classify_exception(exc, abandoned=trace.abandoned)
+            if self._stopping and error is ErrorClass.TIMEOUT:
+                detail = "no answer before the daemon stopped"
+        finally:
+            self._deadlines.discard(deadline)
         end = time.monotonic()
         # `t` is when the request reached the network (the LB picks a server at connect time,
         # or sees the request on a kept connection): on a loaded machine the event loop may
         # take a while to get from `sample()` there, and T0 bounds need the later instant.
         if trace.on_wire is not None and trace.on_wire < end:
             wall, start = wall + (trace.on_wire - start), trace.on_wire
-        if error is ErrorClass.TIMEOUT and self._kept is not None:
+        if error is ErrorClass.TIMEOUT and self._kept is not None and not self._stopping:
             await self._replace_kept()
         return Sample(
             ts=rfc3339(wall),
@@ -183,6 +207,7 @@ class Prober:
         self, request: httpx.Request, trace: _Trace
     ) -> tuple[int, str | None, list[tuple[bytes, bytes]]]:
         transport = self._kept or self._transport()
+        self._users[transport] = self._users.get(transport, 0) + 1
         try:
             response = await transport.handle_async_request(request)
             # While the connection is surely open: once the body is read the pool may close it.
@@ -192,8 +217,13 @@ class Prober:
             finally:
                 await response.aclose()
         finally:
-            if transport is not self._kept:
-                await transport.aclose()
+            trace.abandoned = transport in self._abandoned
+            self._users[transport] -= 1
+            if not self._users[transport]:
+                del self._users[transport]
+                self._abandoned.discard(transport)
+                if transport is not self._kept:  # a fresh one, or a kept one since replaced
+                    await transport.aclose()
         version = response.extensions.get("http_version")
         return response.status_code, version.decode() if version else None, response.headers.raw
 

@@ -1,8 +1,10 @@
 """TLS material made at test time with trustme: a CA the client trusts, a server certificate
-it issued, and a certificate from another CA for servers that should fail verification."""
+it issued, and certificates that must fail verification: from another CA, expired, or issued
+by the trusted CA for another name."""
 
 from __future__ import annotations
 
+import datetime as dt
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +19,20 @@ class Certs:
     ca_file: str
     server: ssl.SSLContext  # signed by the trusted CA
     untrusted: ssl.SSLContext  # signed by a CA nobody trusts
+    expired: ssl.SSLContext  # signed by the trusted CA, valid until yesterday
+    wrong_name: ssl.SSLContext  # signed by the trusted CA for a name nobody connects to
 
 
-def server_context(ca: trustme.CA, alpn: tuple[str, ...] = ("h2", "http/1.1")) -> ssl.SSLContext:
+def server_context(
+    ca: trustme.CA,
+    alpn: tuple[str, ...] = ("h2", "http/1.1"),
+    names: tuple[str, ...] = NAMES,
+    not_after: dt.datetime | None = None,
+) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert(*NAMES).configure_cert(context)
+    not_before = None if not_after is None else not_after - dt.timedelta(days=30)
+    cert = ca.issue_cert(*names, not_before=not_before, not_after=not_after)
+    cert.configure_cert(context)
     context.set_alpn_protocols(list(alpn))
     return context
 
@@ -31,4 +42,11 @@ def make_certs(directory: Path) -> Certs:
     ca = trustme.CA()
     ca_file = directory / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    return Certs(str(ca_file), server_context(ca), server_context(trustme.CA()))
+    yesterday = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    return Certs(
+        str(ca_file),
+        server=server_context(ca),
+        untrusted=server_context(trustme.CA()),
+        expired=server_context(ca, not_after=yesterday),
+        wrong_name=server_context(ca, names=("elsewhere.prober.test",)),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,9 +17,15 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return make_certs(tmp_path_factory.mktemp("certs"))
 
 
+def fault_contexts(certs: Certs) -> dict[str, ssl.SSLContext]:
+    return {"expired_tls": certs.expired, "wrong_name_tls": certs.wrong_name}
+
+
 @pytest.fixture
 async def tls_server(certs: Certs) -> AsyncIterator[TLSServer]:
-    server = await TLSServer(certs.server, certs.untrusted).start()
+    server = await TLSServer(
+        certs.server, certs.untrusted, fault_contexts=fault_contexts(certs)
+    ).start()
     try:
         yield server
     finally:

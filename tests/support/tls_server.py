@@ -3,8 +3,10 @@
 Tests set `server.plan` (what the next request gets) and call `refuse()` / `accept()`; the
 server records every connection and request so tests can assert what the client really did.
 Misbehaviours are real: a refused connection is a closed listener, a reset is a TCP RST
-(SO_LINGER 0), a stall never answers, bad TLS is a certificate from an untrusted CA or no TLS
-at all, GOAWAY frames are real frames.
+(SO_LINGER 0), a stall never answers, `silent` accepts and never even starts TLS, `trickle`
+sends its answer one byte a second, bad TLS is a certificate from an untrusted CA (or an
+expired one, or one for another name) or no TLS at all; GOAWAY, RST_STREAM and SETTINGS
+frames are real frames, and `big_headers` sends a real 1 MB header block.
 
 Run alone (benchmarks, subprocess tests):
 
@@ -41,7 +43,13 @@ HOST_ID = "apiserver-testtesttesttesttesttesttest"
 BODY = json.dumps({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}})
 READY = format_shutdown_header(False, 70, 0, HOST_ID)
 
-Mode = str  # ok | reset | stall | close | bad_tls | not_tls | goaway | goaway_error
+# ok | reset | stall | close | silent | trickle | reset_after_headers | big_headers
+# | bad_tls | expired_tls | wrong_name_tls | not_tls
+# | goaway | goaway_error | rst_stream | settings_flood (the last four: HTTP/2 only;
+# settings_flood sends SETTINGS frames until the client hangs up, and never reads)
+Mode = str
+BIG_HEADER_BYTES = 1 << 20
+FLOOD_FRAMES = 1000  # per write
 
 
 @dataclass
@@ -53,7 +61,8 @@ class Plan:
     retry_after: str | None = None
     # The X-OpenShift-Disruption value, None for none, or a function of the request count.
     header: str | Callable[[], str | None] | None = READY
-    goaway_code: int = h2.errors.ErrorCodes.INTERNAL_ERROR  # for goaway_error
+    goaway_code: int = h2.errors.ErrorCodes.INTERNAL_ERROR  # for goaway_error and rst_stream
+    trickle_gap: float = 1.0  # seconds between the bytes of a `trickle` answer
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,8 @@ class TLSServer:
     connections: int = 0
     alpn: list[str | None] = field(default_factory=list)
     keep_requests: bool = True  # off for long benchmark runs
+    # Certificates for the TLS faults other than `bad_tls`, by mode (`expired_tls`, ...).
+    fault_contexts: dict[str, ssl.SSLContext] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._server: asyncio.Server | None = None
@@ -137,7 +148,14 @@ class TLSServer:
             w.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
             await w.drain()
             return
-        context = self.untrusted_context if mode == "bad_tls" else self.server_context
+        if mode == "silent":
+            await self._closing.wait()
+            return
+        context = self.server_context
+        if mode == "bad_tls":
+            context = self.untrusted_context
+        elif mode in self.fault_contexts:
+            context = self.fault_contexts[mode]
         await w.start_tls(context)
         ssl_object = w.get_extra_info("ssl_object")
         protocol = ssl_object.selected_alpn_protocol() if ssl_object else None
@@ -160,6 +178,25 @@ class TLSServer:
         if plan.retry_after is not None:
             headers.append(("retry-after", plan.retry_after))
         return headers
+
+    async def _flood(self, w: asyncio.StreamWriter, pending: bytes) -> None:
+        """SETTINGS frames, each asking for an acknowledgement, without end and without
+        reading a byte: the client's acknowledgements pile up on its side."""
+        w.write(pending)
+        while not self._closing.is_set():
+            w.write(SETTINGS_FLOOD)
+            await w.drain()
+
+    async def _trickle(self, w: asyncio.StreamWriter, data: bytes) -> None:
+        """Send `data` one byte at a time, `trickle_gap` apart, until done or closing."""
+        for index in range(len(data)):
+            w.write(data[index : index + 1])
+            await w.drain()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.plan.trickle_gap):
+                    await self._closing.wait()
+            if self._closing.is_set():
+                return
 
     async def _misbehave(self, w: asyncio.StreamWriter) -> bool:
         """Act out a connection-level plan; True when the request must not be answered."""
@@ -192,14 +229,26 @@ class TLSServer:
             elif isinstance(event, h11.EndOfMessage):
                 if await self._misbehave(w):
                     return
+                if self.plan.mode == "big_headers":
+                    w.write(BIG_HEAD_H1)
+                    await w.drain()
+                    while await reader.read(65536):  # until the client hangs up
+                        pass
+                    return
                 body = BODY.encode()
                 headers = [*self._response_headers(), ("content-length", str(len(body)))]
-                for data in (
-                    conn.send(h11.Response(status_code=self.plan.status, headers=headers)),
-                    conn.send(h11.Data(data=body)),
-                    conn.send(h11.EndOfMessage()),
-                ):
-                    w.write(data or b"")
+                head = conn.send(h11.Response(status_code=self.plan.status, headers=headers))
+                if self.plan.mode == "reset_after_headers":
+                    w.write(head or b"")
+                    await w.drain()
+                    reset(w)
+                    return
+                data = (head or b"") + (conn.send(h11.Data(data=body)) or b"")
+                data += conn.send(h11.EndOfMessage()) or b""
+                if self.plan.mode == "trickle":
+                    await self._trickle(w, data)
+                    return
+                w.write(data)
                 await w.drain()
                 if conn.our_state is h11.MUST_CLOSE:
                     return
@@ -230,6 +279,16 @@ class TLSServer:
     async def _answer_h2(self, conn: h2.connection.H2Connection, stream_id: int, reader, w):
         """Answer one stream; True when the connection is done."""
         mode = self.plan.mode
+        if mode == "rst_stream":
+            conn.reset_stream(stream_id, error_code=self.plan.goaway_code)
+            return False
+        if mode == "settings_flood":
+            await self._flood(w, conn.data_to_send())
+            return True
+        if mode == "big_headers":
+            w.write(conn.data_to_send() + big_headers_h2(stream_id))
+            await w.drain()
+            return False
         if mode in ("goaway", "goaway_error"):
             code = 0 if mode == "goaway" else self.plan.goaway_code
             conn.close_connection(error_code=code, last_stream_id=stream_id)
@@ -246,9 +305,68 @@ class TLSServer:
         body = BODY.encode()
         headers = [(":status", str(self.plan.status)), *self._response_headers()]
         headers.append(("content-length", str(len(body))))
+        if mode == "reset_after_headers":
+            conn.send_headers(stream_id, headers)
+            w.write(conn.data_to_send())
+            await w.drain()
+            reset(w)
+            return True
         conn.send_headers(stream_id, headers)
         conn.send_data(stream_id, body, end_stream=True)
+        if mode == "trickle":
+            await self._trickle(w, conn.data_to_send())
+            return True
         return False
+
+
+# The 1 MB header block is built once, by hand: encoding it per request with h11 or hpack
+# would make the test server, not the client under test, the bottleneck.
+_FILLERS = [(f"x-filler-{i}".encode(), b"f" * 4000) for i in range(BIG_HEADER_BYTES // 4000)]
+BIG_HEAD_H1 = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+    + b"".join(name + b": " + value + b"\r\n" for name, value in _FILLERS)
+    + b"content-length: 0\r\n\r\n"
+)
+
+
+def _hpack_int(value: int) -> bytes:
+    """An HPACK integer with a 7-bit prefix (RFC 7541, 5.1), the prefix bits zero."""
+    if value < 127:
+        return bytes([value])
+    out, value = [127], value - 127
+    while value >= 128:
+        out.append(value % 128 + 128)
+        value //= 128
+    return bytes([*out, value])
+
+
+# `:status 200` from the static table, then literals without indexing: no dynamic table
+# state, so the block is valid on any connection.
+_BIG_BLOCK = b"\x88" + b"".join(
+    b"\x00" + _hpack_int(len(name)) + name + _hpack_int(len(value)) + value
+    for name, value in _FILLERS
+)
+
+
+def big_headers_h2(stream_id: int, chunk: int = 16384) -> bytes:
+    """HEADERS plus CONTINUATION frames carrying `_BIG_BLOCK` on `stream_id`."""
+    frames = []
+    pieces = [_BIG_BLOCK[i : i + chunk] for i in range(0, len(_BIG_BLOCK), chunk)]
+    for index, piece in enumerate(pieces):
+        kind = 0x1 if index == 0 else 0x9  # HEADERS, then CONTINUATION
+        flags = 0x4 if index == len(pieces) - 1 else 0x0  # END_HEADERS on the last
+        head = struct.pack("!I", len(piece))[1:] + bytes([kind, flags])
+        frames.append(head + struct.pack("!I", stream_id) + piece)
+    return b"".join(frames)
+
+
+def _settings_frame() -> bytes:
+    """One SETTINGS frame (type 4, stream 0) setting MAX_CONCURRENT_STREAMS to 100."""
+    payload = struct.pack("!HI", 0x3, 100)
+    return struct.pack("!I", len(payload))[1:] + bytes([0x4, 0x0]) + struct.pack("!I", 0) + payload
+
+
+SETTINGS_FLOOD = _settings_frame() * FLOOD_FRAMES
 
 
 def reset(writer: asyncio.StreamWriter) -> None:

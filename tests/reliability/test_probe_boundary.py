@@ -1,0 +1,100 @@
+"""The probe boundary under faults: whatever a server sends, `Prober.sample()` returns a
+classified sample and never raises; requests in flight keep their own deadlines when a kept
+connection is replaced, and end as recorded timeouts when the daemon stops."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+import httpx
+import pytest
+
+from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
+from prober.probe import Prober, ProbeTarget, client_context
+from prober.probe.classify import classify_exception
+from tests.support.certs import Certs
+from tests.support.tls_server import TLSServer
+
+PATH = "/api/v1/namespaces/default"
+
+
+def make_prober(
+    server: TLSServer, certs: Certs, protocol: Protocol, connection: Connection, timeout: float
+) -> Prober:
+    context = client_context(certs.ca_file, protocol, verify=True)
+    target = ProbeTarget(server.url + PATH, context, timeout=timeout)
+    stream = StreamId("kube-api", protocol, LB.INTERNAL, connection)
+    return Prober(stream, target, time.monotonic())
+
+
+@pytest.mark.parametrize("protocol", list(Protocol))
+async def test_one_timeout_on_a_kept_connection_does_not_fail_the_requests_beside_it(
+    tls_server: TLSServer, certs: Certs, protocol: Protocol
+) -> None:
+    """The first request to time out replaces the kept pool; the others on the old pool must
+    meet their own deadlines, not the torn socket (they came back as `tls` errors)."""
+    prober = make_prober(tls_server, certs, protocol, Connection.REUSED, timeout=0.5)
+    assert (await prober.sample()).error is None
+    tls_server.plan.mode = "trickle"
+
+    async def later(delay: float):
+        await asyncio.sleep(delay)
+        return await prober.sample()
+
+    samples = await asyncio.gather(*(later(0.1 * i) for i in range(3)))
+    await prober.aclose()
+    assert [(s.error, s.detail) for s in samples] == [
+        (ErrorClass.TIMEOUT, "TimeoutError: no answer in time")
+    ] * 3
+    assert all(s.dur >= 0.5 for s in samples)
+
+
+@pytest.mark.parametrize("connection", list(Connection))
+async def test_expire_ends_a_request_in_flight_as_a_timeout_sample(
+    tls_server: TLSServer, certs: Certs, connection: Connection
+) -> None:
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, connection, timeout=30)
+    tls_server.plan.mode = "stall"
+    pending = asyncio.create_task(prober.sample())
+    await tls_server.wait_for(lambda s: len(s.requests) == 1)
+    prober.expire()
+    sample = await asyncio.wait_for(pending, 5)
+    await prober.aclose()
+    assert (sample.error, sample.detail) == (
+        ErrorClass.TIMEOUT,
+        "no answer before the daemon stopped",
+    )
+    assert sample.dur < 5
+
+
+async def test_requests_sharing_a_connection_broken_by_a_timeout_are_timeouts_too(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    """A SETTINGS flood that never reads: the client's acknowledgements fill the socket, a
+    deadline cancels a request mid-write, and anyio declares the shared HTTP/2 connection
+    broken. The requests beside it were failed by that timeout, not reset by the server."""
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.REUSED, timeout=0.5)
+    assert (await prober.sample()).error is None
+    tls_server.plan.mode = "settings_flood"
+
+    async def later(delay: float):
+        await asyncio.sleep(delay)
+        return await prober.sample()
+
+    samples = await asyncio.gather(*(later(0.03 * i) for i in range(12)))
+    await prober.aclose()
+    assert {s.error for s in samples} == {ErrorClass.TIMEOUT}, [s.detail for s in samples]
+
+
+def test_a_broken_connection_is_a_timeout_only_when_we_gave_it_up() -> None:
+    broken = httpx.ReadError("")
+    broken.__cause__ = anyio.BrokenResourceError()
+    assert classify_exception(broken)[0] is ErrorClass.CONNECTION_RESET
+    assert classify_exception(broken, abandoned=True) == (
+        ErrorClass.TIMEOUT,
+        "connection given up after another request on it timed out",
+    )
+    goaway = httpx.RemoteProtocolError("")
+    assert classify_exception(goaway, abandoned=True)[0] is ErrorClass.OTHER
