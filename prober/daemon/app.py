@@ -66,6 +66,7 @@ class Daemon:
         self.ready = asyncio.Event()
         self.port = 0
         self.pipeline: Pipeline | None = None
+        self.metrics: Metrics | None = None
         self.run_id = str(uuid.uuid4())
 
     def stop(self, reason: str = "stopped") -> None:
@@ -92,6 +93,7 @@ class Daemon:
         pipeline = self.pipeline = Pipeline(
             self.streams, sinks, run_start=run_start, wall_start=wall_start, node_of=node_of
         )
+        self.metrics = metrics
         status = StatusServer(self.registry, self._not_ready)
         try:
             self.port = await status.start(*self.config.listen)
@@ -206,11 +208,15 @@ class Daemon:
             for prober in workers:
                 await prober.aclose()
         await status.close()
+        # The whole account of the run, for whoever reads the logs after the last scrape.
+        assert self.metrics is not None
         log.info(
             "stopped",
             reason=self._stop_reason,
+            started=sum(s.started for s in schedulers),
             samples=sum(s.samples for s in final.streams),
             cancelled=sum(drained),
+            requests=self.metrics.requests_by_result(),
             event_log_files=files,
         )
 

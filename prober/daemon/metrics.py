@@ -102,6 +102,16 @@ class Metrics:
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
 
+    def requests_by_result(self) -> dict[str, int]:
+        """`prober_requests_total` summed over streams, by result: what a last scrape sees."""
+        totals: dict[str, int] = {}
+        for family in self.requests.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    result = sample.labels["result"]
+                    totals[result] = totals.get(result, 0) + int(sample.value)
+        return totals
+
     def observe(self, sample: Sample) -> None:
         key = (sample.lb, sample.protocol, sample.connection)
         result = sample.error.value if sample.error is not None else "success"

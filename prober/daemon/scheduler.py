@@ -22,6 +22,9 @@ log = structlog.get_logger("prober.scheduler")
 class SampleSource(Protocol):
     async def sample(self) -> Sample: ...
 
+    def expire(self) -> None:
+        """End the requests in flight now, each still as a sample (a timeout)."""
+
 
 class StreamScheduler:
     def __init__(
@@ -44,6 +47,7 @@ class StreamScheduler:
         self._crashed: BaseException | None = None
         self.ticks = 0
         self.skipped = 0  # ticks not taken: the worker was full or the loop fell behind
+        self.started = 0  # requests sent: each must end as exactly one emitted sample
 
     @property
     def in_flight(self) -> int:
@@ -84,6 +88,7 @@ class StreamScheduler:
     def _start(self, worker: int) -> None:
         task = asyncio.create_task(self._one(worker), name=f"{self.stream.name}/{worker}")
         self._in_flight[worker].add(task)
+        self.started += 1
 
     async def _one(self, worker: int) -> None:
         try:
@@ -97,13 +102,18 @@ class StreamScheduler:
                 self._in_flight[worker].discard(task)
         self._emit(sample)
 
-    async def drain(self, timeout: float) -> int:
-        """Wait up to `timeout` for requests in flight; cancel the rest. Returns how many were
-        cancelled (they produce no sample: the run ended before they did)."""
+    async def drain(self, timeout: float, grace: float = 1.0) -> int:
+        """Wait up to `timeout` for requests in flight, then make the rest end as timeouts
+        (recorded like any sample) and wait up to `grace` for that. What still runs then is
+        cancelled and produces no sample; returns how many were."""
         pending = {t for tasks in self._in_flight for t in tasks}
         if not pending:
             return 0
         _, still = await asyncio.wait(pending, timeout=timeout)
+        if still:
+            for worker in self._workers:
+                worker.expire()
+            _, still = await asyncio.wait(still, timeout=grace)
         for task in still:
             task.cancel()
         if still:

@@ -31,6 +31,9 @@ class Source:
         self.pending.append(future)
         return await future
 
+    def expire(self) -> None:
+        """This source cannot give up on its own: the drain has to cancel it."""
+
 
 def scheduler(clock: FakeClock, sources: list[Source], emitted: list, **kw) -> StreamScheduler:
     kw.setdefault("interval", 1.0)
@@ -111,7 +114,7 @@ async def test_drain_waits_for_answers_then_cancels_the_rest() -> None:
     await clock.advance(1.0)
     task.cancel()
     source.pending[0].set_result(ok(0.0))
-    assert await sched.drain(0.01) == 1
+    assert await sched.drain(0.01, grace=0.01) == 1
     assert len(emitted) == 1
     assert sched.in_flight == 0
 

@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 Line = dict[str, Any]
@@ -28,8 +28,13 @@ class DaemonProcess:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str] | None = None) -> DaemonProcess:
+    async def start(
+        cls, *args: str, env: dict[str, str] | None = None, wrap: Sequence[str] = ()
+    ) -> DaemonProcess:
+        """`wrap` runs the daemon under another command (`unshare ...`, `setpriv ...`) that
+        ends by executing it, so the process is still the daemon's."""
         process = await asyncio.create_subprocess_exec(
+            *wrap,
             sys.executable,
             "-m",
             "prober",

@@ -1,0 +1,36 @@
+"""Fixtures of the fault matrix, and its table at the end of the pytest run: one line per
+fault with the samples started, recorded and lost, the result classes and the peak RSS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.reliability.harness import Account
+from tests.support.fixtures import certs, tls_server, token_file
+
+__all__ = ["certs", "tls_server", "token_file"]
+
+ACCOUNTS: list[Account] = []
+
+
+@pytest.fixture
+def report() -> Any:
+    """`report(account)`: check it, print it, and keep it for the table."""
+
+    def check(account: Account) -> Account:
+        ACCOUNTS.append(account)
+        print(account.line())
+        assert account.problems() == []
+        return account
+
+    return check
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not ACCOUNTS:
+        return
+    terminalreporter.section("reliability: every sample accounted for, per fault")
+    for account in ACCOUNTS:
+        terminalreporter.write_line(account.line())

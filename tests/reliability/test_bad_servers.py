@@ -1,0 +1,102 @@
+"""Servers that misbehave on the wire: the daemon keeps sampling every stream, classifies each
+request, records every sample it took, and its memory stays bounded.
+
+Each test: the real daemon probes the misbehaving TLS test server (`tests.support.tls_server`)
+at 4x the default rate; the server answers normally until the daemon is ready, then plays the
+fault until enough requests met it, then answers normally again until every stream recovered.
+The server counts every request it received, so its count is held against the daemon's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prober.core.models import ErrorClass
+from tests.reliability.harness import Account, FaultDaemon, failed_audit_ids
+from tests.support.certs import Certs
+from tests.support.tls_server import TLSServer
+
+pytestmark = [pytest.mark.slow]
+
+ALL = "http1,http2"
+E = ErrorClass
+
+
+async def through_fault(
+    server: TLSServer,
+    certs: Certs,
+    tmp_path: Path,
+    mode: str,
+    main: ErrorClass | None,
+    *,
+    protocols: str = ALL,
+    during: int = 20,
+    did: str = "",
+) -> Account:
+    events = tmp_path / "events.jsonl"
+    args = (f"--ca-file={certs.ca_file}", f"--protocols={protocols}")
+    async with FaultDaemon(mode, events, [("internal-lb", server.url)], *args) as daemon:
+        server.plan.mode = mode
+        if main is not None:
+            await daemon.wait_for_total(
+                "prober_requests_total", during, f"{mode} to be seen", result=str(main)
+            )
+        else:
+            before = await daemon.total("prober_requests_total")
+            await daemon.wait_for_total("prober_requests_total", before + during, "requests")
+        server.plan.mode = "ok"
+        before = await daemon.results()
+        await daemon.wait_for_total(
+            "prober_requests_total", before.get("success", 0) + 40, "recovery", result="success"
+        )
+        account = await daemon.stop(did)
+    seen = {r.headers.get("audit-id") for r in server.requests}
+    account.server_seen = len(server.requests)
+    account.reached = len(failed_audit_ids(events) & seen)
+    return account
+
+
+# Requests sharing an HTTP/2 connection that is torn down see it closed under them.
+SHARED_CLOSED = (E.CONNECTION_RESET, ("closed under", "after the HTTP/2 connection closed"))
+BAD_SERVERS = [
+    # mode, protocols, the class every failed request must get, what its detail says
+    ("silent", ALL, E.TIMEOUT, ("no answer in time",)),
+    ("trickle", ALL, E.TIMEOUT, ("no answer in time",)),
+    ("reset_after_headers", ALL, E.CONNECTION_RESET, ("reset by peer",)),
+    ("big_headers", ALL, E.OTHER, ("Receive buffer too long", "continuation", "header block")),
+    ("goaway_error", "http2", E.CONNECTION_RESET, ("GOAWAY INTERNAL_ERROR",)),
+    ("rst_stream", "http2", E.CONNECTION_RESET, ("RST_STREAM INTERNAL_ERROR",)),
+    ("settings_flood", "http2", E.TIMEOUT, ("no answer in time", "timed out")),
+]
+DID = {  # what the daemon did, for the table
+    "silent": "accepted, never a TLS byte: new connections time out (1 s), kept ones go on",
+    "trickle": "one byte a second: the whole-request deadline ends each at 1 s",
+    "reset_after_headers": "headers then a TCP RST: connection_reset",
+    "big_headers": "1 MB header block: h11 stops at 100 KB, h2 at 64 CONTINUATION frames: other",
+    "goaway_error": "GOAWAY INTERNAL_ERROR: connection_reset naming the code",
+    "rst_stream": "RST_STREAM INTERNAL_ERROR on every stream: connection_reset",
+    "settings_flood": "SETTINGS frames never read: acks back up, requests time out, memory flat",
+}
+
+
+@pytest.mark.parametrize("case", BAD_SERVERS, ids=[b[0] for b in BAD_SERVERS])
+async def test_a_bad_server_is_classified_and_nothing_is_lost(
+    tls_server: TLSServer, certs: Certs, tmp_path: Path, report, case
+) -> None:
+    mode, protocols, error, words = case
+    account = report(
+        await through_fault(
+            tls_server, certs, tmp_path, mode, error, protocols=protocols, did=DID[mode]
+        )
+    )
+    assert account.failures[str(error)] > 0
+    for sample in account.failed:
+        expected = [(error, words)]
+        if sample.protocol == "http2" and sample.connection == "reused":
+            expected.append(SHARED_CLOSED)
+        assert any(
+            sample.error is e and any(w in sample.detail for w in says) for e, says in expected
+        ), (sample.stream, sample.error, sample.detail)
+    assert all(n > 0 for n in account.stream_samples.values())
