@@ -1,0 +1,157 @@
+"""Render the kustomize overlays and read what they produce.
+
+`render` runs `kubectl kustomize` (the kubectl wheel in the venv); `restricted_violations`
+holds a pod spec against the Pod Security Standards' restricted profile, naming each rule it
+breaks; `SERVICE_MONITOR_SCHEMA` is the part of the Prometheus Operator's ServiceMonitor API
+these manifests use, strictly (no schema of that CRD ships with kubernetes-validate).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+OVERLAYS = ("pod-network", "host-network", "localhost", "audit")
+KUBECTL = Path(sys.executable).parent / "kubectl"
+
+Obj = dict[str, Any]
+
+
+def render(directory: Path) -> list[Obj]:
+    done = subprocess.run(
+        [str(KUBECTL), "kustomize", str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [obj for obj in yaml.safe_load_all(done.stdout) if obj]
+
+
+def find(objects: list[Obj], kind: str) -> list[Obj]:
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def one(objects: list[Obj], kind: str) -> Obj:
+    (found,) = find(objects, kind)
+    return found
+
+
+def workload(objects: list[Obj]) -> Obj:
+    (found,) = [obj for obj in objects if obj["kind"] in ("Deployment", "DaemonSet")]
+    return found
+
+
+def pod_spec(objects: list[Obj]) -> Obj:
+    spec: Obj = workload(objects)["spec"]["template"]["spec"]
+    return spec
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+ALLOWED_VOLUMES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+    "projected", "secret",
+}  # fmt: skip
+
+
+def restricted_violations(spec: Obj) -> list[str]:
+    """The restricted-profile rules this pod spec breaks (Pod Security Standards, v1.25+)."""
+    found = [f"{key}" for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
+    for volume in spec.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        found += [f"{kind} volume" for kind in sorted(kinds - ALLOWED_VOLUMES)]
+    pod = spec.get("securityContext", {})
+    for container in [*spec.get("initContainers", []), *spec["containers"]]:
+        context = container.get("securityContext", {})
+        name = container["name"]
+        if context.get("privileged"):
+            found.append(f"{name}: privileged")
+        if context.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{name}: allowPrivilegeEscalation")
+        capabilities = context.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            found.append(f"{name}: capabilities not dropped")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append(f"{name}: capabilities added")
+        if not context.get("runAsNonRoot", pod.get("runAsNonRoot", False)):
+            found.append(f"{name}: runAsNonRoot")
+        if context.get("runAsUser", pod.get("runAsUser")) == 0:
+            found.append(f"{name}: runAsUser 0")
+        seccomp = context.get("seccompProfile", pod.get("seccompProfile", {}))
+        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
+            found.append(f"{name}: seccompProfile")
+        for port in container.get("ports", []):
+            if port.get("hostPort"):
+                found.append(f"{name}: hostPort")
+    return found
+
+
+def containers(objects: list[Obj]) -> Iterator[Obj]:
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "DaemonSet"):
+            yield from obj["spec"]["template"]["spec"]["containers"]
+
+
+_DURATION = (
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+)
+_LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
+SERVICE_MONITOR_SCHEMA: Obj = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string"},
+                "namespace": {"type": "string"},
+                "labels": _LABELS,
+            },
+        },
+        "spec": {
+            "type": "object",
+            "required": ["selector", "endpoints"],
+            "additionalProperties": False,
+            "properties": {
+                "jobLabel": {"type": "string"},
+                "selector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchLabels": _LABELS, "matchExpressions": {"type": "array"}},
+                },
+                "namespaceSelector": {"type": "object"},
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string", "pattern": "^/"},
+                            "scheme": {"enum": ["http", "https"]},
+                            "interval": {"type": "string", "pattern": _DURATION},
+                            "scrapeTimeout": {"type": "string", "pattern": _DURATION},
+                            "honorLabels": {"type": "boolean"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
