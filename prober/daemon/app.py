@@ -88,7 +88,12 @@ class Daemon:
         sinks: list[Sink] = [metrics, LogSink(node_of)]
         writer = None
         if self.config.event_log:
-            writer = EventLogWriter(self.config.event_log, self.config.event_log_max_size, header)
+            writer = EventLogWriter(
+                self.config.event_log,
+                self.config.event_log_max_size,
+                header,
+                on_dropped=metrics.count_dropped,
+            )
             sinks.append(writer)
         pipeline = self.pipeline = Pipeline(
             self.streams, sinks, run_start=run_start, wall_start=wall_start, node_of=node_of
@@ -101,7 +106,11 @@ class Daemon:
             host, port = self.config.listen
             raise DaemonError(f"listen {host}:{port}: {exc.strerror or exc}") from None
         if writer is not None:
-            writer.open()
+            try:
+                writer.open()
+            except OSError as exc:
+                await status.close()
+                raise DaemonError(f"event_log {writer.path}: {exc.strerror or exc}") from None
         probers = self._probers(run_start)
         schedulers = [
             StreamScheduler(
@@ -217,6 +226,7 @@ class Daemon:
             samples=sum(s.samples for s in final.streams),
             cancelled=sum(drained),
             requests=self.metrics.requests_by_result(),
+            event_log_dropped=dict(writer.dropped) if writer is not None else {},
             event_log_files=files,
         )
 

@@ -4,7 +4,15 @@ When PATH grows past `max_bytes` it is closed and renamed `PATH.000001` (numbers
 time), a new PATH is started with the `run` record again, and a background thread gzips the
 segment to `PATH.000001.gz` (written as `.gz.part`, renamed when complete, then the plain
 segment is removed). Readers read the segments in number order, then PATH; a plain
-`PATH.NNNNNN` only exists if the daemon died while compressing it, and is read the same way.
+`PATH.NNNNNN` only exists if the daemon died while compressing it or the disk had no room for
+the gzip, and is read the same way.
+
+A disk that fills up or a file that cannot be written must not cost the run its metrics or
+tear the log: each record is written whole or not at all (a partial write is cut off again),
+what could not be written is counted by kind (`prober_event_log_dropped_total`), the first
+failure is logged as an error and the first success after it as `event_log_write_resumed`.
+A rotation that cannot rename keeps writing to PATH and is retried; a new file that cannot be
+opened is retried every RETRY_SECONDS, each file starting with the `run` record.
 
 Files of an earlier run found at start are moved aside into `PATH.previous-<stamp>/` so the
 segments of this run never mix with another run's.
@@ -12,22 +20,26 @@ segments of this run never mix with another run's.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from io import FileIO
 from pathlib import Path
-from typing import BinaryIO
 
 import structlog
 
-from prober.core.eventlog import encode
+from prober.core.eventlog import EventLogError, encode
 from prober.core.models import Interval, Record, RunRecord, Sample, Summary, Window
 
 log = structlog.get_logger("prober.eventlog")
+
+RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this often
 
 
 def segment_paths(path: str | Path) -> list[Path]:
@@ -46,22 +58,42 @@ def segment_paths(path: str | Path) -> list[Path]:
 
 
 class EventLogWriter:
-    def __init__(self, path: str, max_bytes: int, header: RunRecord) -> None:
+    def __init__(
+        self,
+        path: str,
+        max_bytes: int,
+        header: RunRecord,
+        *,
+        on_dropped: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self._max = max_bytes
         self._header = header
-        self._file: BinaryIO | None = None
-        self._size = 0
+        self._on_dropped = on_dropped or (lambda _kind: None)
+        self._file: FileIO | None = None
+        self._size = 0  # bytes in the file, a torn line included
+        self._torn = False  # a failed write left part of a line that could not be cut off
+        self._closed = False
         self._segments = 0
         self._compressor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eventlog-gzip")
-        self._pending: list[Future[None]] = []
+        self._pending: list[tuple[Path, Future[str | None]]] = []  # segments being gzipped
+        self._failure: str | None = None  # why records are being dropped, while they are
+        self._dropped_since = 0
+        self._rotation_failure: str | None = None
+        self._retry_at = 0.0  # monotonic: no new file or rotation is tried before then
         self.records = 0
-        self.dropped = 0
+        self.dropped: Counter[str] = Counter()  # records not written, by kind
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Start the log; raises OSError if it cannot (the daemon then refuses to start)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"cannot create {self.path.parent}: {exc.strerror}") from None
         self._move_previous_run()
-        self._start_file()
+        problem = self._start_file()
+        if problem is not None:
+            raise OSError(problem)
 
     def handle(self, item: object) -> None:
         """The pipeline's sink interface: kept samples and every interval, window, summary."""
@@ -69,47 +101,144 @@ class EventLogWriter:
             self.write(item)
 
     def write(self, record: Record) -> None:
-        if self._file is None:
+        """Append one record as one whole line, or count it as dropped and say why, once."""
+        if self._closed:
             return
-        data = (encode(record) + "\n").encode()
         try:
-            self._file.write(data)
-            self._file.flush()
-        except OSError as exc:
-            self.dropped += 1
-            if self.dropped == 1:  # once, not once per record
-                log.error("event_log_write_failed", path=str(self.path), error=str(exc))
+            data = (encode(record) + "\n").encode()
+        except (EventLogError, UnicodeError) as exc:
+            self._drop(record, f"cannot encode: {exc}")
+            return
+        problem = self._failure or "no file"
+        if self._file is None and time.monotonic() >= self._retry_at:
+            problem = self._start_file() or problem
+        if self._file is None:
+            self._drop(record, problem)
+            return
+        problem = self._append(data)
+        if problem is not None:
+            self._drop(record, problem)
             return
         self.records += 1
-        self._size += len(data)
-        if self._size > self._max:
+        if self._failure is not None:
+            log.warning(
+                "event_log_write_resumed",
+                path=str(self.path),
+                dropped=self._dropped_since,
+                error=self._failure,
+            )
+            self._failure, self._dropped_since = None, 0
+        if self._size > self._max and time.monotonic() >= self._retry_at:
             self._rotate()
 
     def close(self) -> list[Path]:
-        """Flush and close; wait for compression to finish. Returns every file written."""
+        """Close; wait for compression to finish. Returns every file written."""
+        self._closed = True
         if self._file is not None:
             self._file.close()
             self._file = None
-        for future in self._pending:
-            future.result()
         self._compressor.shutdown(wait=True)
+        self._collect()
         return [*segment_paths(self.path), self.path]
 
-    def _start_file(self) -> None:
-        self._file = open(self.path, "wb")  # noqa: SIM115 - lives as long as the writer
-        self._size = 0
-        self.write(self._header)
+    def _append(self, data: bytes) -> str | None:
+        """Write `data` whole. On failure, cut off the part that reached the file (a torn
+        line would end the reader's strict reading) and return the problem."""
+        assert self._file is not None
+        if self._torn:
+            data = b"\n" + data  # end the torn line: the reader skips it as one bad line
+        done = 0
+        try:
+            while done < len(data):
+                done += self._file.write(data[done:]) or 0
+        except OSError as exc:
+            if done and not self._cut():
+                self._size += done
+                self._torn = True
+            return exc.strerror or str(exc)
+        self._size += len(data)
+        self._torn = False
+        return None
+
+    def _cut(self) -> bool:
+        assert self._file is not None
+        try:
+            os.ftruncate(self._file.fileno(), self._size)
+            self._file.seek(self._size)
+        except OSError:
+            return False
+        return True
+
+    def _drop(self, record: Record, problem: str) -> None:
+        self.dropped[record.KIND] += 1
+        self._dropped_since += 1
+        self._on_dropped(record.KIND)
+        if self._failure is None:  # loud once; `event_log_write_resumed` ends the episode
+            self._failure = problem
+            log.error(
+                "event_log_write_failed",
+                path=str(self.path),
+                error=problem,
+                kind=record.KIND,
+                note="records are counted in prober_event_log_dropped_total until a write "
+                "succeeds again",
+            )
+
+    def _start_file(self) -> str | None:
+        """Open PATH and write the run record first, so every file can be read alone.
+        Returns the problem when that fails; the next try waits RETRY_SECONDS."""
+        try:
+            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - the writer's
+        except OSError as exc:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            return f"cannot open: {exc.strerror or exc}"
+        self._size, self._torn = os.fstat(self._file.fileno()).st_size, False
+        problem = self._append((encode(self._header) + "\n").encode())
+        if problem is not None:
+            self._file.close()
+            self._file = None
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+        return problem
 
     def _rotate(self) -> None:
         assert self._file is not None
-        self._file.close()
+        plain = self.path.with_name(f"{self.path.name}.{self._segments + 1:06d}")
+        try:
+            os.replace(self.path, plain)  # the open file follows it
+        except OSError as exc:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            if self._rotation_failure is None:
+                self._rotation_failure = exc.strerror or str(exc)
+                log.error(
+                    "event_log_rotate_failed",
+                    path=str(self.path),
+                    error=self._rotation_failure,
+                    note="writing on past the size limit; rotation is retried",
+                )
+            return
+        if self._rotation_failure is not None:
+            log.warning("event_log_rotate_resumed", path=str(self.path))
+            self._rotation_failure = None
         self._segments += 1
-        plain = self.path.with_name(f"{self.path.name}.{self._segments:06d}")
-        os.replace(self.path, plain)
-        self._start_file()
-        self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self._compressor.submit(_compress, plain))
+        self._file.close()
+        self._file = None
+        self._collect()
+        self._pending.append((plain, self._compressor.submit(_compress, plain)))
         log.info("event_log_rotated", segment=str(plain) + ".gz")
+        self._start_file()  # if it fails, records are dropped and counted until it works
+
+    def _collect(self) -> None:
+        """Say which finished compressions failed; their segments stay plain and readable."""
+        for plain, future in [p for p in self._pending if p[1].done()]:
+            self._pending.remove((plain, future))
+            problem = future.result()
+            if problem is not None:
+                log.error(
+                    "event_log_compress_failed",
+                    segment=str(plain),
+                    error=problem,
+                    note="the segment stays uncompressed; readers read it as it is",
+                )
 
     def _move_previous_run(self) -> None:
         old = [*segment_paths(self.path)]
@@ -126,13 +255,20 @@ class EventLogWriter:
         log.warning("event_log_previous_run_moved", to=str(aside), files=len(old))
 
 
-def _compress(plain: Path) -> None:
+def _compress(plain: Path) -> str | None:
+    """Gzip a segment; on failure (a full disk) leave it plain and return the problem."""
     final = plain.with_name(plain.name + ".gz")
     part = plain.with_name(plain.name + ".gz.part")
-    with open(plain, "rb") as source, gzip.open(part, "wb", compresslevel=6) as target:
-        shutil.copyfileobj(source, target, 1 << 20)
-    os.replace(part, final)
+    try:
+        with open(plain, "rb") as source, gzip.open(part, "wb", compresslevel=6) as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        os.replace(part, final)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(part)  # give back the space it took
+        return exc.strerror or str(exc)
     os.unlink(plain)
+    return None
 
 
 def read_lines(path: str | Path) -> Iterator[bytes]:

@@ -11,13 +11,14 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
-from prober.core.models import Interval, Sample, StreamId, Window
+from prober.core.models import RECORD_TYPES, Interval, Sample, StreamId, Window
 from prober.core.shutdown import WindowOpened
 from prober.daemon.pipeline import Observed
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REACTION_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0)
 STREAM_LABELS = ("lb", "protocol", "connection")
+RECORD_KINDS = tuple(record.KIND for record in RECORD_TYPES)
 
 
 class Metrics:
@@ -81,11 +82,20 @@ class Metrics:
             labels("apiserver", "closed_by"),
             registry=registry,
         )
+        self.event_log_dropped = Counter(
+            "prober_event_log_dropped_total",
+            "Event-log records that could not be written (disk full, file unwritable), by kind; "
+            "the samples among them are still counted in prober_requests_total.",
+            labels("kind"),
+            registry=registry,
+        )
         self.build_info = Gauge(
             "prober_build_info", "The prober's version.", labels("version"), registry=registry
         )
         self.build_info.labels(*self._const, version).set(1)
         self._children: dict[tuple[Any, ...], Any] = {}
+        for kind in RECORD_KINDS:  # exported at zero, so an alert can watch it from the start
+            self._child(self.event_log_dropped, kind)
 
     def _child(self, metric: Any, *values: str) -> Any:
         key = (id(metric), *values)
@@ -101,6 +111,10 @@ class Metrics:
             self._child(self.requests, *key, "success")
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
+
+    def count_dropped(self, kind: str) -> None:
+        """The event log could not write a record of this kind."""
+        self._child(self.event_log_dropped, kind).inc()
 
     def requests_by_result(self) -> dict[str, int]:
         """`prober_requests_total` summed over streams, by result: what a last scrape sees."""

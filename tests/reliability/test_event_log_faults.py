@@ -1,0 +1,109 @@
+"""The event-log writer on a disk that fills up (a small tmpfs of the test's own): no torn
+line, every record either on disk or counted as dropped, said once when writes start failing
+and once when they succeed again, and a segment that cannot be compressed stays readable."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from structlog.testing import capture_logs
+
+from prober.core.eventlog import EventLogReader
+from prober.core.models import RunRecord, StreamCounters, Summary
+from prober.daemon.eventlog import EventLogWriter, read_lines, segment_paths
+from tests.support.mounts import fill, needs_root, small_tmpfs
+
+HEADER = RunRecord(
+    "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"
+)
+PAGE = 4096  # tmpfs allocates whole pages
+
+
+def summary(i: int) -> Summary:
+    counters = (StreamCounters("a-http1-localhost-new-connections", i, 0, 0, 0.0, {"success": i}),)
+    return Summary(f"2026-11-30T00:00:{i % 60:02d}.000000Z", float(i), counters)
+
+
+def events(logs: list[dict], name: str) -> list[dict]:
+    return [entry for entry in logs if entry["event"] == name]
+
+
+@needs_root
+def test_a_full_disk_tears_no_line_and_counts_every_record_it_could_not_write(
+    tmp_path: Path,
+) -> None:
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        path = disk / "events.jsonl"
+        dropped: list[str] = []
+        writer = EventLogWriter(str(path), 1 << 20, HEADER, on_dropped=dropped.append)
+        writer.open()
+        written = [summary(i) for i in range(300)]
+        with capture_logs() as logs:
+            for record in written[:50]:
+                writer.write(record)
+            filler = fill(disk)
+            for record in written[50:250]:
+                writer.write(record)
+            filler.unlink()
+            for record in written[250:]:
+                writer.write(record)
+        writer.close()
+        on_disk = list(EventLogReader(read_lines(path), strict=True))  # no torn line
+
+    assert on_disk[0] == HEADER
+    kept = on_disk[1:]
+    assert kept == [r for r in written if r in kept]  # in order, none twice
+    assert kept[:50] == written[:50]
+    assert kept[-50:] == written[250:]
+    assert len(kept) + len(dropped) == len(written)
+    assert dropped == ["summary"] * len(dropped)
+    assert writer.dropped == {"summary": len(dropped)}
+    assert len(dropped) >= 150  # the disk had room for a few of them at most
+    (failed,) = events(logs, "event_log_write_failed")
+    assert failed["log_level"] == "error"
+    assert "No space left on device" in failed["error"]
+    (resumed,) = events(logs, "event_log_write_resumed")
+    assert resumed["dropped"] == len(dropped)
+
+
+@needs_root
+def test_a_segment_that_cannot_be_compressed_stays_plain_and_readable(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        path = disk / "events.jsonl"
+        writer = EventLogWriter(str(path), 3000, HEADER)
+        writer.open()
+        written = [summary(i) for i in range(40)]
+        count = 0
+        while path.stat().st_size + 150 < 3000:  # fill the first page, stay below the limit
+            writer.write(written[count])
+            count += 1
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - PAGE)  # room for one page: the new file's
+        with capture_logs() as logs:
+            writer.write(written[count])  # past the limit: rotates; gzip finds no room
+            writer.close()  # raised the compressor's OSError
+        filler.unlink()
+        segments = segment_paths(path)
+        records = list(EventLogReader(read_lines(path), strict=True))
+        leftovers = sorted(p.name for p in disk.iterdir() if p.name.endswith(".part"))
+
+    assert [p.name for p in segments] == ["events.jsonl.000001"]
+    assert leftovers == []
+    assert [r for r in records if r != HEADER] == written[: count + 1]
+    (failed,) = events(logs, "event_log_compress_failed")
+    assert failed["segment"].endswith("events.jsonl.000001")
+
+
+def test_a_record_that_cannot_be_encoded_is_counted_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    dropped: list[str] = []
+    writer = EventLogWriter(str(path), 1 << 20, HEADER, on_dropped=dropped.append)
+    writer.open()
+    bad = Summary("2026-11-30T00:00:00.000000Z", math.nan, ())  # JSON has no NaN
+    writer.write(bad)
+    writer.write(summary(1))
+    writer.close()
+    assert dropped == ["summary"]
+    assert list(EventLogReader(read_lines(path), strict=True)) == [HEADER, summary(1)]
