@@ -4,12 +4,19 @@ metrics endpoint scraped 50 times a second. Each runs the real daemon as a subpr
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.reliability.harness import FaultDaemon
+from prober.core.stats import percentiles
+from prober.lab.apiserver import ApiServer, ApiServerOptions, load_tokens
+from prober.lab.certs import make_certificates
+from tests.reliability.harness import FaultDaemon, failed_audit_ids
 from tests.support.certs import Certs
 from tests.support.daemon_process import DaemonProcess
 from tests.support.mounts import fill, needs_root, small_tmpfs
@@ -161,3 +168,169 @@ async def test_a_read_only_log_directory_stops_rotation_not_writing(
 
 def prlimit(pid: int, *args: str) -> None:
     subprocess.run(["prlimit", f"--pid={pid}", *args], check=True)
+
+
+async def test_the_token_file_removed_emptied_or_replaced_mid_run(tmp_path: Path, report) -> None:
+    """Against the lab's fake apiserver, which authenticates: a removed or emptied token
+    file keeps the last token (a kubelet swap is not atomic for a reader), a replaced one is
+    used from the next request, a token the server does not know is HTTP 401."""
+    ca_file, cert = make_certificates(tmp_path / "pki", ["127.0.0.1", "localhost"])
+    accepted = tmp_path / "server-tokens"
+    accepted.write_text(f"{TOKEN}\n{ROTATED}\n")
+    server = ApiServer(
+        ApiServerOptions(
+            cert=cert.cert, key=cert.key, port=0, hostname="master-0",
+            tokens=load_tokens(accepted), audit_log=tmp_path / "audit.log",
+        )
+    )  # fmt: skip
+    ports = await server.start()
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    events = tmp_path / "events.jsonl"
+    targets = [("internal-lb", f"https://127.0.0.1:{ports.port}")]
+    args = (f"--ca-file={ca_file}", f"--token-file={token}", "--timeout=5s")
+    try:
+        async with FaultDaemon("token_file", events, targets, *args) as daemon:
+            token.unlink()
+            await daemon.process.wait_for(lambda e: "cannot stat" in e.get("detail", ""))
+            await successes(daemon, 40)
+            token.write_text("")
+            await daemon.process.wait_for(lambda e: e.get("detail", "").endswith(": empty"))
+            await successes(daemon, 40)
+            replace(token, ROTATED)
+            await daemon.process.wait_for("token_reloaded")
+            await successes(daemon, 40)
+            replace(token, "a-token-nobody-knows")
+            await daemon.wait_for_total("prober_requests_total", 20, "401s", result="http_4xx")
+            replace(token, TOKEN)
+            await successes(daemon, 40)
+            account = await daemon.stop(
+                "removed or emptied: kept the last token (logged once each); replaced: "
+                "reloaded; unknown to the server: http_4xx until put right"
+            )
+    finally:
+        await server.kill()
+    audited = audit_ids(tmp_path / "audit.log")
+    account.server_seen = len(audited)
+    account.reached = len(failed_audit_ids(events) & audited)
+    report(account)
+    assert set(account.failures) == {"http_4xx"}
+    assert all(s.detail == "HTTP 401" for s in account.failed)
+    output = b"".join(daemon.process.raw).decode()
+    assert TOKEN not in output
+    assert ROTATED not in output
+    assert output.count('"token_unreadable"') == 2
+
+
+TOKEN = "reliability-token-5b1e"
+ROTATED = "reliability-token-rotated-77c0"
+
+
+def replace(path: Path, text: str) -> None:
+    """As the kubelet does: a new file renamed over the old one."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(text + "\n")
+    os.replace(new, path)
+
+
+async def successes(daemon: FaultDaemon, more: int) -> None:
+    now = await daemon.total("prober_requests_total", result="success")
+    await daemon.wait_for_total("prober_requests_total", now + more, "successes", result="success")
+
+
+def audit_ids(path: Path) -> set[str]:
+    """Audit IDs of the prober's requests in a fake apiserver's audit log."""
+    found = set()
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("userAgent", "").startswith("prober/"):
+            found.add(event["auditID"])
+    return found
+
+
+@needs_root
+async def test_a_name_that_stops_resolving_is_dns_and_comes_back(
+    tls_server: TLSServer, certs: Certs, tmp_path: Path, report
+) -> None:
+    """The daemon runs in a mount namespace of its own whose /etc/hosts is a file of the
+    test's, and whose resolver reads only that file (no DNS query leaves the machine).
+    Taking the name out of it makes new connections fail with `dns`; kept ones go on."""
+    machine_hosts = read_bytes(Path("/etc/hosts"))
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 {NAME}\n")
+    nsswitch = tmp_path / "nsswitch.conf"
+    nsswitch.write_text("hosts: files\n")
+    private_resolver = [
+        "unshare", "--mount", "--propagation=private", "--", "sh", "-c",
+        'mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/nsswitch.conf '
+        '&& shift 2 && exec "$@"',
+        "sh", str(hosts), str(nsswitch),
+    ]  # fmt: skip
+    events = tmp_path / "events.jsonl"
+    url = f"https://{NAME}:{tls_server.port}"
+    daemon = FaultDaemon(
+        "dns", events, [("internal-lb", url)], f"--ca-file={certs.ca_file}",
+        "--timeout=5s", wrap=private_resolver,
+    )  # fmt: skip
+    async with daemon:
+        hosts.write_text("# the name is gone\n")  # in place: the bind mount follows the inode
+        await daemon.wait_for_total("prober_requests_total", 20, "dns failures", result="dns")
+        hosts.write_text(f"127.0.0.1 {NAME}\n")
+        await successes(daemon, 80)
+        account = await daemon.stop(
+            "new connections: dns while the name was gone; kept connections went on"
+        )
+    account.server_seen = len(tls_server.requests)
+    account.reached = 0  # a request that could not resolve never reached the server
+    report(account)
+    assert set(account.failures) == {"dns"}
+    assert all(s.reused is False for s in account.failed)  # only new connections resolve
+    assert read_bytes(Path("/etc/hosts")) == machine_hosts  # the machine's was never touched
+
+
+NAME = "api.prober.test"  # in the test certificates
+
+
+def read_bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+async def test_metrics_scraped_50_times_a_second_lose_no_sample(
+    tls_server: TLSServer, certs: Certs, tmp_path: Path, report
+) -> None:
+    events = tmp_path / "events.jsonl"
+    targets = [("internal-lb", tls_server.url)]
+    args = (f"--ca-file={certs.ca_file}", "--timeout=5s")
+    async with FaultDaemon("scrape_50_per_second", events, targets, *args) as daemon:
+        before = await daemon.total("prober_requests_total")
+        latencies = await scrape(daemon.port, per_second=50, seconds=3.0)
+        during = await daemon.total("prober_requests_total") - before
+        spread = percentiles(latencies)
+        p50, p99 = spread.p50, spread.p99
+        account = await daemon.stop(
+            f"150 scrapes in 3 s: latency p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, "
+            f"max {max(latencies) * 1000:.1f} ms; {during / 3:.0f} samples/s (nominal 320)"
+        )
+    account.server_seen = len(tls_server.requests)
+    account.reached = 0
+    report(account)
+    print(account.did)
+    assert len(latencies) == 150
+    assert p99 < 0.1
+    assert during / 3 > 0.8 * 320  # 4 streams, a sample every 12.5 ms each
+
+
+async def scrape(port: int, per_second: float, seconds: float) -> list[float]:
+    """Scrape /metrics at a steady rate over one kept-alive connection; each latency."""
+    latencies = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        for index in range(round(per_second * seconds)):
+            await asyncio.sleep(max(0.0, start + index / per_second - loop.time()))
+            sent = loop.time()
+            answer = await client.get("/metrics")
+            latencies.append(loop.time() - sent)
+            assert answer.status_code == 200
+            assert b"prober_requests_total" in answer.content
+    return latencies
