@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import re
+import signal
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -151,6 +152,7 @@ class HaproxyLB:
         self.admin_socket = (socket_dir or workdir) / f"haproxy-{self.name}.sock"
         self.events: list[ServerEvent] = []
         self.port = 0
+        self.restarts = 0
         self._proc: ManagedProcess | None = None
         self._watchers: list[tuple[Callable[[ServerEvent], bool], asyncio.Future[ServerEvent]]] = []
 
@@ -162,16 +164,30 @@ class HaproxyLB:
                 render_config(self.profile, self.port, self.backends, self.admin_socket)
             )
             name = f"haproxy-{self.name}" + (f"-{attempt}" if attempt else "")
-            self._proc = await group.start(
-                name, [HAPROXY, "-db", "-f", str(self.config_path)], on_line=self._on_line
-            )
             try:
-                await self._wait_ready()
+                await self._launch(group, name)
                 return
             except ProcessError:
-                if self._proc.returncode is None:
+                if self._proc is None or self._proc.returncode is None:
                     raise
         raise ProcessError(f"{self.name}: HAProxy did not start after {attempts} attempts")
+
+    async def _launch(self, group: ProcessGroup, name: str) -> None:
+        self._proc = await group.start(
+            name, [HAPROXY, "-db", "-f", str(self.config_path)], on_line=self._on_line
+        )
+        await self._wait_ready()
+
+    async def kill(self, timeout: float = 10.0) -> None:
+        """A crash of the LB: SIGKILL; the kernel closes every client connection it held."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGKILL)
+        await self._proc.wait(timeout)
+
+    async def restart(self, group: ProcessGroup) -> None:
+        """Start again after `kill`, on the same port with the same configuration."""
+        self.restarts += 1
+        await self._launch(group, f"haproxy-{self.name}-restart-{self.restarts}")
 
     async def _wait_ready(self) -> None:
         loop = asyncio.get_running_loop()
