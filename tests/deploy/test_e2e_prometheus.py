@@ -19,9 +19,8 @@ import pytest
 import yaml
 
 from prober.lab.run import LabOptions, LabResult, profile_for, run_lab
-from tests.deploy.manifests import DEPLOY
+from tests.deploy.manifests import DEPLOY, dashboard_queries, grafana_expanded
 from tests.deploy.prometheus_server import Prometheus, running_prometheus
-from tests.deploy.test_prometheus import dashboard_queries, grafana_expanded
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

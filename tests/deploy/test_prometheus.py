@@ -16,17 +16,18 @@ from prometheus_client import CollectorRegistry
 
 from prober.audit.metrics import AuditMetrics
 from prober.daemon.metrics import Metrics
-from tests.deploy.manifests import DEPLOY, one, render
+from tests.deploy.manifests import (
+    DASHBOARD,
+    DEPLOY,
+    dashboard_queries,
+    grafana_expanded,
+    one,
+    render,
+)
 
 PROMETHEUS = DEPLOY / "prometheus"
 RULE_FILES = sorted((PROMETHEUS / "rules").glob("*.yaml"))
 UNIT_TESTS = sorted((PROMETHEUS / "tests").glob("*.yaml"))
-DASHBOARD = DEPLOY / "dashboards" / "prober.json"
-# Grafana's variables, as a query of every value would see them.
-GRAFANA_VARIABLES = {
-    "$__rate_interval": "1m", "$__interval": "15s", "$__range": "3h",
-    "$platform": ".*", "$lb": ".*", "$protocol": ".*", "$connection": ".*",
-}  # fmt: skip
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -136,17 +137,6 @@ def test_every_alert_says_what_broke() -> None:
     for rule in alerts.values():
         assert rule["labels"]["severity"] == "warning"
         assert set(rule["annotations"]) == {"summary", "description"}
-
-
-def dashboard_queries() -> list[str]:
-    dashboard = json.loads(DASHBOARD.read_text())
-    return [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-
-
-def grafana_expanded(expr: str) -> str:
-    for variable, value in sorted(GRAFANA_VARIABLES.items(), key=lambda kv: -len(kv[0])):
-        expr = expr.replace(variable, value)
-    return expr
 
 
 def test_the_dashboard_has_the_variables_and_panels_asked_for() -> None:
