@@ -26,7 +26,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +43,7 @@ HOST_ID = "apiserver-testtesttesttesttesttesttest"
 BODY = json.dumps({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}})
 READY = format_shutdown_header(False, 70, 0, HOST_ID)
 
-# ok | reset | stall | close | silent | trickle | reset_after_headers | big_headers
+# ok | reset | stall | close | silent | trickle | reset_after_headers | big_headers | raw
 # | bad_tls | expired_tls | wrong_name_tls | not_tls
 # | goaway | goaway_error | rst_stream | settings_flood (the last four: HTTP/2 only;
 # settings_flood sends SETTINGS frames until the client hangs up, and never reads)
@@ -63,6 +63,8 @@ class Plan:
     header: str | Callable[[], str | None] | None = READY
     goaway_code: int = h2.errors.ErrorCodes.INTERNAL_ERROR  # for goaway_error and rst_stream
     trickle_gap: float = 1.0  # seconds between the bytes of a `trickle` answer
+    # `raw`: a 200 with exactly these header bytes, unchecked (h1 lines, h2 HPACK literals).
+    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,21 @@ class TLSServer:
             return True
         return False
 
+    async def _unchecked_h1(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> bool:
+        """Answer with bytes h11 would refuse to write (`raw`, `big_headers`), then serve no
+        more on this connection (h11 never saw the answer); True if it did."""
+        mode = self.plan.mode
+        if mode not in ("raw", "big_headers"):
+            return False
+        if mode == "raw":
+            w.write(raw_response_h1(self.plan.raw_headers, BODY.encode()))
+        else:
+            w.write(BIG_HEAD_H1)
+        await w.drain()
+        while await reader.read(65536):  # until the client hangs up
+            pass
+        return True
+
     async def _serve_h1(self, index: int, port: int, reader: asyncio.StreamReader, w):
         conn = h11.Connection(h11.SERVER)
         while True:
@@ -227,13 +244,7 @@ class TLSServer:
                 self._record(index, port, "HTTP/1.1", event.target.decode(), headers)
                 await self._notify()
             elif isinstance(event, h11.EndOfMessage):
-                if await self._misbehave(w):
-                    return
-                if self.plan.mode == "big_headers":
-                    w.write(BIG_HEAD_H1)
-                    await w.drain()
-                    while await reader.read(65536):  # until the client hangs up
-                        pass
+                if await self._misbehave(w) or await self._unchecked_h1(reader, w):
                     return
                 body = BODY.encode()
                 headers = [*self._response_headers(), ("content-length", str(len(body)))]
@@ -285,6 +296,11 @@ class TLSServer:
         if mode == "settings_flood":
             await self._flood(w, conn.data_to_send())
             return True
+        if mode == "raw":  # h2 never learns of this answer; the stream stays open for it
+            raw = raw_response_h2(stream_id, self.plan.raw_headers, BODY.encode())
+            w.write(conn.data_to_send() + raw)
+            await w.drain()
+            return False
         if mode == "big_headers":
             w.write(conn.data_to_send() + big_headers_h2(stream_id))
             await w.drain()
@@ -340,33 +356,59 @@ def _hpack_int(value: int) -> bytes:
     return bytes([*out, value])
 
 
-# `:status 200` from the static table, then literals without indexing: no dynamic table
-# state, so the block is valid on any connection.
-_BIG_BLOCK = b"\x88" + b"".join(
-    b"\x00" + _hpack_int(len(name)) + name + _hpack_int(len(value)) + value
-    for name, value in _FILLERS
-)
+def hpack_block(headers: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """`:status 200` from the static table, then each header as a literal without indexing,
+    bytes as given: no dynamic-table state, so the block is valid on any connection, and
+    nothing checks the names or values."""
+    return b"\x88" + b"".join(
+        b"\x00" + _hpack_int(len(name)) + name + _hpack_int(len(value)) + value
+        for name, value in headers
+    )
 
 
-def big_headers_h2(stream_id: int, chunk: int = 16384) -> bytes:
-    """HEADERS plus CONTINUATION frames carrying `_BIG_BLOCK` on `stream_id`."""
-    frames = []
-    pieces = [_BIG_BLOCK[i : i + chunk] for i in range(0, len(_BIG_BLOCK), chunk)]
-    for index, piece in enumerate(pieces):
-        kind = 0x1 if index == 0 else 0x9  # HEADERS, then CONTINUATION
-        flags = 0x4 if index == len(pieces) - 1 else 0x0  # END_HEADERS on the last
-        head = struct.pack("!I", len(piece))[1:] + bytes([kind, flags])
-        frames.append(head + struct.pack("!I", stream_id) + piece)
-    return b"".join(frames)
+def _frame(kind: int, flags: int, stream_id: int, payload: bytes) -> bytes:
+    return (
+        struct.pack("!I", len(payload))[1:]
+        + bytes([kind, flags])
+        + struct.pack("!I", stream_id)
+        + payload
+    )
 
 
-def _settings_frame() -> bytes:
-    """One SETTINGS frame (type 4, stream 0) setting MAX_CONCURRENT_STREAMS to 100."""
-    payload = struct.pack("!HI", 0x3, 100)
-    return struct.pack("!I", len(payload))[1:] + bytes([0x4, 0x0]) + struct.pack("!I", 0) + payload
+def headers_frames(stream_id: int, block: bytes, chunk: int = 16384) -> bytes:
+    """HEADERS, then CONTINUATION frames as needed, carrying a header block on a stream."""
+    pieces = [block[i : i + chunk] for i in range(0, len(block), chunk)] or [b""]
+    return b"".join(
+        _frame(
+            0x1 if index == 0 else 0x9,  # HEADERS, then CONTINUATION
+            0x4 if index == len(pieces) - 1 else 0x0,  # END_HEADERS on the last
+            stream_id,
+            piece,
+        )
+        for index, piece in enumerate(pieces)
+    )
 
 
-SETTINGS_FLOOD = _settings_frame() * FLOOD_FRAMES
+_BIG_BLOCK = hpack_block(_FILLERS)
+
+
+def big_headers_h2(stream_id: int) -> bytes:
+    return headers_frames(stream_id, _BIG_BLOCK)
+
+
+def raw_response_h1(headers: Sequence[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """A 200 with these headers written as they are: whatever bytes they hold."""
+    lines = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    length = b"content-length: " + str(len(body)).encode() + b"\r\n"
+    return b"HTTP/1.1 200 OK\r\n" + lines + length + b"\r\n" + body
+
+
+def raw_response_h2(stream_id: int, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> bytes:
+    return headers_frames(stream_id, hpack_block(headers)) + _frame(0x0, 0x1, stream_id, body)
+
+
+# SETTINGS frames (type 4, stream 0) setting MAX_CONCURRENT_STREAMS to 100.
+SETTINGS_FLOOD = _frame(0x4, 0x0, 0, struct.pack("!HI", 0x3, 100)) * FLOOD_FRAMES
 
 
 def reset(writer: asyncio.StreamWriter) -> None:
