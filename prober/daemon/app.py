@@ -84,6 +84,8 @@ class Daemon:
         )
         metrics = Metrics(self.registry, self.config.constant_labels, __version__)
         metrics.register_streams(self.streams)
+        loop = asyncio.get_running_loop()
+        metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
         sinks: list[Sink] = [metrics, LogSink(node_of)]
         writer = None

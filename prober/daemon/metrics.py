@@ -5,7 +5,7 @@ every metric. Label children are cached: `labels()` costs more than the incremen
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -89,6 +89,13 @@ class Metrics:
             labels("kind"),
             registry=registry,
         )
+        self.tasks = Gauge(
+            "prober_tasks",
+            "Asyncio tasks alive in the daemon: its supervised tasks, one per request in "
+            "flight, one per open connection to these endpoints. Flat in a healthy run.",
+            labels(),
+            registry=registry,
+        )
         self.build_info = Gauge(
             "prober_build_info", "The prober's version.", labels("version"), registry=registry
         )
@@ -111,6 +118,10 @@ class Metrics:
             self._child(self.requests, *key, "success")
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
+
+    def count_tasks(self, count: Callable[[], int]) -> None:
+        """`prober_tasks` is read from `count` at each scrape."""
+        self._child(self.tasks).set_function(count)
 
     def count_dropped(self, kind: str) -> None:
         """The event log could not write a record of this kind."""

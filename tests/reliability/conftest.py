@@ -13,6 +13,7 @@ from tests.support.fixtures import certs, tls_server, token_file
 __all__ = ["certs", "tls_server", "token_file"]
 
 ACCOUNTS: list[Account] = []
+NOTES: list[str] = []
 
 
 @pytest.fixture
@@ -28,9 +29,17 @@ def report() -> Any:
     return check
 
 
+@pytest.fixture
+def notes() -> Any:
+    """`notes(line)`: a line for the table that is not a fault's account (the soak)."""
+    return NOTES.append
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not ACCOUNTS:
+    if not ACCOUNTS and not NOTES:
         return
     terminalreporter.section("reliability: every sample accounted for, per fault")
     for account in ACCOUNTS:
         terminalreporter.write_line(account.line())
+    for line in NOTES:
+        terminalreporter.write_line(line)

@@ -1,0 +1,342 @@
+"""Soak: `prober run` against the lab for 30 minutes at 4x the default sampling rate, with a
+rolling restart of every apiserver every few minutes. Its resident memory, open file
+descriptors, threads, asyncio tasks and event log are read every minute, and must be flat
+after warm-up; every sample it took must be accounted for.
+
+The lab is `prober.lab.LabCluster`: 3 fake apiservers as processes behind HAProxy LBs set up
+as AWS's, at time scale 0.05 (a shutdown window lasts 6.5 s). The daemon is the real `prober
+run` (a subprocess) probing the external and internal LB, the service network and localhost
+(16 streams) every 25 ms per worker (the default is 100 ms), its event log rotated at 1 MiB.
+Every `--every` seconds one reading is taken, each value the median of 5 reads a second
+apart: VmRSS, open fds and threads from /proc, `prober_tasks` and `prober_requests_total`
+from /metrics, and the bytes the event log holds on disk (PATH and its segments).
+
+Flat: a least-squares line through the second half of a series (the first half is warm-up),
+its slope over one hour as a percentage of the series' mean over that half, must stay under
+`--max-growth` (10 %/h). The event log grows by design, so its series is the bytes it grew by
+per interval, which must be flat. Per series the baseline is the first reading of the second
+half, measured in the same run; printed are baseline, end, their ratio and the growth per hour.
+The account, from the daemon's `stopped` line and its event log: requests started = samples
+recorded = `prober_requests_total`, failures counted = failure samples logged. Exit 0 when
+every series is flat and nothing was lost, else 1.
+
+    .venv/bin/python bench/soak.py [--minutes 30] [--every 60] [--rollout-every 3] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from prober.core.eventlog import EventLogReader  # noqa: E402
+from prober.core.models import LB, Sample, Summary  # noqa: E402
+from prober.daemon.eventlog import read_lines, segment_paths  # noqa: E402
+from prober.lab.cluster import LabCluster  # noqa: E402
+from prober.lab.platforms import PLATFORMS  # noqa: E402
+from prober.lab.processes import ManagedProcess, ProcessGroup  # noqa: E402
+
+SERIES = ("rss_mb", "fds", "threads", "tasks", "log_per_ksample")
+READS = 5  # per reading, a second apart; the median is kept
+
+
+@dataclass
+class Reading:
+    t: float  # seconds since the daemon was ready
+    samples: float
+    rss_mb: float
+    fds: float
+    threads: float
+    tasks: float
+    log_disk_kb: float  # on disk: PATH, plain segments, gzip segments
+    log_written_kb: float  # what was written, before compression
+
+    @property
+    def log_per_ksample(self) -> float:
+        """Event-log bytes written per 1000 samples taken: flat when the log grows linearly
+        with the run (compaction keeps plain successes out), whatever the rollouts add."""
+        return self.log_written_kb * 1000 / self.samples if self.samples else 0.0
+
+
+@dataclass
+class Verdict:
+    series: str
+    baseline: float
+    end: float
+    growth_per_hour_pct: float
+    flat: bool
+
+
+@dataclass
+class SoakResult:
+    minutes: float
+    rollouts: int
+    readings: list[Reading] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    account: dict[str, Any] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(v.flat for v in self.verdicts) and not self.account.get("problems")
+
+
+def proc_status(pid: int, key: str) -> float:
+    match = re.search(rf"^{key}:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)
+    assert match is not None, key
+    return float(match[1])
+
+
+def log_sizes(path: Path) -> tuple[float, float]:
+    """(KB on disk, KB written) of the event log; a gzip segment's trailer holds the size
+    of what it compressed (mod 4 GiB, far above a segment)."""
+    disk = written = 0
+    for segment in [*segment_paths(path), path]:
+        if not segment.exists():
+            continue
+        size = segment.stat().st_size
+        disk += size
+        if segment.suffix == ".gz":
+            with segment.open("rb") as stream:
+                stream.seek(-4, 2)
+                size = int.from_bytes(stream.read(4), "little")
+        written += size
+    return disk / 1024, written / 1024
+
+
+def process_reads(pid: int) -> tuple[float, float, float]:
+    """(VmRSS in MB, open fds, threads) of a process."""
+    fds = len(list(Path(f"/proc/{pid}/fd").iterdir()))
+    return proc_status(pid, "VmRSS") / 1024, float(fds), proc_status(pid, "Threads")
+
+
+async def scrape(client: httpx.AsyncClient, port: int) -> dict[str, float]:
+    text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    found: Counter[str] = Counter()
+    for name in ("prober_requests_total", "prober_tasks"):
+        for match in re.finditer(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M):
+            found[name] += float(match[1])
+    return found
+
+
+async def reading(
+    client: httpx.AsyncClient, pid: int, port: int, events: Path, t0: float
+) -> Reading:
+    reads = []
+    for index in range(READS):
+        if index:
+            await asyncio.sleep(1.0)  # spread the reads: requests in flight come and go
+        metrics = await scrape(client, port)
+        reads.append((metrics["prober_tasks"], *process_reads(pid)))
+    tasks, rss, fds, threads = (statistics.median(column) for column in zip(*reads, strict=True))
+    disk, written = log_sizes(events)
+    samples = (await scrape(client, port))["prober_requests_total"]
+    return Reading(time.monotonic() - t0, samples, rss, fds, threads, tasks, disk, written)
+
+
+def growth_per_hour_pct(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope over one hour, as a percentage of the mean value."""
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((x - mean_x) ** 2 for x in xs)
+    if var == 0 or mean_y == 0:
+        return 0.0
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var
+    return slope * 3600 / mean_y * 100
+
+
+def judge(readings: list[Reading], max_growth: float) -> list[Verdict]:
+    second = readings[len(readings) // 2 :]
+    verdicts = []
+    for name in SERIES:
+        points = [(r.t, float(getattr(r, name))) for r in second]
+        growth = growth_per_hour_pct(points)
+        verdicts.append(
+            Verdict(name, points[0][1], points[-1][1], growth, abs(growth) < max_growth)
+        )
+    return verdicts
+
+
+async def rolling_restarts(cluster: LabCluster, every: float, done: list[int]) -> None:
+    """Every `every` seconds (or right after the last one, if it overran), restart each
+    apiserver in turn the way a rollout does: SIGTERM, wait for it to exit, start again."""
+    platform = cluster.platform
+    next_at = time.monotonic() + every
+    while True:
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+        next_at = time.monotonic() + every
+        for server in cluster.apiservers:
+            await cluster.shutdown(server)
+            await cluster.wait_exit(server, platform.graceful_termination + 30)
+            await cluster.restart(server)
+        await cluster.settle()
+        done.append(1)
+        print(f"  rollout {len(done)} done", flush=True)
+
+
+def account(stopped: dict[str, Any], events: Path) -> dict[str, Any]:
+    reader = EventLogReader(read_lines(events), source=str(events), strict=True)
+    records = list(reader)
+    final = [r for r in records if isinstance(r, Summary)][-1]
+    counted: Counter[str] = Counter()
+    for stream in final.streams:
+        counted.update(stream.results)
+    failures = Counter({k: v for k, v in counted.items() if k != "success"})
+    logged = Counter(str(r.error) for r in records if isinstance(r, Sample) and r.error)
+    problems = []
+    if stopped["started"] != stopped["samples"] or stopped["cancelled"]:
+        problems.append(f"started {stopped['started']}, recorded {stopped['samples']}")
+    if sum(stopped["requests"].values()) != stopped["samples"]:
+        problems.append("prober_requests_total differs from the samples recorded")
+    if logged != failures:
+        problems.append(f"failures logged {dict(logged)} != counted {dict(failures)}")
+    if stopped.get("event_log_dropped"):
+        problems.append(f"event log dropped {stopped['event_log_dropped']}")
+    return {
+        "started": stopped["started"],
+        "recorded": stopped["samples"],
+        "lost": stopped["started"] - stopped["samples"],
+        "results": dict(sorted(counted.items())),
+        "failures_logged": sum(logged.values()),
+        "event_log_files": len(stopped["event_log_files"]),
+        "problems": problems,
+    }
+
+
+async def soak(args: argparse.Namespace, out: Path) -> SoakResult:
+    platform = PLATFORMS["aws"].scaled(args.time_scale)
+    events = out / "events.jsonl"
+    result = SoakResult(args.minutes, 0)
+    done: list[int] = []
+    async with ProcessGroup(out / "logs") as group:
+        cluster = LabCluster(platform, out / "cluster", group, servers=3)
+        try:
+            await cluster.start()
+            daemon = await start_daemon(group, cluster, events)
+            ready = asyncio.create_task(daemon.wait_for_line(_event("ready"), 60))
+            port = json.loads(await daemon.wait_for_line(_event("listening"), 60))["port"]
+            await ready
+            assert daemon.pid is not None
+            roller = asyncio.create_task(rolling_restarts(cluster, args.rollout_every * 60, done))
+            t0 = time.monotonic()
+            async with httpx.AsyncClient(timeout=10) as client:
+                while True:
+                    row = await reading(client, daemon.pid, port, events, t0)
+                    result.readings.append(row)
+                    print_row(row, flush=True)
+                    if row.t >= args.minutes * 60:
+                        break
+                    await asyncio.sleep(max(0.0, args.every * len(result.readings) - row.t))
+            roller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await roller
+            result.peak_rss_mb = proc_status(daemon.pid, "VmHWM") / 1024
+            stopped_line = asyncio.create_task(daemon.wait_for_line(_event("stopped"), 60))
+            daemon.send_signal(signal.SIGTERM)
+            stopped = json.loads(await stopped_line)
+            await daemon.wait(60)
+        finally:
+            cluster.close()
+    result.rollouts = len(done)
+    result.verdicts = judge(result.readings, args.max_growth)
+    result.account = account(stopped, events)
+    return result
+
+
+async def start_daemon(group: ProcessGroup, cluster: LabCluster, events: Path) -> ManagedProcess:
+    lbs = [*cluster.lbs, LB.LOCALHOST]
+    argv = [sys.executable, "-m", "prober", "run", "--platform=aws", "--interval=25ms",
+            "--listen=127.0.0.1:0", f"--event-log={events}", "--event-log-max-size=1MiB",
+            f"--ca-file={cluster.ca_file}", f"--token-file={cluster.token_file}",
+            *(f"--target={lb}={cluster.url(lb)}" for lb in lbs)]  # fmt: skip
+    return await group.start("prober-run", argv)
+
+
+def _event(name: str):
+    return lambda line: f'"event": "{name}"' in line
+
+
+HEADER = (
+    "   t(s)    samples  rss(MB)  fds  threads  tasks  log disk(KB)  log written(KB)"
+    "  log KB/1k samples"
+)
+
+
+def print_row(row: Reading, flush: bool = False) -> None:
+    print(
+        f"{row.t:7.0f} {row.samples:10.0f} {row.rss_mb:8.1f} {row.fds:4.0f} {row.threads:8.0f}"
+        f" {row.tasks:6.0f} {row.log_disk_kb:13.0f} {row.log_written_kb:16.0f}"
+        f" {row.log_per_ksample:18.2f}",
+        flush=flush,
+    )
+
+
+def report(result: SoakResult, max_growth: float) -> None:
+    print()
+    print(f"{result.minutes:g} min, {result.rollouts} rolling restarts of 3 apiservers")
+    print(f"flat: |linear growth over the second half| < {max_growth:g} % per hour")
+    print(f"{'series':14} {'baseline':>9} {'end':>9} {'end/base':>8} {'growth/h':>9}  verdict")
+    for v in result.verdicts:
+        ratio = v.end / v.baseline if v.baseline else float("nan")
+        print(
+            f"{v.series:14} {v.baseline:9.1f} {v.end:9.1f} {ratio:8.3f}"
+            f" {v.growth_per_hour_pct:+8.1f}%  {'flat' if v.flat else 'GROWING'}"
+        )
+    a = result.account
+    print(
+        f"samples: started {a['started']}, recorded {a['recorded']}, lost {a['lost']}; "
+        f"failures logged {a['failures_logged']}; peak RSS {result.peak_rss_mb:.1f} MB"
+    )
+    print(f"results: {a['results']}")
+    for problem in a["problems"]:
+        print(f"PROBLEM {problem}")
+    print("PASS" if result.passed else "FAIL")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between readings")
+    parser.add_argument("--rollout-every", type=float, default=3.0, help="minutes")
+    parser.add_argument("--time-scale", type=float, default=0.05)
+    parser.add_argument("--max-growth", type=float, default=10.0, help="percent per hour")
+    parser.add_argument("--out", type=Path, help="keep the run's files here (default: removed)")
+    args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        out = args.out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
+        out.mkdir(parents=True, exist_ok=True)
+        print(HEADER, flush=True)
+        result = asyncio.run(_cancel_on_sigterm(soak(args, out)))
+        report(result, args.max_growth)
+        payload = asdict(result) | {"passed": result.passed}
+        for row, raw in zip(result.readings, payload["readings"], strict=True):
+            raw["log_per_ksample"] = row.log_per_ksample
+        (out / "soak.json").write_text(json.dumps(payload, indent=2) + "\n")
+    return 0 if result.passed else 1
+
+
+async def _cancel_on_sigterm(work: Any) -> SoakResult:
+    """SIGTERM (a test's timeout) cancels the soak, which still stops every process."""
+    task = asyncio.ensure_future(work)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await task
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The soak benchmark's 60-second version: `bench/soak.py` against the lab at 4x the default
+sampling rate through two rolling restarts. A minute is too short to judge flatness (it is
+mostly warm-up; the 30-minute run judges it), so this holds the account (nothing lost) and
+the bounds: memory, file descriptors, threads and tasks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
+
+SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+
+
+def test_a_minute_of_soak_loses_nothing_and_stays_bounded(tmp_path: Path, notes) -> None:
+    run = subprocess.run(
+        [sys.executable, str(SOAK), "--minutes=1", "--every=10", "--rollout-every=0.4",
+         f"--out={tmp_path}"],
+        capture_output=True, text=True, timeout=140, check=False,
+    )  # fmt: skip
+    print(run.stdout, run.stderr)
+    result = json.loads((tmp_path / "soak.json").read_text())
+    account = result["account"]
+    notes(
+        f"soak_60s: started={account['started']} recorded={account['recorded']} "
+        f"lost={account['lost']} rollouts={result['rollouts']} "
+        f"peak_rss={result['peak_rss_mb']:.1f}MB | {account['results']}"
+    )
+    assert account["problems"] == []
+    assert account["lost"] == 0
+    assert result["rollouts"] >= 1
+    assert account["results"].get("success", 0) > 10_000
+    assert result["peak_rss_mb"] < 150
+    for row in result["readings"]:
+        assert row["fds"] < 300
+        assert row["threads"] <= 4
+        assert row["tasks"] < 500
