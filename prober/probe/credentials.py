@@ -2,19 +2,22 @@
 
 Projected service-account tokens rotate: the kubelet swaps the file (a symlink flip), so the
 token is re-read whenever the file's identity or mtime changes; a stat per request costs a
-couple of microseconds. The token itself is only ever put in the Authorization header: it is
-never returned in a sample, never logged, and its repr hides it.
+couple of microseconds. A file that vanished, is empty or holds something no header can
+carry keeps the last good token, and says so once. The token itself is only ever put in the
+Authorization header: it is never returned in a sample, never logged, and its repr hides it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from collections.abc import Callable
 
 from prober.core.models import Protocol
 
 ALPN = {Protocol.HTTP1: ["http/1.1"], Protocol.HTTP2: ["h2", "http/1.1"]}
+_BEARER = re.compile(r"[\x21-\x7e]+")  # what a header value can carry, without spaces
 
 Notify = Callable[[str, str], None]  # (event, detail) with no secret in either
 
@@ -66,6 +69,9 @@ class TokenFile:
             return
         if not token:
             self._problem("empty")
+            return
+        if not _BEARER.fullmatch(token):  # it would make every request raise, not fail
+            self._problem("not a bearer token: characters beyond visible ASCII")
             return
         first = self._stamp is None
         self._stamp = stamp

@@ -172,8 +172,10 @@ def prlimit(pid: int, *args: str) -> None:
 
 async def test_the_token_file_removed_emptied_or_replaced_mid_run(tmp_path: Path, report) -> None:
     """Against the lab's fake apiserver, which authenticates: a removed or emptied token
-    file keeps the last token (a kubelet swap is not atomic for a reader), a replaced one is
-    used from the next request, a token the server does not know is HTTP 401."""
+    file keeps the last token (a kubelet swap is not atomic for a reader), and so does one
+    holding what no header can carry (before: every request raised, the streams' tasks
+    crashed and their samples were lost); a replaced one is used from the next request, a
+    token the server does not know is HTTP 401."""
     ca_file, cert = make_certificates(tmp_path / "pki", ["127.0.0.1", "localhost"])
     accepted = tmp_path / "server-tokens"
     accepted.write_text(f"{TOKEN}\n{ROTATED}\n")
@@ -200,13 +202,16 @@ async def test_the_token_file_removed_emptied_or_replaced_mid_run(tmp_path: Path
             replace(token, ROTATED)
             await daemon.process.wait_for("token_reloaded")
             await successes(daemon, 40)
+            replace(token, "tøken-with-a-letter-no-header-can-carry")
+            await daemon.process.wait_for(lambda e: "not a bearer token" in e.get("detail", ""))
+            await successes(daemon, 40)
             replace(token, "a-token-nobody-knows")
             await daemon.wait_for_total("prober_requests_total", 20, "401s", result="http_4xx")
             replace(token, TOKEN)
             await successes(daemon, 40)
             account = await daemon.stop(
-                "removed or emptied: kept the last token (logged once each); replaced: "
-                "reloaded; unknown to the server: http_4xx until put right"
+                "removed, emptied or not ASCII: kept the last token (logged once each); "
+                "replaced: reloaded; unknown to the server: http_4xx until put right"
             )
     finally:
         await server.kill()
@@ -219,7 +224,8 @@ async def test_the_token_file_removed_emptied_or_replaced_mid_run(tmp_path: Path
     output = b"".join(daemon.process.raw).decode()
     assert TOKEN not in output
     assert ROTATED not in output
-    assert output.count('"token_unreadable"') == 2
+    assert output.count('"token_unreadable"') == 3
+    assert '"task_failed"' not in output
 
 
 TOKEN = "reliability-token-5b1e"
