@@ -1,6 +1,8 @@
 """structlog setup and the log sink: one line when a disruption starts and ends and when a
 shutdown window opens and closes, with the numbers, so the logs alone tell the story.
 
+Logging never raises: a log line that cannot be written is dropped (`UnfailingOutput`).
+
 Nothing here ever sees a request header, so the bearer token cannot reach a log line; the
 libraries' own loggers (httpx, httpcore, kubernetes, urllib3) are held at WARNING because at
 DEBUG some of them print request details.
@@ -8,6 +10,7 @@ DEBUG some of them print request details.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Any, TextIO
@@ -41,11 +44,32 @@ def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | N
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
-        logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
+        logger_factory=structlog.WriteLoggerFactory(file=UnfailingOutput(stream or sys.stdout)),
         cache_logger_on_first_use=False,
     )
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class UnfailingOutput:
+    """The log stream, minus its failures: a line that cannot be written (stdout redirected
+    to a full disk, a reader gone) is dropped and counted. A log call raising would stop
+    whatever logged, the pipeline and the supervisor's restarts included."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.dropped = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            self.dropped += 1
+            return 0
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
 
 
 class LogSink:

@@ -85,11 +85,15 @@ class Account:
             found.append(f"prober_requests_total {sum(self.metric.values())} != {self.recorded}")
         if self.metric != self.summary:
             found.append(f"metric {dict(self.metric)} != summary {dict(self.summary)}")
-        # Every failure is written, unless the event log could not take it (then it is counted).
+        # Every failure is written, unless the event log could not take it (then it is
+        # counted, among the other samples it could not take).
         unwritten = self.dropped["sample"]
         failures = self.failures
-        if sum(self.logged.values()) + unwritten != sum(failures.values()) or any(
-            self.logged[k] > failures[k] for k in self.logged
+        logged = sum(self.logged.values())
+        if (
+            any(self.logged[k] > failures[k] for k in self.logged)
+            or logged + unwritten < sum(failures.values())
+            or (not unwritten and logged != sum(failures.values()))
         ):
             found.append(
                 f"failures logged {dict(self.logged)} + unwritten {unwritten}"
@@ -126,7 +130,9 @@ class FaultDaemon:
         targets: Sequence[tuple[str, str]],
         *args: str,
         wrap: Sequence[str] = (),
+        log_file: Path | None = None,
     ) -> None:
+        """`log_file`: where `wrap` sends the daemon's stdout, to follow its lines there."""
         self.fault = fault
         self.events = events
         self._args = [
@@ -136,12 +142,15 @@ class FaultDaemon:
             *args,
         ]
         self._wrap = wrap
+        self._log_file = log_file
         self.process: DaemonProcess | None = None
         self.port = 0
         self._client = httpx.AsyncClient(timeout=10)
 
     async def __aenter__(self) -> FaultDaemon:
-        self.process = await DaemonProcess.start(*self._args, wrap=self._wrap)
+        self.process = await DaemonProcess.start(
+            *self._args, wrap=self._wrap, log_file=self._log_file
+        )
         try:
             self.port = (await self.process.wait_for("listening"))["port"]
             await self.process.wait_for("ready")

@@ -340,3 +340,45 @@ async def scrape(port: int, per_second: float, seconds: float) -> list[float]:
             assert answer.status_code == 200
             assert b"prober_requests_total" in answer.content
     return latencies
+
+
+@needs_root
+async def test_logs_on_a_full_disk_cost_no_sample(
+    tls_server: TLSServer, certs: Certs, tmp_path: Path, report
+) -> None:
+    """stdout redirected to a file on the disk that fills up, with the event log: a log line
+    that cannot be written must not stop the pipeline (before: the first one raised in the
+    pipeline's log sink, the supervisor's own log line about it raised too, and the pipeline
+    never ran again: metrics froze and samples piled up in memory)."""
+    with small_tmpfs(tmp_path / "disk", "512k") as disk:
+        logfile, events = disk / "daemon.log", disk / "events.jsonl"
+        to_file = ["sh", "-c", 'exec "$@" > "$0"', str(logfile)]
+        daemon = FaultDaemon(
+            "stdout_disk_full", events, [("internal-lb", tls_server.url)],
+            f"--ca-file={certs.ca_file}", "--timeout=5s", wrap=to_file, log_file=logfile,
+        )  # fmt: skip
+        async with daemon:
+            filler = fill(disk)
+            flapping = asyncio.create_task(flap(tls_server))  # intervals open and close
+            try:
+                await daemon.wait_for_total(
+                    "prober_event_log_dropped_total", 50, "records dropped", kind="interval"
+                )
+                await keeps_counting(daemon, 300)
+            finally:
+                flapping.cancel()
+                tls_server.plan.status = 200
+            filler.unlink()
+            account = await daemon.stop(
+                "log lines and records that found no room were dropped; the pipeline and "
+                "the metrics went on"
+            )
+    report(account)
+    assert account.dropped["interval"] >= 50
+
+
+async def flap(server: TLSServer) -> None:
+    """HTTP 500 and 200 in turn, 50 ms each: a stream of short disruption intervals."""
+    while True:
+        server.plan.status = 500 if server.plan.status == 200 else 200
+        await asyncio.sleep(0.05)

@@ -13,26 +13,33 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 Line = dict[str, Any]
 
 
 class DaemonProcess:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, log_file: Path | None = None) -> None:
         self.process = process
         self.lines: list[Line] = []
         self.raw: list[bytes] = []
         self._changed = asyncio.Condition()
-        self._reader = asyncio.create_task(self._read())
+        source = self._follow(log_file) if log_file else self._stream()
+        self._reader = asyncio.create_task(self._read(source))
 
     @classmethod
     async def start(
-        cls, *args: str, env: dict[str, str] | None = None, wrap: Sequence[str] = ()
+        cls,
+        *args: str,
+        env: dict[str, str] | None = None,
+        wrap: Sequence[str] = (),
+        log_file: Path | None = None,
     ) -> DaemonProcess:
         """`wrap` runs the daemon under another command (`unshare ...`, `setpriv ...`) that
-        ends by executing it, so the process is still the daemon's."""
+        ends by executing it, so the process is still the daemon's. `log_file`: the wrapper
+        sends the daemon's stdout there, and its lines are followed in that file."""
         process = await asyncio.create_subprocess_exec(
             *wrap,
             sys.executable,
@@ -44,11 +51,29 @@ class DaemonProcess:
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})},
         )
-        return cls(process)
+        return cls(process, log_file)
 
-    async def _read(self) -> None:
+    async def _stream(self) -> AsyncIterator[bytes]:
         assert self.process.stdout is not None
         async for raw in self.process.stdout:
+            yield raw
+
+    async def _follow(self, path: Path) -> AsyncIterator[bytes]:
+        """The file's lines as they are written, until the process has exited."""
+        offset, partial = 0, b""
+        while True:
+            data = _read_from(path, offset)
+            offset += len(data)
+            *whole, partial = (partial + data).split(b"\n")
+            for line in whole:
+                yield line + b"\n"
+            if not data:
+                if self.process.returncode is not None:
+                    return
+                await asyncio.sleep(0.02)  # a file has no readiness event
+
+    async def _read(self, source: AsyncIterator[bytes]) -> None:
+        async for raw in source:
             self.raw.append(raw)
             with contextlib.suppress(ValueError):
                 self.lines.append(json.loads(raw))
@@ -90,3 +115,12 @@ class DaemonProcess:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with path.open("rb") as stream:
+            stream.seek(offset)
+            return stream.read()
+    except FileNotFoundError:
+        return b""
