@@ -1,7 +1,7 @@
 """The event-log file: schema v1 JSON Lines, flushed per record, bounded by rotation.
 
-When PATH grows past `max_bytes` it is closed and renamed `PATH.000001` (numbers rise with
-time), a new PATH is started with the `run` record again, and a background thread gzips the
+When PATH grows past `max_bytes` it is renamed `PATH.000001` (numbers rise with time) and
+closed, a new PATH is started with the `run` record again, and a background thread gzips the
 segment to `PATH.000001.gz` (written as `.gz.part`, renamed when complete, then the plain
 segment is removed). Readers read the segments in number order, then PATH; a plain
 `PATH.NNNNNN` only exists if the daemon died while compressing it or the disk had no room for
