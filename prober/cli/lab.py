@@ -47,7 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="runs per platform")
     parser.add_argument("--out", type=Path, metavar="DIR", help="default ./lab-out/<timestamp>")
     parser.add_argument("--check", action="store_true", help="exit 1 when a measurement misses")
-    parser.add_argument("--tolerance", type=_positive, default=0.5, metavar="SECONDS")
+    parser.add_argument(
+        "--tolerance",
+        type=_positive,
+        default=0.5,
+        metavar="SECONDS",
+        help="how much earlier than the truth a measured reaction may be (a sampling gap)",
+    )
     parser.add_argument("--interval", default="100ms", help="daemon: gap per worker (100ms)")
     parser.add_argument("--workers", type=_count, default=2, help="daemon: workers per stream (2)")
     parser.add_argument(
@@ -92,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
         interval=args.interval,
         workers=args.workers,
         goaway_chance=args.goaway_chance,
-        tolerance=Tolerance(new=args.tolerance, reused=args.tolerance),
+        tolerance=Tolerance(early=args.tolerance),
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

@@ -21,6 +21,7 @@ from prober.report.errors import BadInput
 from prober.report.tables import seconds, table
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process that SIGINT ended
 
 
 def default_out() -> Path:
@@ -58,6 +59,11 @@ def lab_command(
             except (LabError, ProcessError, BadInput, TruthError, OSError) as exc:
                 print(f"prober lab: {exc}", file=stderr)
                 return EXIT_BAD_INPUT
+            except KeyboardInterrupt:
+                print(
+                    f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr
+                )
+                return EXIT_INTERRUPTED
             report(result, stdout)
             failed = failed or bool(result.problems)
     if check and failed:

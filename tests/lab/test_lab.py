@@ -7,10 +7,15 @@ the truth from the apiserver's own record and HAProxy's log.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
+from prober.cli import main
 from prober.core.models import LB, Connection
 from prober.lab.compare import Row, Tolerance
 from prober.lab.platforms import PLATFORMS
@@ -19,7 +24,8 @@ from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 SCALE = 0.05
-TOLERANCE = Tolerance(new=0.5, reused=0.5)
+# Quiet, errors stay under 0.2 s early; a loaded 2-core machine stretches the daemon's gaps.
+TOLERANCE = Tolerance(early=1.0, late=0.1)
 
 
 async def lab(tmp_path: Path, platform: str, scenario: str = "rollout") -> LabResult:
@@ -53,6 +59,8 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
 ) -> None:
     result = await lab(tmp_path, platform)
     show(result)
+    if platform == "aws":
+        audit_agrees(result, tmp_path / "audit")
     assert result.problems == ()
     (shutdown,) = result.results
     assert shutdown.t0_error is not None
@@ -102,3 +110,54 @@ async def test_an_output_directory_is_never_reused(tmp_path: Path) -> None:
     (tmp_path / "lab" / "events.jsonl").write_text("")
     with pytest.raises(LabError, match="not empty"):
         await lab(tmp_path, "aws")
+
+
+def audit_agrees(result: LabResult, out: Path) -> None:
+    """The second witness on the same run: the apiserver's audit log flags the prober's own
+    late requests (matched by Audit-ID), each through the LB that sent it."""
+    code = main(
+        ["audit", "summarize", str(result.out / "cluster"), "--events",
+         str(result.out / "events.jsonl"), "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "audit-summary.json").read_text())
+    late = {entry["apiserver"] for entry in summary["late"]}
+    assert "master-0" in late
+    prober_late = summary["prober"]["late"]
+    assert {entry["lb"] for entry in prober_late} >= {"localhost", "service-network"}
+    assert summary["bad_lines"] == 0
+
+
+async def test_ctrl_c_stops_every_process_the_lab_started(tmp_path: Path) -> None:
+    out = tmp_path / "lab"
+    argv = [sys.executable, "-m", "prober", "lab", "--time-scale", "0.05", "--out", str(out)]
+    lab = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    assert lab.stdout is not None
+    async with asyncio.timeout(60):
+        while b"SIGTERM" not in await lab.stdout.readline():  # the rollout has begun
+            assert lab.returncode is None
+        daemon = json.loads((out / "daemon.json").read_text())["pid"]
+        children = _children(lab.pid)
+        assert len(children) >= 7  # 3 apiservers, 3 HAProxies, the daemon
+        lab.send_signal(signal.SIGINT)
+        await lab.communicate()
+    assert lab.returncode != 0
+    assert _alive([*children, daemon]) == []
+
+
+def _alive(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in text:
+            found.append(int(status.parent.name))
+    return found
