@@ -41,5 +41,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("reliability: every sample accounted for, per fault")
     for account in ACCOUNTS:
         terminalreporter.write_line(account.line())
+        if account.did:
+            terminalreporter.write_line(f"    {account.did}")
     for line in NOTES:
         terminalreporter.write_line(line)

@@ -16,6 +16,7 @@ numbers, which also land in the table at the end of the pytest run (see `conftes
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 from collections import Counter
@@ -30,7 +31,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from prober.core.models import Sample, Summary
 from tests.support.daemon_process import DaemonProcess
 from tests.support.replay import read_log
-from tests.support.waiting import until
 
 FAST = (
     "--interval=25ms",  # 4x the default rate: two workers, a sample every 12.5 ms per stream
@@ -248,9 +248,7 @@ def failed_audit_ids(events: Path) -> set[str]:
 
 
 async def until_async(check: Callable[[], Any], what: str, timeout: float = 15) -> None:
-    """`until` for conditions that need an await (a scrape)."""
-    import asyncio
-
+    """`tests.support.waiting.until` for conditions that need an await (a scrape)."""
     try:
         async with asyncio.timeout(timeout):
             while not await check():  # noqa: ASYNC110 - a scrape signals nothing
@@ -259,4 +257,4 @@ async def until_async(check: Callable[[], Any], what: str, timeout: float = 15) 
         raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
-__all__ = ["Account", "FaultDaemon", "account", "failed_audit_ids", "until"]
+__all__ = ["Account", "FaultDaemon", "account", "failed_audit_ids"]

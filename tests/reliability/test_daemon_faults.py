@@ -36,7 +36,7 @@ async def test_sigterm_with_requests_in_flight_records_each_of_them(
         "sigterm_in_flight", events, [("internal-lb", tls_server.url)], *args
     ) as daemon:
         tls_server.plan.mode = "stall"
-        await tls_server.wait_for(lambda s: sum(1 for r in s.requests) > 40)
+        await tls_server.wait_for(lambda s: len(s.requests) > 40)
         account = await daemon.stop(
             "drain 0.5 s < timeout 30 s: requests in flight end as timeouts"
         )
@@ -67,7 +67,7 @@ def events_named(daemon: FaultDaemon, name: str) -> list[dict]:
     return [line for line in daemon.process.lines if line.get("event") == name]
 
 
-async def failing_server_daemon(
+def failing_server_daemon(
     server: TLSServer, certs: Certs, fault: str, events: Path, *args: str, wrap=()
 ) -> FaultDaemon:
     """A daemon whose every sample fails (HTTP 500), so every sample is a line to write."""
@@ -88,7 +88,7 @@ async def test_a_full_disk_is_said_once_counted_and_survived(
 ) -> None:
     with small_tmpfs(tmp_path / "disk", "512k") as disk:
         events = disk / "events.jsonl"
-        daemon = await failing_server_daemon(
+        daemon = failing_server_daemon(
             tls_server, certs, "disk_full", events, "--event-log-max-size=64KiB"
         )
         async with daemon:
@@ -120,7 +120,7 @@ async def test_an_event_log_that_may_not_grow_is_said_once_counted_and_survived(
     """The file turns unwritable under the daemon: its file-size limit (RLIMIT_FSIZE) is
     lowered to the log's size, so every write fails with EFBIG until it is raised again."""
     events = tmp_path / "events.jsonl"
-    daemon = await failing_server_daemon(tls_server, certs, "unwritable_file", events)
+    daemon = failing_server_daemon(tls_server, certs, "unwritable_file", events)
     async with daemon:
         limit = events.stat().st_size
         prlimit(daemon.pid, f"--fsize={limit}:unlimited")
@@ -149,7 +149,7 @@ async def test_a_read_only_log_directory_stops_rotation_not_writing(
     logs.mkdir()
     events = logs / "events.jsonl"
     no_override = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
-    daemon = await failing_server_daemon(
+    daemon = failing_server_daemon(
         tls_server, certs, "read_only_dir", events, "--event-log-max-size=64KiB", wrap=no_override
     )
     async with daemon:
