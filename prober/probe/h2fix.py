@@ -8,13 +8,23 @@ sent (measured: 4 s stalls and timeouts on 15 % of `http2` `new` requests with t
 saturated). An asyncio semaphore has the same counting and bound but returns at once when a
 slot is free, so the setup costs no loop passes. `bench/daemon_cpu.py` and
 `tests/probe/test_h2fix.py` show the difference.
+
+And h2's memory of closed streams: an `H2Connection` keeps the id of every stream it closed,
+up to 65,536 of them (about 8 MB), so that a late frame on one is recognised. A kept
+connection reaches that after 65,536 requests, 1.8 hours at the default rate, and the daemon
+keeps one per worker, HTTP/2 stream and LB: RSS grew by tens of MB over a long run before it
+levelled off. The probe's requests end within their timeout, so a late frame comes within
+seconds; a few hundred closed streams cover that (`tests/reliability/test_probe_boundary.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import h2.connection
 import httpcore._async.http2 as _http2
+
+CLOSED_STREAMS_KEPT = 512  # per HTTP/2 connection: many seconds of requests even at 4x rate
 
 
 class EagerSemaphore:
@@ -33,3 +43,4 @@ class EagerSemaphore:
 def install() -> None:
     """Idempotent; the probe calls it at import, before any connection exists."""
     _http2.AsyncSemaphore = EagerSemaphore  # type: ignore[misc,assignment]
+    h2.connection.H2Connection.MAX_CLOSED_STREAMS = CLOSED_STREAMS_KEPT

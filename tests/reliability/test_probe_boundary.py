@@ -14,6 +14,7 @@ import pytest
 from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
 from prober.probe import Prober, ProbeTarget, client_context
 from prober.probe.classify import classify_exception
+from prober.probe.h2fix import CLOSED_STREAMS_KEPT
 from tests.support.certs import Certs
 from tests.support.tls_server import TLSServer
 
@@ -98,3 +99,19 @@ def test_a_broken_connection_is_a_timeout_only_when_we_gave_it_up() -> None:
     )
     goaway = httpx.RemoteProtocolError("")
     assert classify_exception(goaway, abandoned=True)[0] is ErrorClass.OTHER
+
+
+async def test_a_kept_http2_connection_remembers_a_bounded_number_of_closed_streams(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    """h2 keeps every closed stream's id for up to 65,536 streams, about 8 MB a connection:
+    a kept connection reaches that after 65,536 requests (1.8 hours at the default rate),
+    for each worker and LB. The probe's connections keep a few hundred."""
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.REUSED, timeout=5)
+    tls_server.keep_requests = False
+    for _ in range(CLOSED_STREAMS_KEPT + 200):
+        assert (await prober.sample()).error is None
+    (connection,) = prober._kept._pool.connections  # white box: h2's own record
+    remembered = connection._connection._h2_state._closed_streams
+    await prober.aclose()
+    assert len(remembered) <= CLOSED_STREAMS_KEPT
