@@ -25,9 +25,9 @@ from prober.core.header import REQUEST_HEADER, ShutdownHeader
 from prober.core.models import Connection, ErrorClass, Protocol, Sample, StreamId, rfc3339
 from prober.probe.classify import NETWORK_ERRORS, classify_exception, classify_response
 from prober.probe.credentials import TokenFile
-from prober.probe.h2fix import install as _install_h2fix
+from prober.probe.httpcore_fixes import install as _install_httpcore_fixes
 
-_install_h2fix()
+_install_httpcore_fixes()
 
 
 @dataclass(frozen=True, slots=True)

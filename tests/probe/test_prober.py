@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -209,3 +210,33 @@ async def test_a_rotated_token_is_picked_up(
     assert [e for e, _ in events] == ["token_reloaded", "token_unreadable"]
     assert "secret" not in repr(token) + repr(events)
     await prober.aclose()
+
+
+def open_sockets_to(port: int) -> int:
+    """This process's TCP sockets whose peer is `port` on loopback."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                continue
+            with socket.socket(fileno=os.dup(int(fd))) as sock:
+                count += sock.getpeername()[1:2] == (port,)
+        except OSError:  # gone meanwhile, or not a connected socket
+            continue
+    return count
+
+
+@pytest.mark.parametrize("protocol", list(Protocol))
+async def test_a_request_cut_off_in_the_tls_handshake_closes_its_socket(
+    tls_server: TLSServer, certs: Certs, protocol: Protocol
+) -> None:
+    """The deadline cancels a request that is still in its handshake (the server took the
+    TCP connection and never answered the ClientHello); httpcore only closes a socket on
+    exceptions, so without the fix each such sample left an open socket behind."""
+    tls_server.plan.mode = "silent"
+    prober = make_prober(tls_server, certs, protocol, Connection.NEW, timeout=0.2)
+    samples = [await prober.sample() for _ in range(3)]
+    await prober.aclose()
+    assert [s.error for s in samples] == [ErrorClass.TIMEOUT] * 3
+    await tls_server.wait_for(lambda server: server.connections == 3)
+    assert open_sockets_to(tls_server.port) == 0

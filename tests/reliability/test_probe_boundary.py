@@ -14,7 +14,7 @@ import pytest
 from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
 from prober.probe import Prober, ProbeTarget, client_context
 from prober.probe.classify import classify_exception
-from prober.probe.h2fix import CLOSED_STREAMS_KEPT
+from prober.probe.httpcore_fixes import CLOSED_STREAMS_KEPT
 from tests.support.certs import Certs
 from tests.support.tls_server import TLSServer
 

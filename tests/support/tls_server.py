@@ -37,6 +37,7 @@ import h2.events
 import h11
 
 from prober.core.header import format_shutdown_header
+from prober.lab.apiserver.listener import Listener
 from tests.support.certs import Certs, make_certs
 
 HOST_ID = "apiserver-testtesttesttesttesttesttest"
@@ -93,18 +94,21 @@ class TLSServer:
     fault_contexts: dict[str, ssl.SSLContext] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._server: asyncio.Server | None = None
+        self._server: Listener | None = None
         self._closing = asyncio.Event()
         self._changed = asyncio.Condition()
         self._writers: set[asyncio.StreamWriter] = set()
+        # Every accepted socket, from the moment of accept: a connection whose handler task
+        # never got to run (the test ended first) must still be closed by `close()`.
+        self._transports: set[asyncio.BaseTransport] = set()
 
     @property
     def url(self) -> str:
         return f"https://{self.host}:{self.port}"
 
     async def start(self) -> TLSServer:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._server = await Listener.open(self._protocol, self.host, self.port)
+        self.port = self._server.port
         return self
 
     async def refuse(self) -> None:
@@ -122,6 +126,12 @@ class TLSServer:
         await self.refuse()
         for writer in list(self._writers):
             writer.transport.abort()
+        for transport in list(self._transports):
+            transport.abort()
+        await asyncio.sleep(0)  # let the aborts' connection_lost callbacks run
+
+    def _protocol(self) -> asyncio.StreamReaderProtocol:
+        return _TrackedProtocol(asyncio.StreamReader(), self._handle, self._transports)
 
     async def wait_for(self, predicate: Callable[[TLSServer], bool], timeout: float = 10) -> None:
         async with asyncio.timeout(timeout), self._changed:
@@ -409,6 +419,24 @@ def raw_response_h2(stream_id: int, headers: Sequence[tuple[bytes, bytes]], body
 
 # SETTINGS frames (type 4, stream 0) setting MAX_CONCURRENT_STREAMS to 100.
 SETTINGS_FLOOD = _frame(0x4, 0x0, 0, struct.pack("!HI", 0x3, 100)) * FLOOD_FRAMES
+
+
+class _TrackedProtocol(asyncio.StreamReaderProtocol):
+    """asyncio's stream protocol that keeps its socket transport in `tracked` while open."""
+
+    def __init__(self, reader, handle, tracked: set[asyncio.BaseTransport]) -> None:
+        super().__init__(reader, handle)
+        self._tracked = tracked
+        self._raw: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._raw = transport
+        self._tracked.add(transport)
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._tracked.discard(self._raw)
+        super().connection_lost(exc)
 
 
 def reset(writer: asyncio.StreamWriter) -> None:

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socket is closed
+# net/http's rstAvoidanceDelay: after answering a request it could not parse, it waits this
+# long before closing, so that what the client is still sending does not turn the close into
+# a reset that destroys the answer before the client read it. (Go stops reading; asyncio's TLS
+# layer would then fail on the unread data, so the fake reads it and throws it away.)
+RST_AVOIDANCE_DELAY = 0.5
 
 
 class Watch:
@@ -95,6 +100,8 @@ class ServerConnection(asyncio.Protocol):
         self._flush()
 
     def data_received(self, data: bytes) -> None:
+        if self._close_reason == "protocol-error":
+            return  # answered and closing: what the client still sends is thrown away
         if self.proto is None:
             data = self._sniff(data)
             if self.proto is None:
@@ -254,7 +261,7 @@ class ServerConnection(asyncio.Protocol):
         if data and not self.transport.is_closing():
             self.transport.write(data)
         if self._close_reason == "protocol-error":
-            self._close("protocol-error")
+            self._close_after_error()
         elif self.proto.wants_close:
             if self.proto.name == "h2" and self._close_reason is None:
                 self._linger_then_close()
@@ -262,6 +269,10 @@ class ServerConnection(asyncio.Protocol):
                 self._close(self._close_reason or "connection-close")
         else:
             self._arm_timer()
+
+    def _close_after_error(self) -> None:
+        if self._linger is None:
+            self._linger = self._loop.call_later(RST_AVOIDANCE_DELAY, self._close, "protocol-error")
 
     def _linger_then_close(self) -> None:
         """Go closes a gracefully GOAWAYed connection a second after its last stream."""

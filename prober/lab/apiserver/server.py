@@ -20,6 +20,7 @@ from prober.lab.apiserver.audit import MEGABYTE, AuditLog
 from prober.lab.apiserver.clock import Clock, SystemClock
 from prober.lab.apiserver.connection import ServerConnection, Watch
 from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
+from prober.lab.apiserver.listener import Listener
 from prober.lab.apiserver.options import ApiServerOptions
 from prober.lab.apiserver.truth import TruthLog
 
@@ -84,7 +85,7 @@ class ApiServer:
         self.metrics = self.app.metrics
         self.connections: dict[int, ServerConnection] = {}
         self._watches: dict[int, Watch] = {}  # by id(), in the order they started
-        self._listeners: list[asyncio.Server] = []
+        self._listeners: list[Listener] = []
         self._connections_closed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._lifecycle_task: asyncio.Task[None] | None = None
@@ -95,27 +96,19 @@ class ApiServer:
     async def start(self) -> BoundPorts:
         """Bind the listeners and start the lifecycle task; returns the bound ports."""
         context = self.options.tls_context()
-        loop = asyncio.get_running_loop()
         host = self.options.bind_address
-        tls = await loop.create_server(
-            lambda: ServerConnection(self, tls=True),
-            host,
-            self.options.port,
-            ssl=context,
-            backlog=1024,
+        tls = await Listener.open(
+            lambda: ServerConnection(self, tls=True), host, self.options.port, context=context
         )
         self._listeners.append(tls)
         plain_port = None
         if self.options.plain_port is not None:
-            plain = await loop.create_server(
-                lambda: ServerConnection(self, tls=False),
-                host,
-                self.options.plain_port,
-                backlog=1024,
+            plain = await Listener.open(
+                lambda: ServerConnection(self, tls=False), host, self.options.plain_port
             )
             self._listeners.append(plain)
-            plain_port = plain.sockets[0].getsockname()[1]
-        self.ports = BoundPorts(tls.sockets[0].getsockname()[1], plain_port)
+            plain_port = plain.port
+        self.ports = BoundPorts(tls.port, plain_port)
         self._lifecycle_task = asyncio.create_task(
             self._run_lifecycle(), name=f"apiserver {self.options.hostname} lifecycle"
         )

@@ -7,7 +7,7 @@ import asyncio
 from httpcore._async import http2
 
 from prober.core.models import Connection, Protocol
-from prober.probe.h2fix import EagerSemaphore
+from prober.probe.httpcore_fixes import EagerSemaphore
 from tests.probe.test_prober import make_prober
 from tests.support.certs import Certs
 from tests.support.tls_server import TLSServer
