@@ -37,6 +37,7 @@ PATH = "/api/v1/namespaces/default"
 FUZZ = settings(
     max_examples=100,
     deadline=None,
+    derandomize=True,  # the same examples on every CI run
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -135,7 +136,12 @@ def test_any_disruption_header_value_gives_the_parsers_answer(
     event(f"result: {sample.error or 'success'}")
     goes_on(sample)
     if sample.status is None:  # the client refused the answer itself (a protocol error)
-        assert sample.error is ErrorClass.OTHER, sample.detail
+        allowed = {ErrorClass.OTHER}
+        if protocol is Protocol.HTTP1 and b"\n" in value:
+            # A line break ends the header line, and the CRLF after it the head: the answer
+            # has lost its length, its body never ends, and the client waits out its deadline.
+            allowed.add(ErrorClass.TIMEOUT)
+        assert sample.error in allowed, sample.detail
         return
     assert sample.status == 200
     assert sample.error is parsed(value), (sample.error, sample.detail)
