@@ -108,18 +108,16 @@ class Prober:
 
     def _transport(self) -> httpx.AsyncHTTPTransport:
         reused = self.stream.connection is Connection.REUSED
-        http2 = self.stream.protocol is Protocol.HTTP2
-        # A kept HTTP/1.1 connection carries one request at a time; when answers are slower
-        # than the tick, later requests wait for it rather than open connections of their
-        # own: those would be `new` samples under a `reused` name, and on a busy machine each
-        # TLS handshake makes every answer slower still (seen in a full-scale lab run: every
-        # request of an HTTP/1.1 `reused` stream on a fresh connection for seconds). HTTP/2
-        # multiplexes; it opens a second connection only when the first cannot take a stream.
+        # When answers come slower than the tick, a reused HTTP/1.1 stream opens more
+        # connections (its samples say `reused: false`). Making them queue for the one kept
+        # connection was tried: one hung request then timed every queued one out behind it
+        # (45 false failures on one stream in a full-scale lab run).
         limits = httpx.Limits(
-            max_connections=(self._target.max_in_flight if http2 else 1) if reused else 1,
+            max_connections=self._target.max_in_flight if reused else 1,
             max_keepalive_connections=1 if reused else 0,
             keepalive_expiry=None,
         )
+        http2 = self.stream.protocol is Protocol.HTTP2
         return httpx.AsyncHTTPTransport(
             verify=self._target.context, http1=not http2, http2=http2, limits=limits, retries=0
         )

@@ -240,18 +240,3 @@ async def test_a_request_cut_off_in_the_tls_handshake_closes_its_socket(
     assert [s.error for s in samples] == [ErrorClass.TIMEOUT] * 3
     await tls_server.wait_for(lambda server: server.connections == 3)
     assert open_sockets_to(tls_server.port) == 0
-
-
-async def test_overlapping_http1_requests_wait_for_the_kept_connection(
-    tls_server: TLSServer, certs: Certs
-) -> None:
-    """Answers slower than the tick: a `reused` HTTP/1.1 stream still uses its one connection
-    (the requests queue for it) instead of opening fresh ones."""
-    prober = make_prober(tls_server, certs, Protocol.HTTP1, Connection.REUSED)
-    assert (await prober.sample()).reused is False
-    tls_server.plan.answer_delay = 0.1
-    samples = await asyncio.gather(*(prober.sample() for _ in range(3)))
-    await prober.aclose()
-    assert [s.error for s in samples] == [None] * 3
-    assert [s.reused for s in samples] == [True] * 3
-    assert tls_server.connections == 1

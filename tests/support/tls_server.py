@@ -64,7 +64,6 @@ class Plan:
     header: str | Callable[[], str | None] | None = READY
     goaway_code: int = h2.errors.ErrorCodes.INTERNAL_ERROR  # for goaway_error and rst_stream
     trickle_gap: float = 1.0  # seconds between the bytes of a `trickle` answer
-    answer_delay: float = 0.0  # seconds an HTTP/1.1 answer waits (a slow server, keep-alive kept)
     # `raw`: a 200 with exactly these header bytes, unchecked (h1 lines, h2 HPACK literals).
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
@@ -257,8 +256,6 @@ class TLSServer:
             elif isinstance(event, h11.EndOfMessage):
                 if await self._misbehave(w) or await self._unchecked_h1(reader, w):
                     return
-                if self.plan.answer_delay:
-                    await asyncio.sleep(self.plan.answer_delay)
                 body = BODY.encode()
                 headers = [*self._response_headers(), ("content-length", str(len(body)))]
                 head = conn.send(h11.Response(status_code=self.plan.status, headers=headers))
