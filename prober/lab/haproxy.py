@@ -226,7 +226,8 @@ class HaproxyLB:
 
         self._watchers.append((wanted, future))
         try:
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see ManagedProcess
+                return await future
         except TimeoutError:
             state = "UP" if up else "DOWN"
             raise ProcessError(

@@ -82,7 +82,10 @@ class ManagedProcess:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiters.append((predicate, future))
         try:
-            return await asyncio.wait_for(future, timeout)
+            # Not wait_for: on 3.11 it returns the result when the task is cancelled just as
+            # the future completes, and a Ctrl-C in that instant was lost (the lab ran on).
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError:
             raise ProcessError(
                 f"{self.name}: no expected output within {timeout:.0f} s (see {self.stdout_path})"
@@ -97,7 +100,8 @@ class ManagedProcess:
 
     async def wait(self, timeout: float | None = None) -> int:
         assert self._proc is not None
-        code = await asyncio.wait_for(self._proc.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            code = await self._proc.wait()
         await asyncio.gather(*self._pumps, return_exceptions=True)
         return code
 
