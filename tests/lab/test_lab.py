@@ -142,7 +142,12 @@ async def test_ctrl_c_stops_every_process_the_lab_started(tmp_path: Path) -> Non
     out = tmp_path / "lab"
     argv = [sys.executable, "-m", "prober", "lab", "--time-scale", "0.05", "--out", str(out)]
     lab = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        # A suite started in the background (`make test &`, nohup) inherits SIGINT ignored,
+        # and so would the lab; a user at a terminal pressing Ctrl-C never has that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert lab.stdout is not None
     async with asyncio.timeout(60):

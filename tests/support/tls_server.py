@@ -320,11 +320,13 @@ class TLSServer:
             conn.close_connection(error_code=code, last_stream_id=stream_id)
             w.write(conn.data_to_send())
             await w.drain()
-            if code == 0:  # graceful: wait for the client to hang up, as a draining server
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(5):
-                        while await reader.read(65536):
-                            pass
+            # Wait for the client to hang up: a draining server for a graceful GOAWAY, and for
+            # an error one what Go's server does (goAwayTimeout, 1 s) so that the client reads
+            # the GOAWAY before the close; an abort at once could reach it first, as a reset.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5 if code == 0 else 1):
+                    while await reader.read(65536):
+                        pass
             return True
         if await self._misbehave(w):
             return True
