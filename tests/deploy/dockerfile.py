@@ -180,19 +180,34 @@ class Sandbox:
                 yield path, str(path.relative_to(base))
 
 
+def declare(
+    keyword: str,
+    args: str,
+    sandbox: Sandbox,
+    defaults: Mapping[str, str],
+    env: dict[str, str],
+) -> bool:
+    """Play an ARG or ENV (ENV values also go to `env`); False for any other instruction."""
+    if keyword == "ARG":
+        name, has_default, default = args.partition("=")
+        value = default if has_default else defaults.get(name, "")
+        sandbox.variables[name] = sandbox.rebased(expand(value, sandbox.variables))
+    elif keyword == "ENV":
+        for name, value in _pairs(args):
+            sandbox.variables[name] = env[name] = expand(value, sandbox.variables)
+    else:
+        return False
+    return True
+
+
 def run_stage(stage: Stage, sandbox: Sandbox, defaults: Mapping[str, str]) -> list[str]:
     """Play a build stage; returns the RUN commands it ran, as written."""
     ran: list[str] = []
     for instruction in stage.instructions:
         keyword, args = instruction.keyword, instruction.args
-        if keyword == "ARG":
-            name, has_default, default = args.partition("=")
-            value = default if has_default else defaults.get(name, "")
-            sandbox.variables[name] = sandbox.rebased(expand(value, sandbox.variables))
-        elif keyword == "ENV":
-            for name, value in _pairs(args):
-                sandbox.variables[name] = sandbox.env[name] = expand(value, sandbox.variables)
-        elif keyword == "WORKDIR":
+        if declare(keyword, args, sandbox, defaults, sandbox.env):
+            continue
+        if keyword == "WORKDIR":
             sandbox.workdir = sandbox.workdir / expand(args, sandbox.variables)
             sandbox.host(".").mkdir(parents=True, exist_ok=True)
         elif keyword == "COPY":
@@ -267,14 +282,9 @@ def runtime_image(stage: Stage, sandbox: Sandbox, defaults: Mapping[str, str]) -
     image = Image({}, [], [], "", {}, [], [])
     for instruction in stage.instructions:
         keyword, args = instruction.keyword, instruction.args
-        if keyword == "ARG":
-            name, has_default, default = args.partition("=")
-            value = default if has_default else defaults.get(name, "")
-            sandbox.variables[name] = sandbox.rebased(expand(value, sandbox.variables))
-        elif keyword == "ENV":
-            for name, value in _pairs(args):
-                sandbox.variables[name] = image.env[name] = expand(value, sandbox.variables)
-        elif keyword == "LABEL":
+        if declare(keyword, args, sandbox, defaults, image.env):
+            continue
+        if keyword == "LABEL":
             image.labels.update(
                 (name, expand(value, sandbox.variables)) for name, value in _pairs(args)
             )
