@@ -11,7 +11,7 @@ import anyio
 import httpx
 import pytest
 
-from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
+from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample, StreamId
 from prober.probe import Prober, ProbeTarget, client_context
 from prober.probe.classify import classify_exception
 from prober.probe.httpcore_fixes import CLOSED_STREAMS_KEPT
@@ -30,22 +30,34 @@ def make_prober(
     return Prober(stream, target, time.monotonic())
 
 
+async def staggered_on_a_kept_connection(
+    server: TLSServer, certs: Certs, protocol: Protocol, mode: str, *, count: int, gap: float
+) -> list[Sample]:
+    """One good sample opens the kept connection; then, with the server misbehaving as
+    `mode`, `count` samples start `gap` seconds apart so that they overlap on it."""
+    prober = make_prober(server, certs, protocol, Connection.REUSED, timeout=0.5)
+    assert (await prober.sample()).error is None
+    server.plan.mode = mode
+
+    async def later(delay: float) -> Sample:
+        await asyncio.sleep(delay)  # staggers the starts; nothing waits on it
+        return await prober.sample()
+
+    try:
+        return list(await asyncio.gather(*(later(gap * i) for i in range(count))))
+    finally:
+        await prober.aclose()
+
+
 @pytest.mark.parametrize("protocol", list(Protocol))
 async def test_one_timeout_on_a_kept_connection_does_not_fail_the_requests_beside_it(
     tls_server: TLSServer, certs: Certs, protocol: Protocol
 ) -> None:
     """The first request to time out replaces the kept pool; the others on the old pool must
     meet their own deadlines, not the torn socket (they came back as `tls` errors)."""
-    prober = make_prober(tls_server, certs, protocol, Connection.REUSED, timeout=0.5)
-    assert (await prober.sample()).error is None
-    tls_server.plan.mode = "trickle"
-
-    async def later(delay: float):
-        await asyncio.sleep(delay)
-        return await prober.sample()
-
-    samples = await asyncio.gather(*(later(0.1 * i) for i in range(3)))
-    await prober.aclose()
+    samples = await staggered_on_a_kept_connection(
+        tls_server, certs, protocol, "trickle", count=3, gap=0.1
+    )
     assert [(s.error, s.detail) for s in samples] == [
         (ErrorClass.TIMEOUT, "TimeoutError: no answer in time")
     ] * 3
@@ -76,16 +88,9 @@ async def test_requests_sharing_a_connection_broken_by_a_timeout_are_timeouts_to
     """A SETTINGS flood that never reads: the client's acknowledgements fill the socket, a
     deadline cancels a request mid-write, and anyio declares the shared HTTP/2 connection
     broken. The requests beside it were failed by that timeout, not reset by the server."""
-    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.REUSED, timeout=0.5)
-    assert (await prober.sample()).error is None
-    tls_server.plan.mode = "settings_flood"
-
-    async def later(delay: float):
-        await asyncio.sleep(delay)
-        return await prober.sample()
-
-    samples = await asyncio.gather(*(later(0.03 * i) for i in range(12)))
-    await prober.aclose()
+    samples = await staggered_on_a_kept_connection(
+        tls_server, certs, Protocol.HTTP2, "settings_flood", count=12, gap=0.03
+    )
     assert {s.error for s in samples} == {ErrorClass.TIMEOUT}, [s.detail for s in samples]
 
 
