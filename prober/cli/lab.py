@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.values import positive_float, positive_int
+
 EXAMPLE = """\
 examples:
   prober lab                                   # AWS profile, rolling restart, about 2 minutes
@@ -40,22 +42,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--scenario", choices=SCENARIOS, default="rollout")
     parser.add_argument(
         "--time-scale",
-        type=_positive,
+        type=positive_float,
         metavar="FACTOR",
         help="multiply every delay and health-check interval (default: fit about 2 minutes)",
     )
-    parser.add_argument("--repeat", type=_count, default=1, metavar="N", help="runs per platform")
+    parser.add_argument(
+        "--repeat", type=positive_int, default=1, metavar="N", help="runs per platform"
+    )
     parser.add_argument("--out", type=Path, metavar="DIR", help="default ./lab-out/<timestamp>")
     parser.add_argument("--check", action="store_true", help="exit 1 when a measurement misses")
     parser.add_argument(
         "--tolerance",
-        type=_positive,
+        type=positive_float,
         default=0.5,
         metavar="SECONDS",
         help="how much earlier than the truth a measured reaction may be (a sampling gap)",
     )
     parser.add_argument("--interval", default="100ms", help="daemon: gap per worker (100ms)")
-    parser.add_argument("--workers", type=_count, default=2, help="daemon: workers per stream (2)")
+    parser.add_argument(
+        "--workers", type=positive_int, default=2, help="daemon: workers per stream (2)"
+    )
     parser.add_argument(
         "--goaway-chance",
         type=float,
@@ -71,20 +77,6 @@ def _platforms(text: str, known: list[str]) -> list[str]:
     if not names or unknown:
         raise argparse.ArgumentTypeError(f"unknown platform {', '.join(unknown) or text!r}")
     return names
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:
