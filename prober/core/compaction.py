@@ -8,10 +8,15 @@ only depend on:
 * every sample that made a tracker emit something (an interval closed, a window opened or
   timed out, a window recovered): kept, in the same order, so a replay emits the same thing;
 * every `shutdown=false` answer from a host whose window is open (it narrows T0): kept;
+* every answered sample while any shutdown window is open: the answers from other servers
+  are what bounds each stream's reaction from above (`core.shutdown`);
 * per host, the newest-sent `shutdown=false` before a window opens (the lower bound on T0):
   held back and written just before the sample that opened the window, marked `held` so that
   the disruption tracker ignores it on replay: fed that late, a success could close an interval
-  it did not close when it arrived.
+  it did not close when it arrived;
+* per stream, the newest-sent success when a disruption interval opens (the lower bound on its
+  start, `core.disruption`): written, `held`, just before the failure that opened it, unless
+  it is in the log already.
 
 Everything else is a success that moved no state, and is counted by the `summary` records
 instead. `tests/core/test_compaction.py` checks the claim over generated runs.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from prober.core.disruption import DisruptionStarted
 from prober.core.models import Sample
 from prober.core.shutdown import WindowOpened
 
@@ -31,6 +37,8 @@ class Compactor:
 
     def __init__(self) -> None:
         self._held: dict[str, Sample] = {}
+        self._newest_ok: dict[str, Sample] = {}  # per stream, as the disruption tracker's
+        self._logged: set[str] = set()  # streams whose newest success is in the log
 
     def select(
         self, sample: Sample, events: Iterable[object], open_hosts: frozenset[str]
@@ -43,15 +51,32 @@ class Compactor:
                 held = self._held.pop(event.host, None)
                 if held is not None:
                     out.append(dataclasses.replace(held, held=True))
+            elif isinstance(event, DisruptionStarted):
+                out.extend(self._witness(event))
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late
-        if header is not None and header.host in open_hosts:
+        if header is not None and open_hosts:
             keep = True
-        elif header is not None and not header.shutdown:
+        if header is not None and not header.shutdown and header.host not in open_hosts:
             self._note_ready(header.host, sample, kept=keep)
+        if not sample.failed:
+            newest = self._newest_ok.get(sample.stream)
+            if newest is None or sample.t > newest.t:
+                self._newest_ok[sample.stream] = sample
+                self._logged.discard(sample.stream)
         if keep:
             out.append(sample)
+        for written in out:
+            newest = self._newest_ok.get(written.stream)
+            if newest is not None and written.audit_id == newest.audit_id:
+                self._logged.add(written.stream)
         return out
+
+    def _witness(self, started: DisruptionStarted) -> list[Sample]:
+        """The success that bounds an interval's start, unless the log has it already."""
+        if started.after is None or started.stream in self._logged:
+            return []
+        return [dataclasses.replace(started.after, held=True)]
 
     def _note_ready(self, host: str, sample: Sample, *, kept: bool) -> None:
         """Remember the newest-sent `shutdown=false` of a host that has no open window."""

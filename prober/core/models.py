@@ -57,6 +57,15 @@ class Connection(StrEnum):
     REUSED = "reused"
 
 
+class Replacement(StrEnum):
+    """Why a `reused` worker's request went over a connection it had just opened."""
+
+    FIRST = "first"  # the worker had no connection yet
+    CLOSED = "closed"  # the server or the LB closed the kept one (Connection: close, EOF)
+    FAILED = "failed"  # the last request on the kept one failed, so it was dropped
+    TIMEOUT = "timeout"  # the last request on it timed out, so it was given up
+
+
 class ClosedBy(StrEnum):
     RECOVERED = "recovered"  # the host answered shutdown=false again
     TIMEOUT = "timeout"  # delay + grace after it was first seen
@@ -130,6 +139,9 @@ class Sample:
     audit_id: str
     local_port: int | None = None
     peer: str | None = None
+    # A `reused` stream's worker keeps one connection; a sample that had to open one says
+    # why (`Replacement`), so that a fresh connection under a reused name is never silent.
+    replaced: Replacement | None = None
     # Written to the event log after later samples, only for the bound it puts on a shutdown's
     # T0 (see `core.compaction`); a replay must not let it touch disruption intervals.
     held: bool = False
@@ -164,6 +176,11 @@ class Interval:
     error: ErrorClass
     detail: str
     samples: int
+    # Where the true edges lie, from the sampling (see `core.disruption`); None: unbounded.
+    start_lo: float | None = None
+    start_hi: float | None = None
+    end_lo: float | None = None
+    end_hi: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -183,6 +200,12 @@ class WindowStream:
     last_late_t: float | None
     reaction: float | None  # last_late_t - t0; None when the stream saw no late request
     failures: int
+    # Where the true reaction lies given the sampling gaps and T0's own bound (see
+    # `core.shutdown`); lo is None without a late request, hi None when nothing after the
+    # last late request showed the LB had stopped. `bound_by` names what set hi.
+    reaction_lo: float | None = None
+    reaction_hi: float | None = None
+    bound_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +233,12 @@ class StreamCounters:
     late: int
     disruption_seconds: float
     results: Mapping[str, int] = field(default_factory=dict)
+    # The sampling gap achieved (on-wire time between consecutive requests), and the ticks
+    # the scheduler did not send, by reason: a starved daemon says so here.
+    gap_p50: float | None = None
+    gap_p99: float | None = None
+    gap_max: float | None = None
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,29 @@ The per-stream reaction is `last_late_t - t0`: how long after the host went not-
 stream's LB still sent it a request. Its error is at most the stream's sampling gap (the LB may
 have switched any time before the next sample) plus half the width of `[t0_lo, t0_hi]`.
 
+Where the true reaction lies
+----------------------------
+The LB chose the server for a request at some instant between its send time `t` and its end.
+The last late request L reached the shutting-down server, so the LB still routed to it at or
+after `t_L`: the reaction is at least `t_L - t0_hi`. An upper bound needs a later request on
+the same stream that shows the LB had stopped, and what counts as shown depends on how the LB
+picks a server:
+
+* a request after L that failed, or that reached the restarted server (`shutdown=false` from
+  the same host), proves the old server no longer served it by that request's end;
+* a request after L answered by another server proves nothing on its own when the LB balances
+  each new connection over k servers: it may just not have been the old server's turn. After
+  m such misses in a row, the chance that the LB still had the server in rotation and never
+  chose it is (1 - 1/k)^m; the bound is the end of the m-th miss, with m set so that chance
+  is at most `MISS_CHANCE`. k is the number of servers that answered the stream during the
+  window. A kept connection is pinned to its server, and gets its conclusive witness when it
+  is closed or broken, usually long before m misses.
+
+So `reaction_lo = t_L - t0_hi` and `reaction_hi = (end of the witness) - t0_lo`, with
+`bound_by` naming the witness (`failure`, `restarted`, `sampling`); None where nothing after L
+showed it before the window closed. Only samples fed while the window is open count (the
+compactor logs them all), so the live tracker and a replay of the event log agree.
+
 If constraints contradict each other (clock drift, or a restarted server answering within
 `t0_hi`), the false-side bound is dropped first; if the late samples alone disagree, the
 interval collapses to the midpoint of the crossing. A late sample whose own T0 range falls on a
@@ -59,6 +82,15 @@ ROUNDING = 0.5  # elapsed is rounded to whole seconds
 DEFAULT_GRACE = 30.0  # origin closes a window delay + 30 s after first seen
 DEFAULT_FAILURE_LOOKBACK = 600.0  # longer than any platform's graceful termination
 _SAME_SHUTDOWN_SLACK = 1.0  # a restart never comes within a second of the last T0
+MISS_CHANCE = 1e-4  # how unlikely a balanced LB's reaction may lie past `reaction_hi`
+
+
+def misses_needed(servers: int) -> int:
+    """Requests answered elsewhere in a row that bound a reaction through an LB balancing
+    over `servers`: the least m with (1 - 1/servers)^m <= MISS_CHANCE."""
+    if servers <= 1:
+        return 1
+    return math.ceil(math.log(MISS_CHANCE) / math.log(1.0 - 1.0 / servers))
 
 
 def t0_range(sample: Sample, elapsed: float) -> tuple[float, float]:
@@ -81,6 +113,39 @@ class _StreamSeen:
     late: int = 0
     max_elapsed: float | None = None
     last_late_t: float | None = None
+    hosts: set[str] = field(default_factory=set)
+    # Samples sent after the last late one: (t, end, witness kind), in arrival order.
+    after: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def note_late(self, sample: Sample, host: str, elapsed: float) -> None:
+        self.late += 1
+        self.hosts.add(host)
+        self.max_elapsed = max(self.max_elapsed or 0.0, elapsed)
+        if self.last_late_t is None or sample.t > self.last_late_t:
+            self.last_late_t = sample.t
+            self.after = [a for a in self.after if a[0] > sample.t]
+
+    def note_other(self, sample: Sample, kind: str, host: str | None) -> None:
+        if host is not None:
+            self.hosts.add(host)
+        if self.last_late_t is None or sample.t > self.last_late_t:
+            self.after.append((sample.t, sample.end, kind))
+
+    def witness(self, server: str) -> tuple[float, str] | None:
+        """The earliest end among the requests after the last late one that show the LB had
+        stopped (any failure or restart, the m-th miss), and what kind it is; None if none."""
+        found: list[tuple[float, str]] = [
+            (end, kind) for _, end, kind in self.after if kind != _MISS
+        ]
+        needed = misses_needed(len(self.hosts | {server}))
+        misses = sorted((t, end) for t, end, kind in self.after if kind == _MISS)
+        if len(misses) >= needed:
+            found.append((misses[needed - 1][1], _SAMPLING))
+        return min(found, default=None)
+
+
+_MISS, _SAMPLING = "miss", "sampling"
+_FAILURE, _RESTARTED = "failure", "restarted"
 
 
 @dataclass(slots=True)
@@ -143,19 +208,41 @@ class ShutdownTracker:
         if sample.failed:
             self._note_failure(sample)
         header = sample.shutdown
+        if not sample.held:  # a held sample was fed before any window it now meets opened
+            self._note_elsewhere(sample)
         if header is None:
             return events
         window = self._open.get(header.host)
         if header.shutdown:
-            events.extend(self._feed_late(sample, window))
+            if not sample.held:  # late samples are always logged where they came: a copy
+                events.extend(self._feed_late(sample, window))
         elif window is None:
-            since = self._false_since.get(header.host, -math.inf)
-            self._false_since[header.host] = max(since, sample.t)
+            # An answer sent before the host's previous shutdown says nothing of its next one
+            # (and a replay may meet it later than the live tracker did).
+            if sample.t >= self._closed_t0.get(header.host, (-math.inf, -math.inf))[1]:
+                since = self._false_since.get(header.host, -math.inf)
+                self._false_since[header.host] = max(since, sample.t)
         elif sample.t >= window.bounds()[1]:
+            if not sample.held:
+                seen = window.seen.setdefault(sample.stream, _StreamSeen())
+                seen.note_other(sample, _RESTARTED, header.host)
             events.append(self._close(window, ClosedBy.RECOVERED, sample.t))
         else:
             window.false_lo = max(window.false_lo, sample.t)
         return events
+
+    def _note_elsewhere(self, sample: Sample) -> None:
+        """Every open window of another host than the one that answered: a miss, or, for a
+        request that failed unanswered, a witness that the LB no longer served it."""
+        header = sample.shutdown
+        for window in self._open.values():
+            if header is not None and header.host == window.host:
+                continue
+            seen = window.seen.setdefault(sample.stream, _StreamSeen())
+            if header is not None:
+                seen.note_other(sample, _MISS, header.host)
+            elif sample.failed:
+                seen.note_other(sample, _FAILURE, None)
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.
@@ -190,9 +277,7 @@ class ShutdownTracker:
         window.first_seen_t = min(window.first_seen_t, sample.t)
         window.constrain(sample, header.elapsed)
         seen = window.seen.setdefault(sample.stream, _StreamSeen())
-        seen.late += 1
-        seen.max_elapsed = max(seen.max_elapsed or 0.0, header.elapsed)
-        seen.last_late_t = max(seen.last_late_t or -math.inf, sample.t)
+        seen.note_late(sample, header.host, header.elapsed)
         return events
 
     def _is_straggler(self, sample: Sample) -> bool:
@@ -239,18 +324,20 @@ class ShutdownTracker:
             closed_by=closed_by,
             end_t=end_t,
             streams=tuple(
-                self._stream_result(name, window.seen.get(name), t0, lo, end_t)
-                for name in self._streams
+                self._stream_result(name, window, (lo, t0, hi), end_t) for name in self._streams
             ),
         )
 
     def _stream_result(
-        self, name: str, seen: _StreamSeen | None, t0: float, lo: float, end_t: float
+        self, name: str, window: _OpenWindow, t0s: tuple[float, float, float], end_t: float
     ) -> WindowStream:
         lb, protocol, connection = self._streams[name]
-        seen = seen or _StreamSeen()
+        lo, t0, hi = t0s
+        seen = window.seen.get(name) or _StreamSeen()
         failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
-        reaction = None if seen.last_late_t is None else seen.last_late_t - t0
+        last = seen.last_late_t
+        reaction = None if last is None else last - t0
+        witness = seen.witness(window.host)
         return WindowStream(
             stream=name,
             lb=lb,
@@ -261,4 +348,7 @@ class ShutdownTracker:
             last_late_t=seen.last_late_t,
             reaction=reaction,
             failures=failures,
+            reaction_lo=None if last is None else last - hi,
+            reaction_hi=None if witness is None else witness[0] - lo,
+            bound_by=None if witness is None else witness[1],
         )

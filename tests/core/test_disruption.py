@@ -124,6 +124,8 @@ def test_start_and_close_events_carry_what_a_log_line_needs() -> None:
         start_ts=started.start_ts,
         error=REFUSED,
         detail="dial tcp: connection refused",
+        start_lo=None,
+        start_hi=1.01,
     )
     assert tracker.is_open(STREAM.name)
     (interval,) = tracker.feed(ok(3))

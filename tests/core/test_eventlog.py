@@ -89,6 +89,7 @@ def test_sample_wire_format_is_the_contract() -> None:
         "audit_id": LATE.audit_id,
         "local_port": None,
         "peer": None,
+        "replaced": None,
         "held": False,
     }
 
@@ -119,6 +120,9 @@ def test_window_wire_format_is_the_contract() -> None:
         "last_late_t": None,
         "reaction": None,
         "failures": 0,
+        "reaction_lo": None,
+        "reaction_hi": None,
+        "bound_by": None,
     }
 
 
