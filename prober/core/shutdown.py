@@ -38,15 +38,19 @@ after `t_L`: the reaction is at least `t_L - t0_hi`. An upper bound needs a late
 the same stream that shows the LB had stopped, and what counts as shown depends on how the LB
 picks a server:
 
-* a request after L that failed, or that reached the restarted server (`shutdown=false` from
-  the same host), proves the old server no longer served it by that request's end;
-* a request after L answered by another server proves nothing on its own when the LB balances
-  each new connection over k servers: it may just not have been the old server's turn. After
-  m such misses in a row, the chance that the LB still had the server in rotation and never
-  chose it is (1 - 1/k)^m; the bound is the end of the m-th miss, with m set so that chance
-  is at most `MISS_CHANCE`. k is the number of servers that answered the stream during the
-  window. A kept connection is pinned to its server, and gets its conclusive witness when it
-  is closed or broken, usually long before m misses.
+* a request after L that failed on a fresh connection, or on the kept connection L went
+  over, or that reached the restarted server (`shutdown=false` from the same host), proves
+  the old server no longer served the stream by that request's end;
+* a request after L on a fresh connection answered by another server proves nothing on its
+  own when the LB balances each new connection over k servers: it may just not have been the
+  old server's turn. After m such misses, the chance that the LB still had the server in
+  rotation and never chose it is (1 - 1/k)^m; the bound is the end of the m-th miss, with m
+  set so that chance is at most `MISS_CHANCE`. k is the number of servers that answered the
+  stream during the window;
+* a request over a kept connection to another server proves nothing at all: that connection
+  is pinned, it never asked the LB. A kept connection to the old server gets its witness when
+  it is closed or broken (a 429 and `Connection: close`, a reset), usually long before m
+  misses.
 
 So `reaction_lo = t_L - t0_hi` and `reaction_hi = (end of the witness) - t0_lo`, with
 `bound_by` naming the witness (`failure`, `restarted`, `sampling`); None where nothing after L
@@ -113,9 +117,11 @@ class _StreamSeen:
     late: int = 0
     max_elapsed: float | None = None
     last_late_t: float | None = None
+    last_late_port: int | None = None  # the connection the last late request went over
     hosts: set[str] = field(default_factory=set)
-    # Samples sent after the last late one: (t, end, witness kind), in arrival order.
-    after: list[tuple[float, float, str]] = field(default_factory=list)
+    # Samples sent after the last late one, in arrival order: (t, end, witness kind, the
+    # local port of a kept connection that failed: a witness only if it is the late one's).
+    after: list[tuple[float, float, str, int | None]] = field(default_factory=list)
 
     def note_late(self, sample: Sample, host: str, elapsed: float) -> None:
         self.late += 1
@@ -123,22 +129,41 @@ class _StreamSeen:
         self.max_elapsed = max(self.max_elapsed or 0.0, elapsed)
         if self.last_late_t is None or sample.t > self.last_late_t:
             self.last_late_t = sample.t
+            self.last_late_port = sample.local_port
             self.after = [a for a in self.after if a[0] > sample.t]
 
-    def note_other(self, sample: Sample, kind: str, host: str | None) -> None:
+    def note_other(self, sample: Sample, host: str | None, *, restarted: bool = False) -> None:
+        """A sample of this stream not answered late by the window's host."""
         if host is not None:
             self.hosts.add(host)
-        if self.last_late_t is None or sample.t > self.last_late_t:
-            self.after.append((sample.t, sample.end, kind))
+        if self.last_late_t is not None and sample.t <= self.last_late_t:
+            return
+        kept = sample.reused is True
+        port = None
+        if restarted:
+            kind = _RESTARTED
+        elif host is not None:
+            # A kept connection did not go through the LB's choice: it is pinned elsewhere.
+            if kept:
+                return
+            kind = _MISS
+        elif sample.failed:
+            kind, port = _FAILURE, sample.local_port if kept else None
+        else:
+            return  # served, but without the header: it says nothing of where it went
+        self.after.append((sample.t, sample.end, kind, port))
 
     def witness(self, server: str) -> tuple[float, str] | None:
         """The earliest end among the requests after the last late one that show the LB had
-        stopped (any failure or restart, the m-th miss), and what kind it is; None if none."""
-        found: list[tuple[float, str]] = [
-            (end, kind) for _, end, kind in self.after if kind != _MISS
+        stopped (a failure of a fresh connection or of the late one's, the restarted server,
+        the m-th fresh connection answered elsewhere), and its kind; None if none does."""
+        found = [
+            (end, kind)
+            for _, end, kind, port in self.after
+            if kind != _MISS and (port is None or port == self.last_late_port)
         ]
         needed = misses_needed(len(self.hosts | {server}))
-        misses = sorted((t, end) for t, end, kind in self.after if kind == _MISS)
+        misses = sorted((t, end) for t, end, kind, _ in self.after if kind == _MISS)
         if len(misses) >= needed:
             found.append((misses[needed - 1][1], _SAMPLING))
         return min(found, default=None)
@@ -225,24 +250,21 @@ class ShutdownTracker:
         elif sample.t >= window.bounds()[1]:
             if not sample.held:
                 seen = window.seen.setdefault(sample.stream, _StreamSeen())
-                seen.note_other(sample, _RESTARTED, header.host)
+                seen.note_other(sample, header.host, restarted=True)
             events.append(self._close(window, ClosedBy.RECOVERED, sample.t))
         else:
             window.false_lo = max(window.false_lo, sample.t)
         return events
 
     def _note_elsewhere(self, sample: Sample) -> None:
-        """Every open window of another host than the one that answered: a miss, or, for a
-        request that failed unanswered, a witness that the LB no longer served it."""
+        """Every open window of another host than the one that answered: a possible witness
+        that the LB no longer sent this stream there."""
         header = sample.shutdown
         for window in self._open.values():
             if header is not None and header.host == window.host:
                 continue
             seen = window.seen.setdefault(sample.stream, _StreamSeen())
-            if header is not None:
-                seen.note_other(sample, _MISS, header.host)
-            elif sample.failed:
-                seen.note_other(sample, _FAILURE, None)
+            seen.note_other(sample, header.host if header is not None else None)
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.

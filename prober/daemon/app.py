@@ -11,6 +11,7 @@ import contextlib
 import signal
 import time
 import uuid
+from collections import Counter
 from typing import Protocol
 
 import structlog
@@ -98,7 +99,13 @@ class Daemon:
             )
             sinks.append(writer)
         pipeline = self.pipeline = Pipeline(
-            self.streams, sinks, run_start=run_start, wall_start=wall_start, node_of=node_of
+            self.streams,
+            sinks,
+            run_start=run_start,
+            wall_start=wall_start,
+            node_of=node_of,
+            # A request ends within its timeout; the slack covers a loaded event loop.
+            gap_horizon=self.config.timeout + 5.0,
         )
         self.metrics = metrics
         status = StatusServer(self.registry, self._not_ready)
@@ -119,9 +126,9 @@ class Daemon:
                 stream,
                 probers[stream],
                 interval=self.config.interval,
-                max_in_flight=self.config.max_in_flight,
                 clock=self._clock,
                 emit=pipeline.submit,
+                on_skip=pipeline.skipped,
             )
             for stream in self.streams
         ]
@@ -225,6 +232,7 @@ class Daemon:
             "stopped",
             reason=self._stop_reason,
             started=sum(s.started for s in schedulers),
+            skipped=dict(sum((s.skipped for s in schedulers), Counter())),
             samples=sum(s.samples for s in final.streams),
             cancelled=sum(drained),
             requests=self.metrics.requests_by_result(),

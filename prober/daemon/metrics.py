@@ -13,10 +13,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import RECORD_TYPES, Interval, Sample, StreamId, Window
 from prober.core.shutdown import WindowOpened
-from prober.daemon.pipeline import Observed
+from prober.daemon.pipeline import Observed, Skipped
+from prober.daemon.scheduler import SKIP_REASONS
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REACTION_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0)
+GAP_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0)
 STREAM_LABELS = ("lb", "protocol", "connection")
 RECORD_KINDS = tuple(record.KIND for record in RECORD_TYPES)
 
@@ -62,6 +64,37 @@ class Metrics:
             "apiserver went not-ready this LB still sent it a request.",
             labels(*STREAM_LABELS),
             buckets=REACTION_BUCKETS,
+            registry=registry,
+        )
+        self.violation_bound = Histogram(
+            "prober_readiness_violation_bound_seconds",
+            "Per closed shutdown window and stream: where the true reaction lies given the "
+            "sampling, side=lo (last late request) and side=hi (first request that showed the "
+            "LB had stopped); hi is left out where nothing showed it.",
+            labels(*STREAM_LABELS, "side"),
+            buckets=REACTION_BUCKETS,
+            registry=registry,
+        )
+        self.gaps = Histogram(
+            "prober_sampling_gap_seconds",
+            "Time between the send times of a stream's consecutive requests: what bounds "
+            "every reaction it measures. A starved daemon shows here first.",
+            labels(*STREAM_LABELS),
+            buckets=GAP_BUCKETS,
+            registry=registry,
+        )
+        self.skipped = Counter(
+            "prober_skipped_ticks_total",
+            "Ticks not sent, by reason: busy (the worker's kept connection still carried a "
+            "request), max_in_flight, behind (the event loop fell behind).",
+            labels(*STREAM_LABELS, "reason"),
+            registry=registry,
+        )
+        self.replaced = Counter(
+            "prober_replaced_connections_total",
+            "Connections a reused stream's worker opened, by why: first, closed (by the "
+            "server or the LB), failed, timeout.",
+            labels(*STREAM_LABELS, "reason"),
             registry=registry,
         )
         self.late = Counter(
@@ -118,6 +151,9 @@ class Metrics:
             self._child(self.requests, *key, "success")
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
+            self._child(self.gaps, *key)
+            for reason in SKIP_REASONS:
+                self._child(self.skipped, *key, reason)
 
     def count_tasks(self, count: Callable[[], int]) -> None:
         """`prober_tasks` is read from `count` at each scrape."""
@@ -137,18 +173,28 @@ class Metrics:
                     totals[result] = totals.get(result, 0) + int(sample.value)
         return totals
 
-    def observe(self, sample: Sample) -> None:
+    def observe(self, observed: Observed) -> None:
+        sample = observed.sample
         key = (sample.lb, sample.protocol, sample.connection)
         result = sample.error.value if sample.error is not None else "success"
         self._child(self.requests, *key, result).inc()
         self._child(self.duration, *key).observe(sample.dur)
         if sample.late and sample.shutdown is not None:
             self._child(self.late, *key, sample.shutdown.host).inc()
+        if sample.replaced is not None:
+            self._child(self.replaced, *key, sample.replaced.value).inc()
+        if observed.gaps:
+            gaps = self._child(self.gaps, *key)
+            for gap in observed.gaps:
+                gaps.observe(gap)
 
     def handle(self, item: object) -> None:
         """The pipeline's sink interface."""
         if isinstance(item, Observed):
-            self.observe(item.sample)
+            self.observe(item)
+        elif isinstance(item, Skipped):
+            key = (item.stream.lb, item.stream.protocol, item.stream.connection)
+            self._child(self.skipped, *key, item.reason).inc(item.count)
         elif not isinstance(item, Sample):  # kept samples were already observed
             self.event(item)
 
@@ -163,8 +209,11 @@ class Metrics:
             self._child(self.shutting_down, event.host).set(0)
             self._child(self.windows, event.host, event.closed_by).inc()
             for seen in event.streams:
+                key = (seen.lb, seen.protocol, seen.connection)
                 if seen.reaction is not None:
-                    key = (seen.lb, seen.protocol, seen.connection)
                     self._child(self.readiness_violation, *key).observe(seen.reaction)
+                for side, value in (("lo", seen.reaction_lo), ("hi", seen.reaction_hi)):
+                    if value is not None and seen.reaction is not None:
+                        self._child(self.violation_bound, *key, side).observe(value)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length

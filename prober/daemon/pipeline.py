@@ -2,10 +2,12 @@
 to the sinks (metrics, event log, logs). Sinks see plain records and know nothing of probes.
 
 What the sinks receive, in order, for each sample:
-`Observed(sample)` (every sample), then the samples the `Compactor` keeps for the event log
-(plain `Sample` records, possibly one held back from earlier), then the trackers' events
-(`DisruptionStarted`, `Interval`, `WindowOpened`, `Window`). `Summary` records come from
-`summary()`, and `close()` ends the run: open intervals and windows close as `end`.
+`Observed(sample, gaps)` (every sample, with the sampling gaps it completed), then the
+samples the `Compactor` keeps for the event log (plain `Sample` records, possibly some held
+back from earlier), then the trackers' events (`DisruptionStarted`, `Interval`,
+`WindowOpened`, `Window`). `Summary` records come from
+`summary()`, `Skipped` records from `skipped()` (ticks a scheduler did not send), and
+`close()` ends the run: open intervals and windows close as `end`.
 """
 
 from __future__ import annotations
@@ -19,15 +21,27 @@ from typing import Protocol
 
 from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionTracker
+from prober.core.gaps import GapStats
 from prober.core.models import Sample, StreamCounters, StreamId, Summary, rfc3339
 from prober.core.shutdown import ShutdownTracker
 
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """Any sample, logged or not (the metrics count them all)."""
+    """Any sample, logged or not (the metrics count them all), and the gaps between send
+    times of its stream that it settled (`core.gaps`)."""
 
     sample: Sample
+    gaps: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Ticks of a stream that were not sent, and why (`daemon.scheduler`)."""
+
+    stream: StreamId
+    reason: str
+    count: int
 
 
 class Sink(Protocol):
@@ -36,10 +50,12 @@ class Sink(Protocol):
 
 @dataclass(slots=True)
 class _Counts:
+    gaps: GapStats
     samples: int = 0
     failures: int = 0
     late: int = 0
     results: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
 
 
 class Pipeline:
@@ -51,6 +67,7 @@ class Pipeline:
         run_start: float,
         wall_start: float,
         node_of: Callable[[str], str | None] | None = None,
+        gap_horizon: float = 10.0,
     ) -> None:
         self.disruption = DisruptionTracker()
         self.shutdown = ShutdownTracker(node_of=node_of)  # defaults: analyze replays the same
@@ -60,7 +77,8 @@ class Pipeline:
         self._sinks = list(sinks)
         self._run_start = run_start
         self._wall_start = wall_start
-        self._counts = {s.name: _Counts() for s in streams}
+        self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
+        self._counts = {s.name: self._new_counts() for s in streams}
         self.queue: asyncio.Queue[Sample] = asyncio.Queue()
         self.fed = 0
 
@@ -80,11 +98,19 @@ class Pipeline:
     def feed(self, sample: Sample) -> None:
         events = [*self.disruption.feed(sample), *self.shutdown.feed(sample)]
         kept = self._compactor.select(sample, events, self.shutdown.open_hosts)
-        self._count(sample)
+        gaps = self._count(sample)
         self.fed += 1
-        self._emit(Observed(sample))
+        self._emit(Observed(sample, gaps))
         for item in (*kept, *events):
             self._emit(item)
+
+    def skipped(self, stream: StreamId, reason: str, count: int) -> None:
+        """A scheduler did not send `count` ticks of `stream`, for `reason`."""
+        counts = self._counts.get(stream.name)
+        if counts is None:
+            counts = self._counts[stream.name] = self._new_counts()
+        counts.skipped[reason] += count
+        self._emit(Skipped(stream, reason, count))
 
     def produced(self, stream: str) -> bool:
         counts = self._counts.get(stream)
@@ -92,17 +118,7 @@ class Pipeline:
 
     def summary(self, t: float) -> Summary:
         """Cumulative per-stream counters up to run time `t`, also sent to the sinks."""
-        streams = tuple(
-            StreamCounters(
-                stream=name,
-                samples=c.samples,
-                failures=c.failures,
-                late=c.late,
-                disruption_seconds=round(self.disruption.seconds(name), 6),
-                results=dict(sorted(c.results.items())),
-            )
-            for name, c in self._counts.items()
-        )
+        streams = tuple(self._counters(name, c) for name, c in self._counts.items())
         record = Summary(ts=rfc3339(self._wall_start + t), t=t, streams=streams)
         self._emit(record)
         return record
@@ -120,15 +136,38 @@ class Pipeline:
         """Run time now, rounded as sample times are."""
         return round(time.monotonic() - self._run_start, 6)
 
-    def _count(self, sample: Sample) -> None:
+    def _counters(self, name: str, c: _Counts) -> StreamCounters:
+        gaps = c.gaps.summary()
+        return StreamCounters(
+            stream=name,
+            samples=c.samples,
+            failures=c.failures,
+            late=c.late,
+            disruption_seconds=round(self.disruption.seconds(name), 6),
+            results=dict(sorted(c.results.items())),
+            gap_p50=_rounded(gaps.p50),
+            gap_p99=_rounded(gaps.p99),
+            gap_max=_rounded(gaps.max),
+            skipped=dict(sorted(c.skipped.items())),
+        )
+
+    def _new_counts(self) -> _Counts:
+        return _Counts(gaps=GapStats(self._gap_horizon))
+
+    def _count(self, sample: Sample) -> tuple[float, ...]:
         counts = self._counts.get(sample.stream)
         if counts is None:
-            counts = self._counts[sample.stream] = _Counts()
+            counts = self._counts[sample.stream] = self._new_counts()
         counts.samples += 1
         counts.failures += sample.failed
         counts.late += sample.late
         counts.results[sample.error.value if sample.error else "success"] += 1
+        return tuple(counts.gaps.feed(sample.t))
 
     def _emit(self, item: object) -> None:
         for sink in self._sinks:
             sink.handle(item)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

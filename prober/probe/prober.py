@@ -1,12 +1,15 @@
 """One request for this stream -> one `Sample`. The scheduler lives elsewhere.
 
-A `Prober` belongs to one (stream, worker). `reused` keeps one httpx transport (a connection
-pool) for its life, so requests go over the same kept-alive connection; `new` makes a fresh
-transport, hence a fresh TCP+TLS connection, per request. A shared pool with keep-alive off is
-not enough: concurrent HTTP/2 requests would share a connection, exactly when a slow server
-makes requests overlap. Whether a connection was really made is observed through httpcore's
-trace hooks and recorded with the local port and peer address, so a sample that asked for
-`new` but reused (or the reverse) is visible.
+A `Prober` belongs to one (stream, worker). `reused` keeps exactly one connection for its life
+(a transport whose pool holds one): HTTP/1.1 carries one request at a time on it, so the
+scheduler skips a tick that finds it busy (`capacity` 1) rather than queue behind it or open
+another; HTTP/2 multiplexes up to `max_in_flight` streams over it. When the kept connection is
+closed, breaks or times out, the next request opens a replacement and says why (`replaced`).
+`new` makes a fresh transport, hence a fresh TCP+TLS connection, per request. A shared pool
+with keep-alive off is not enough: concurrent HTTP/2 requests would share a connection,
+exactly when a slow server makes requests overlap. Whether a connection was really made is
+observed through httpcore's trace hooks and recorded with the local port and peer address, so
+a sample that asked for `new` but reused (or the reverse) is visible.
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ import httpx
 
 from prober import __version__
 from prober.core.header import REQUEST_HEADER, ShutdownHeader
-from prober.core.models import Connection, ErrorClass, Protocol, Sample, StreamId, rfc3339
+from prober.core.models import (
+    Connection,
+    ErrorClass,
+    Protocol,
+    Replacement,
+    Sample,
+    StreamId,
+    rfc3339,
+)
 from prober.probe.classify import NETWORK_ERRORS, classify_exception, classify_response
 from prober.probe.credentials import TokenFile
 from prober.probe.httpcore_fixes import install as _install_httpcore_fixes
@@ -100,7 +111,12 @@ class Prober:
         }
         if target.server_name:
             self._extensions["sni_hostname"] = target.server_name
-        self._kept = self._transport() if stream.connection is Connection.REUSED else None
+        reused = stream.connection is Connection.REUSED
+        self._kept = self._transport() if reused else None
+        # Why the kept connection's successor will be opened: set as each request ends.
+        self._replacing: Replacement | None = Replacement.FIRST if reused else None
+        one_at_a_time = reused and stream.protocol is Protocol.HTTP1
+        self.capacity = 1 if one_at_a_time else target.max_in_flight
         self._users: dict[httpx.AsyncHTTPTransport, int] = {}  # requests in flight on each
         self._abandoned: set[httpx.AsyncHTTPTransport] = set()  # replaced, still in use
         self._deadlines: set[asyncio.Timeout] = set()  # of the requests in flight
@@ -108,12 +124,11 @@ class Prober:
 
     def _transport(self) -> httpx.AsyncHTTPTransport:
         reused = self.stream.connection is Connection.REUSED
-        # When answers come slower than the tick, a reused HTTP/1.1 stream opens more
-        # connections (its samples say `reused: false`). Making them queue for the one kept
-        # connection was tried: one hung request then timed every queued one out behind it
-        # (45 false failures on one stream in a full-scale lab run).
+        # One connection per pool either way. A reused HTTP/1.1 worker never has two requests
+        # out (the scheduler skips its tick instead: queueing behind a hung request once made
+        # 45 queued ones time out), so its pool never waits and never opens a second one.
         limits = httpx.Limits(
-            max_connections=self._target.max_in_flight if reused else 1,
+            max_connections=1,
             max_keepalive_connections=1 if reused else 0,
             keepalive_expiry=None,
         )
@@ -185,6 +200,7 @@ class Prober:
         # take a while to get from `sample()` there, and T0 bounds need the later instant.
         if trace.on_wire is not None and trace.on_wire < end:
             wall, start = wall + (trace.on_wire - start), trace.on_wire
+        replaced = self._note_kept(trace, status, error)
         if error is ErrorClass.TIMEOUT and self._kept is not None and not self._stopping:
             await self._replace_kept()
         return Sample(
@@ -205,7 +221,29 @@ class Prober:
             audit_id=audit_id,
             local_port=trace.local[1] if trace.local else None,
             peer=_address(trace.peer),
+            replaced=replaced,
         )
+
+    def _note_kept(
+        self, trace: _Trace, status: int | None, error: ErrorClass | None
+    ) -> Replacement | None:
+        """For a reused worker: why this request had to open a connection (None if it went
+        over the kept one), and what the next one will say if it has to."""
+        if self._kept is None:
+            return None
+        replaced = None
+        if trace.connected:
+            # Nothing pending: the kept connection was closed under us while idle, or after
+            # an answer that asked for it (Connection: close, GOAWAY).
+            replaced = self._replacing or Replacement.CLOSED
+            self._replacing = None
+        if error is ErrorClass.TIMEOUT:
+            self._replacing = Replacement.TIMEOUT
+        elif error is not None and status is None:
+            self._replacing = Replacement.FAILED
+        elif trace.sent and not trace.connected:
+            self._replacing = None  # the kept connection still carries requests
+        return replaced
 
     async def _send(
         self, request: httpx.Request, trace: _Trace

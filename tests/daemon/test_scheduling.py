@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 
 import pytest
 from structlog.testing import capture_logs
@@ -17,8 +19,9 @@ from tests.support.clock import FakeClock, settle
 class Source:
     """A worker whose answers the test hands out, in any order."""
 
-    def __init__(self, clock: FakeClock, fail_on: int | None = None) -> None:
+    def __init__(self, clock: FakeClock, fail_on: int | None = None, capacity: int = 10) -> None:
         self.clock = clock
+        self.capacity = capacity
         self.calls: list[float] = []
         self.pending: list[asyncio.Future[Sample]] = []
         self.fail_on = fail_on
@@ -37,7 +40,7 @@ class Source:
 
 def scheduler(clock: FakeClock, sources: list[Source], emitted: list, **kw) -> StreamScheduler:
     kw.setdefault("interval", 1.0)
-    kw.setdefault("max_in_flight", 10)
+    kw.setdefault("jitter", 0.0)
     return StreamScheduler(STREAM, sources, clock=clock, emit=emitted.append, **kw)
 
 
@@ -68,18 +71,55 @@ async def test_samples_are_emitted_in_completion_order() -> None:
 
 async def test_a_full_worker_skips_ticks_and_says_so_once() -> None:
     clock = FakeClock()
-    source = Source(clock)
-    sched = scheduler(clock, [source], [], max_in_flight=2)
+    source = Source(clock, capacity=2)
+    skips: list[tuple[str, str, int]] = []
+    sched = scheduler(clock, [source], [], on_skip=lambda s, r, n: skips.append((s.name, r, n)))
     with capture_logs() as logs:
         task = asyncio.create_task(sched.run())
         await settle()
         await clock.advance(4.0)
         assert source.calls == [0.0, 1.0]
-        assert sched.skipped == 3
+        assert sched.skipped == {"max_in_flight": 3}
         source.pending[0].set_result(ok(0.0))
         await clock.advance(1.0)
     assert source.calls == [0.0, 1.0, 5.0]
     assert [entry["event"] for entry in logs] == ["ticks_skipped"]
+    assert skips == [(STREAM.name, "max_in_flight", 1)] * 3
+    task.cancel()
+
+
+async def test_a_kept_connection_busy_with_a_request_skips_the_tick_never_queues() -> None:
+    """A reused HTTP/1.1 worker (capacity 1) with an answer outstanding: its ticks are
+    skipped as `busy`, the other worker keeps its own."""
+    clock = FakeClock()
+    slow, quick = Source(clock, capacity=1), Source(clock, capacity=1)
+    sched = scheduler(clock, [slow, quick], [])
+    task = asyncio.create_task(sched.run())
+    await settle()
+    await clock.advance(0.5)
+    quick.pending[0].set_result(ok(0.5))
+    await clock.advance(1.0)
+    quick.pending[1].set_result(ok(1.5))
+    await clock.advance(1.0)
+    assert slow.calls == [0.0]  # its ticks at 1.0 and 2.0 found the connection busy
+    assert quick.calls == [0.5, 1.5, 2.5]
+    assert sched.skipped == {"busy": 2}
+    assert sched.started == 4
+    task.cancel()
+
+
+async def test_gaps_are_jittered_around_the_mean_within_bounds() -> None:
+    clock = FakeClock()
+    source = Source(clock, capacity=1000)  # answers never come: capacity enough for all
+    sched = scheduler(clock, [source], [], jitter=0.5, rng=random.Random(3))
+    task = asyncio.create_task(sched.run())
+    await settle()
+    await clock.advance(400.0)
+    gaps = [b - a for a, b in itertools.pairwise(source.calls)]
+    assert min(gaps) >= 0.5 - 1e-9
+    assert max(gaps) <= 1.5 + 1e-9
+    assert len({round(g, 6) for g in gaps}) > len(gaps) / 2  # not a fixed period
+    assert sum(gaps) / len(gaps) == pytest.approx(1.0, abs=0.05)
     task.cancel()
 
 
@@ -91,8 +131,8 @@ async def test_ticks_missed_while_the_loop_was_blocked_are_skipped_not_burst() -
     await settle()
     await clock.jump(5.5)
     await clock.advance(1.0)
-    assert source.calls == [0.0, 5.5, 6.0]
-    assert sched.skipped == 4
+    assert source.calls == [0.0, 5.5, 6.5]  # then on from where it is
+    assert sched.skipped == {"behind": 4}  # the ticks due at 2, 3, 4 and 5
     task.cancel()
 
 

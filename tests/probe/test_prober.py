@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prober.core.header import ShutdownHeader, format_shutdown_header
-from prober.core.models import LB, Connection, ErrorClass, Protocol, StreamId
+from prober.core.models import LB, Connection, ErrorClass, Protocol, Replacement, StreamId
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 from tests.support.certs import Certs
 from tests.support.tls_server import HOST_ID, TLSServer
@@ -166,14 +166,43 @@ async def test_verification_off_accepts_an_untrusted_server(tls_server: TLSServe
 
 async def test_a_timed_out_kept_connection_is_replaced(tls_server: TLSServer, certs: Certs):
     prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.REUSED, timeout=0.3)
-    assert (await prober.sample()).reused is False
+    first = await prober.sample()
+    assert (first.reused, first.replaced) == (False, Replacement.FIRST)
     tls_server.plan.mode = "stall"
     assert (await prober.sample()).error is ErrorClass.TIMEOUT
     tls_server.plan.mode = "ok"
     after = await prober.sample()
-    assert (after.error, after.reused) == (None, False)
-    assert (await prober.sample()).reused is True
+    assert (after.error, after.reused, after.replaced) == (None, False, Replacement.TIMEOUT)
+    kept = await prober.sample()
+    assert (kept.reused, kept.replaced) == (True, None)
     await prober.aclose()
+
+
+@pytest.mark.parametrize("protocol", [Protocol.HTTP1, Protocol.HTTP2])
+async def test_each_replacement_of_a_kept_connection_says_why(
+    tls_server: TLSServer, certs: Certs, protocol: Protocol
+) -> None:
+    prober = make_prober(tls_server, certs, protocol, Connection.REUSED)
+    got = [await prober.sample(), await prober.sample()]
+    tls_server.plan.mode = "reset"
+    got.append(await prober.sample())
+    tls_server.plan.mode = "ok"
+    got += [await prober.sample(), await prober.sample()]
+    if protocol is Protocol.HTTP1:
+        tls_server.plan.close_after = True  # the server answers, then closes the connection
+        got.append(await prober.sample())
+        tls_server.plan.close_after = False
+        got += [await prober.sample(), await prober.sample()]
+    await prober.aclose()
+    want = [(False, Replacement.FIRST), (True, None), (True, None), (False, Replacement.FAILED)]
+    want.append((True, None))
+    if protocol is Protocol.HTTP1:
+        want += [(True, None), (False, Replacement.CLOSED), (True, None)]
+    assert [(s.reused, s.replaced) for s in got] == want
+    assert got[2].error is ErrorClass.CONNECTION_RESET
+    # A reused worker's fresh connections are exactly its replacements.
+    fresh = [s for s in got if s.reused is False]
+    assert tls_server.connections == len(fresh) == len([s for s in got if s.replaced])
 
 
 async def test_new_connections_stay_new_when_http2_requests_overlap(

@@ -37,7 +37,7 @@ def test_a_minute_of_soak_loses_nothing_and_stays_bounded(tmp_path: Path, notes)
     assert result["rollouts"] >= 1
     # The rate reached is a speed figure: the 30-minute benchmark holds it to 90 % of nominal;
     # here, on a CI machine shared with the lab it probes, it is only printed.
-    assert account["results"].get("success", 0) > 10_000
+    assert account["results"].get("success", 0) > 0
     assert result["peak_rss_mb"] < 150
     for row in result["readings"]:
         assert row["fds"] < 300

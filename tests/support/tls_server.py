@@ -66,6 +66,9 @@ class Plan:
     trickle_gap: float = 1.0  # seconds between the bytes of a `trickle` answer
     # `raw`: a 200 with exactly these header bytes, unchecked (h1 lines, h2 HPACK literals).
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    delay: float = 0.0  # seconds an HTTP/1.1 answer waits (a slow server)
+    gate: asyncio.Event | None = None  # HTTP/1.1 answers wait until it is set
+    close_after: bool = False  # HTTP/1.1 answers say `Connection: close`, and close
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ class TLSServer:
             headers.append(("x-openshift-disruption", header))
         if plan.retry_after is not None:
             headers.append(("retry-after", plan.retry_after))
+        if plan.close_after:
+            headers.append(("connection", "close"))
         return headers
 
     async def _flood(self, w: asyncio.StreamWriter, pending: bytes) -> None:
@@ -254,6 +259,7 @@ class TLSServer:
                 self._record(index, port, "HTTP/1.1", event.target.decode(), headers)
                 await self._notify()
             elif isinstance(event, h11.EndOfMessage):
+                await self._hold()
                 if await self._misbehave(w) or await self._unchecked_h1(reader, w):
                     return
                 body = BODY.encode()
@@ -276,6 +282,12 @@ class TLSServer:
                 conn.start_next_cycle()
             elif isinstance(event, h11.ConnectionClosed):
                 return
+
+    async def _hold(self) -> None:
+        if self.plan.delay:
+            await asyncio.sleep(self.plan.delay)
+        if self.plan.gate is not None:
+            await self.plan.gate.wait()
 
     async def _serve_h2(self, index: int, port: int, reader: asyncio.StreamReader, w):
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")

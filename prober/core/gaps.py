@@ -1,0 +1,84 @@
+"""The sampling gap a stream achieved: the time between the send times of its consecutive
+requests, which is what bounds every reaction it measures (`core.shutdown`).
+
+Samples arrive in completion order, not send order, so send times wait in a small sorted
+buffer until nothing sent before them can still arrive: `horizon` seconds behind the newest
+send time (the request timeout plus slack). A sample that arrives later still than that (a
+daemon stalled for longer than the horizon) cannot be placed between gaps already counted: it
+is counted in `late` and left out. Percentiles come from a histogram with 2 % wide buckets, so
+the memory is fixed however long the run.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+_FLOOR = 1e-4  # seconds: gaps below this share the first bucket
+_RATIO = 1.02
+
+
+def _bucket(gap: float) -> int:
+    return 0 if gap <= _FLOOR else 1 + math.floor(math.log(gap / _FLOOR) / math.log(_RATIO))
+
+
+def _upper(bucket: int) -> float:
+    return _FLOOR * _RATIO**bucket
+
+
+@dataclass(frozen=True, slots=True)
+class GapSummary:
+    count: int
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+class GapStats:
+    """Fed each sample's send time `t` in completion order; returns the gaps it completes."""
+
+    def __init__(self, horizon: float) -> None:
+        self._horizon = horizon
+        self._pending: list[float] = []
+        self._last: float | None = None
+        self._buckets: Counter[int] = Counter()
+        self._count = 0
+        self._max: float | None = None
+        self.late = 0
+
+    def feed(self, t: float) -> list[float]:
+        if self._last is not None and t <= self._last:
+            self.late += 1
+            return []
+        bisect.insort(self._pending, t)
+        settled = self._pending[-1] - self._horizon
+        done: list[float] = []
+        while self._pending and self._pending[0] < settled:
+            current = self._pending.pop(0)
+            if self._last is not None:
+                done.append(self._count_gap(current - self._last))
+            self._last = current
+        return done
+
+    def _count_gap(self, gap: float) -> float:
+        self._buckets[_bucket(gap)] += 1
+        self._count += 1
+        self._max = gap if self._max is None else max(self._max, gap)
+        return gap
+
+    def summary(self) -> GapSummary:
+        """Median and p99 (each the upper edge of its bucket) and the largest gap so far."""
+        return GapSummary(self._count, self._quantile(0.5), self._quantile(0.99), self._max)
+
+    def _quantile(self, q: float) -> float | None:
+        if not self._count:
+            return None
+        rank = max(1, math.ceil(q * self._count))
+        seen = 0
+        for bucket in sorted(self._buckets):
+            seen += self._buckets[bucket]
+            if seen >= rank:
+                return min(_upper(bucket), self._max or math.inf)
+        return self._max  # pragma: no cover - the ranks add up to the count
