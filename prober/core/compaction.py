@@ -74,9 +74,13 @@ class Compactor:
 
     def _witness(self, started: DisruptionStarted) -> list[Sample]:
         """The success that bounds an interval's start, unless the log has it already."""
-        if started.after is None or started.stream in self._logged:
+        after = started.after
+        if after is None or started.stream in self._logged:
             return []
-        return [dataclasses.replace(started.after, held=True)]
+        header = after.shutdown
+        if header is not None and self._held.get(header.host) is after:
+            del self._held[header.host]  # in the log now, early enough for the T0 it bounds
+        return [dataclasses.replace(after, held=True)]
 
     def _note_ready(self, host: str, sample: Sample, *, kept: bool) -> None:
         """Remember the newest-sent `shutdown=false` of a host that has no open window."""

@@ -113,64 +113,67 @@ class WindowOpened:
 
 
 @dataclass(slots=True)
+class _Rotation:
+    """What one LB (target x LB) showed of its rotation during a window, from all its streams:
+    which servers answered through it, and which fresh connections it sent elsewhere."""
+
+    hosts: set[str] = field(default_factory=set)
+    misses: list[tuple[float, float]] = field(default_factory=list)  # (t, end)
+
+    def bound(self, server: str, after: float | None) -> float | None:
+        """The end of the m-th fresh connection sent elsewhere after `after` (None: m not
+        reached), m for the servers seen: where the LB had `server` out of rotation."""
+        needed = misses_needed(len(self.hosts | {server}))
+        misses = sorted(m for m in self.misses if after is None or m[0] > after)
+        return misses[needed - 1][1] if len(misses) >= needed else None
+
+
+@dataclass(slots=True)
 class _StreamSeen:
     late: int = 0
     max_elapsed: float | None = None
     last_late_t: float | None = None
+    last_late_end: float = -math.inf
     last_late_port: int | None = None  # the connection the last late request went over
-    hosts: set[str] = field(default_factory=set)
-    # Samples sent after the last late one, in arrival order: (t, end, witness kind, the
-    # local port of a kept connection that failed: a witness only if it is the late one's).
+    # Conclusive witnesses sent after the last late request, in arrival order: (t, end, kind,
+    # the local port of a kept connection that failed: a witness only if it is the late one's).
     after: list[tuple[float, float, str, int | None]] = field(default_factory=list)
 
-    def note_late(self, sample: Sample, host: str, elapsed: float) -> None:
+    def note_late(self, sample: Sample, elapsed: float) -> None:
         self.late += 1
-        self.hosts.add(host)
         self.max_elapsed = max(self.max_elapsed or 0.0, elapsed)
         if self.last_late_t is None or sample.t > self.last_late_t:
             self.last_late_t = sample.t
+            self.last_late_end = sample.end
             self.last_late_port = sample.local_port
             self.after = [a for a in self.after if a[0] > sample.t]
 
-    def note_other(self, sample: Sample, host: str | None, *, restarted: bool = False) -> None:
-        """A sample of this stream not answered late by the window's host."""
-        if host is not None:
-            self.hosts.add(host)
+    def note_witness(self, sample: Sample, kind: str) -> None:
+        """A request of this stream that failed unanswered, or reached the restarted server."""
         if self.last_late_t is not None and sample.t <= self.last_late_t:
             return
-        kept = sample.reused is True
-        port = None
-        if restarted:
-            kind = _RESTARTED
-        elif host is not None:
-            # A kept connection did not go through the LB's choice: it is pinned elsewhere.
-            if kept:
-                return
-            kind = _MISS
-        elif sample.failed:
-            kind, port = _FAILURE, sample.local_port if kept else None
-        else:
-            return  # served, but without the header: it says nothing of where it went
+        port = sample.local_port if kind == _FAILURE and sample.reused is True else None
         self.after.append((sample.t, sample.end, kind, port))
 
-    def witness(self, server: str) -> tuple[float, str] | None:
+    def witness(self, rotation: _Rotation, server: str) -> tuple[float, str] | None:
         """The earliest end among the requests after the last late one that show the LB had
-        stopped (a failure of a fresh connection or of the late one's, the restarted server,
-        the m-th fresh connection answered elsewhere), and its kind; None if none does."""
+        stopped, and its kind; None if none does. Never before the last late one's end: the
+        LB chose the server for it at some instant up to then."""
         found = [
             (end, kind)
             for _, end, kind, port in self.after
-            if kind != _MISS and (port is None or port == self.last_late_port)
+            if port is None or port == self.last_late_port
         ]
-        needed = misses_needed(len(self.hosts | {server}))
-        misses = sorted((t, end) for t, end, kind, _ in self.after if kind == _MISS)
-        if len(misses) >= needed:
-            found.append((misses[needed - 1][1], _SAMPLING))
-        return min(found, default=None)
+        sampled = rotation.bound(server, self.last_late_t)
+        if sampled is not None:
+            found.append((sampled, _SAMPLING))
+        if not found:
+            return None
+        end, kind = min(found)
+        return max(end, self.last_late_end), kind
 
 
-_MISS, _SAMPLING = "miss", "sampling"
-_FAILURE, _RESTARTED = "failure", "restarted"
+_SAMPLING, _FAILURE, _RESTARTED = "sampling", "failure", "restarted"
 
 
 @dataclass(slots=True)
@@ -182,6 +185,12 @@ class _OpenWindow:
     late_hi: float = math.inf
     false_lo: float = -math.inf
     seen: dict[str, _StreamSeen] = field(default_factory=dict)
+    rotations: dict[tuple[str, LB], _Rotation] = field(default_factory=dict)
+
+    def stream(self, sample: Sample) -> tuple[_StreamSeen, _Rotation]:
+        """What this window keeps of the sample's stream and of its LB's rotation."""
+        seen = self.seen.setdefault(sample.stream, _StreamSeen())
+        return seen, self.rotations.setdefault((sample.target, sample.lb), _Rotation())
 
     def bounds(self) -> tuple[float, float]:
         """[t0_lo, t0_hi] from every constraint that does not contradict the late samples."""
@@ -200,7 +209,7 @@ class _OpenWindow:
 
 
 ShutdownEvent = WindowOpened | Window
-_StreamKey = tuple[LB, Protocol, Connection]
+_StreamKey = tuple[str, LB, Protocol, Connection]  # target first
 
 
 class ShutdownTracker:
@@ -228,7 +237,8 @@ class ShutdownTracker:
         return frozenset(self._open)
 
     def feed(self, sample: Sample) -> list[ShutdownEvent]:
-        self._streams.setdefault(sample.stream, (sample.lb, sample.protocol, sample.connection))
+        key = (sample.target, sample.lb, sample.protocol, sample.connection)
+        self._streams.setdefault(sample.stream, key)
         events: list[ShutdownEvent] = list(self._close_expired(sample.t))
         if sample.failed:
             self._note_failure(sample)
@@ -238,9 +248,13 @@ class ShutdownTracker:
         if header is None:
             return events
         window = self._open.get(header.host)
+        if sample.held and (header.shutdown or window is not None):
+            # A held sample was fed live before any window of its host opened (or it would
+            # have been logged where it came, as late samples always are): it bounds the T0
+            # of a window still to open, and nothing else.
+            return events
         if header.shutdown:
-            if not sample.held:  # late samples are always logged where they came: a copy
-                events.extend(self._feed_late(sample, window))
+            events.extend(self._feed_late(sample, window))
         elif window is None:
             # An answer sent before the host's previous shutdown says nothing of its next one
             # (and a replay may meet it later than the live tracker did).
@@ -248,30 +262,36 @@ class ShutdownTracker:
                 since = self._false_since.get(header.host, -math.inf)
                 self._false_since[header.host] = max(since, sample.t)
         elif sample.t >= window.bounds()[1]:
-            if not sample.held:
-                seen = window.seen.setdefault(sample.stream, _StreamSeen())
-                seen.note_other(sample, header.host, restarted=True)
+            window.stream(sample)[0].note_witness(sample, _RESTARTED)
             events.append(self._close(window, ClosedBy.RECOVERED, sample.t))
         else:
             window.false_lo = max(window.false_lo, sample.t)
         return events
 
     def _note_elsewhere(self, sample: Sample) -> None:
-        """Every open window of another host than the one that answered: a possible witness
-        that the LB no longer sent this stream there."""
+        """Every open window of another host than the one that answered: a fresh connection
+        answered elsewhere is a miss of its LB's rotation, a request that failed unanswered a
+        witness that its stream no longer reached the host. An answer over a kept connection
+        says nothing of the rotation: that connection is pinned, it never asked the LB."""
         header = sample.shutdown
         for window in self._open.values():
             if header is not None and header.host == window.host:
                 continue
-            seen = window.seen.setdefault(sample.stream, _StreamSeen())
-            seen.note_other(sample, header.host if header is not None else None)
+            seen, rotation = window.stream(sample)
+            if header is not None:
+                rotation.hosts.add(header.host)
+                if sample.reused is not True:
+                    rotation.misses.append((sample.t, sample.end))
+            elif sample.failed:
+                seen.note_witness(sample, _FAILURE)
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.
 
         The daemon registers its configured streams and `analyze` the run record's, so that
         both list the same streams whichever samples the event log kept."""
-        self._streams.setdefault(stream.name, (stream.lb, stream.protocol, stream.connection))
+        key = (stream.target, stream.lb, stream.protocol, stream.connection)
+        self._streams.setdefault(stream.name, key)
 
     def close(self, end_t: float) -> list[Window]:
         """End the run: windows past their deadline close as timeouts, the rest as `end`."""
@@ -298,8 +318,9 @@ class ShutdownTracker:
             )
         window.first_seen_t = min(window.first_seen_t, sample.t)
         window.constrain(sample, header.elapsed)
-        seen = window.seen.setdefault(sample.stream, _StreamSeen())
-        seen.note_late(sample, header.host, header.elapsed)
+        seen, rotation = window.stream(sample)
+        seen.note_late(sample, header.elapsed)
+        rotation.hosts.add(header.host)
         return events
 
     def _is_straggler(self, sample: Sample) -> bool:
@@ -353,13 +374,14 @@ class ShutdownTracker:
     def _stream_result(
         self, name: str, window: _OpenWindow, t0s: tuple[float, float, float], end_t: float
     ) -> WindowStream:
-        lb, protocol, connection = self._streams[name]
+        target, lb, protocol, connection = self._streams[name]
         lo, t0, hi = t0s
         seen = window.seen.get(name) or _StreamSeen()
         failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
         last = seen.last_late_t
         reaction = None if last is None else last - t0
-        witness = seen.witness(window.host)
+        rotation = window.rotations.get((target, lb), _Rotation())
+        witness = seen.witness(rotation, window.host)
         return WindowStream(
             stream=name,
             lb=lb,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from prober.core.disruption import DisruptionTracker
-from prober.core.models import ErrorClass, Interval, Sample, Window
+from prober.core.models import ErrorClass, Interval, Protocol, Sample, StreamId, Window
 from prober.core.shutdown import MISS_CHANCE, ShutdownTracker, misses_needed
 from tests.factories import OTHER, STREAM, fail, ok, sample
 
@@ -28,6 +28,13 @@ def late(t: float, elapsed: float | None = None, **kw) -> Sample:
 
 def answered(t: float, host: str, **kw) -> Sample:
     return sample(t, host=host, **kw)
+
+
+SIBLING = dataclasses.replace(STREAM, protocol=Protocol.HTTP1)  # same target and LB
+
+
+def replace_stream(s: Sample, stream: StreamId) -> Sample:
+    return dataclasses.replace(s, stream=stream.name, protocol=stream.protocol)
 
 
 def kept(s: Sample, port: int) -> Sample:
@@ -101,11 +108,19 @@ CASES = [
         "failure",
     ),
     Case(
-        "a late request that arrives after later misses keeps only the misses after it",
+        "a slow late request: the witness after it, but never before its end (the LB chose "
+        "the server for it at some instant up to then)",
         [late(10.0), fail(10.2, dur=0.05), late(10.1, dur=0.5), fail(10.3)],
         10.1,
-        10.25,
+        10.6,
         "failure",
+    ),
+    Case(
+        "the LB's rotation is shared: fresh connections of its other streams count as misses",
+        [late(10.0), *(replace_stream(a, SIBLING) for a in misses(10.1, K3))],
+        10.0,
+        10.1 + (K3 - 1) * 0.1 + DUR,
+        "sampling",
     ),
     Case(
         "a stream without late requests has no lower bound, and an upper one from what it saw",

@@ -105,7 +105,7 @@ ERRORS = [
 async def test_a_misbehaving_server_gives_its_error_class(
     tls_server: TLSServer, certs: Certs, protocol, case
 ) -> None:
-    name, changes, error, detail = case
+    _, changes, error, detail = case
     for key, value in changes.items():
         setattr(tls_server.plan, key, value)
     prober = make_prober(tls_server, certs, protocol, Connection.NEW, timeout=0.5)
@@ -113,8 +113,6 @@ async def test_a_misbehaving_server_gives_its_error_class(
     await prober.aclose()
     assert (sample.error, sample.failed) == (error, error.is_disruption)
     assert detail in sample.detail
-    if name == "stall":
-        assert 0.5 <= sample.dur < 1.5
 
 
 @pytest.mark.parametrize("connection", list(Connection))
