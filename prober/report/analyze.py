@@ -21,7 +21,7 @@ from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.summary import build_summary, write_json
-from prober.report.tables import seconds, table
+from prober.report.tables import bounded, seconds, table
 from prober.report.thresholds import Thresholds, load_thresholds
 from prober.report.verdicts import Status, Verdict, judge
 
@@ -93,6 +93,10 @@ def run_dir(out: Path, run_id: str, several: bool) -> Path:
     return out / (re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._") or "run")
 
 
+# The bracket is read by people who never saw the tool: say once what it is.
+BOUND_NOTE = "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
+
+
 def describe(analysis: RunAnalysis) -> list[str]:
     """The run as text: what the summary and the verdicts say."""
     s, run, result = analysis.summary, analysis.log.run, analysis.replay
@@ -127,7 +131,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
         rows.append(
             [
                 *key,
-                seconds(worst["reaction"]),
+                bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"]),
                 routing,
                 seconds(worst["disruption_seconds"]),
                 "/".join(available) or "-",
@@ -137,12 +141,13 @@ def describe(analysis: RunAnalysis) -> list[str]:
         "lb",
         "protocol",
         "connection",
-        "worst reaction",
+        "worst reaction [bound]",
         "stop routing",
         "disruption",
         "available",
     ]
     lines += table(headers, rows)
+    lines.append(BOUND_NOTE)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:
             lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]

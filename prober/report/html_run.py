@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from prober import __version__
-from prober.core.models import LB, StreamId
+from prober.core.models import LB, Interval, StreamId, WindowStream
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
 from prober.report.runs import ReadStats, RunLog
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
-from prober.report.tables import seconds
+from prober.report.tables import bound, bounded, seconds
 from prober.report.timeline import StreamMarks, View, lb_timeline, views, window_title
-from prober.report.verdicts import Verdict
+from prober.report.verdicts import Verdict, interval_bound
 
 _EXPLAIN = """
 <p>When a kube-apiserver shuts down gracefully, its <code>/readyz</code> health check fails at once
@@ -30,7 +30,12 @@ after T0. An LB's <b>reaction</b> is how long after T0 it still sent a request t
 it must stay well inside the shutdown delay, or requests start to fail. <b>Disruption</b> is the
 time during which requests failed.</p>
 <p>T0 is estimated from the answers (the apiserver reports elapsed time rounded to the second);
-the darker band around each T0 line shows the range it must lie in.</p>
+the darker band around each T0 line shows the range it must lie in. Requests are only sent every
+so often, so a measured value is only known to lie in a range too: a light grey band over each
+reaction shows where the true reaction lies (from the last request that reached the apiserver to
+the first that showed the LB had stopped; it runs to the window's end when none did), a light red
+band around each end of a disruption where it truly began or ended. Tables show these ranges as
+<code>[low, high]</code>, with <code>?</code> where nothing bounds a side.</p>
 """
 
 _SCRIPT = """
@@ -97,14 +102,16 @@ def _verdict_table(verdicts: Sequence[Verdict], summary: dict[str, Any]) -> str:
         routing = [v for v in verdicts if v.stream is None and v.key == key]
         available = [v for v in verdicts if v.stream is not None and v.key == key]
         cells = [f"<td>{esc(k)}</td>" for k in key]
-        cells.append(f'<td class="num">{seconds(worst["reaction"])}</td>')
+        reaction = bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"])
+        cells.append(f'<td class="num">{reaction}</td>')
         cells += [_verdict_cells(routing)]
         cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')
         cells += [_verdict_cells(available)]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     head = (
         "<tr><th>load balancer</th><th>protocol</th><th>connections</th>"
-        "<th>worst reaction</th><th>should stop routing before the apiserver stops serving</th>"
+        "<th>worst reaction [where it truly lies]</th>"
+        "<th>should stop routing before the apiserver stops serving</th>"
         "<th>disruption</th><th>should be available throughout</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
@@ -154,6 +161,8 @@ def _legend() -> str:
         (swatch("cross", FAILURE), "failed request"),
         (swatch("bar", FAILURE), "disruption interval"),
         (swatch("bracket", T0), "reaction: T0 to the last late request"),
+        (swatch("shade", T0), "where the true reaction lies, given the sampling"),
+        (swatch("shade", FAILURE), "where a disruption truly began and ended"),
     ]
     return (
         '<div class="legend">' + "".join(f"<span>{s}{esc(t)}</span>" for s, t in items) + "</div>"
@@ -222,14 +231,32 @@ def _window_streams_table(replay: Replay) -> str:
                 f'<tr><td title="{esc(window_title(number, w))}">{number}</td>'
                 f'<td>{esc(ws.stream)}</td><td class="num">{ws.late}</td>'
                 f'<td class="num">{seconds(ws.max_elapsed, 0)}</td>'
-                f'<td class="num">{seconds(ws.reaction)}</td>'
+                f'<td class="num">{bounded(ws.reaction, ws.reaction_lo, ws.reaction_hi)}</td>'
+                f"<td>{esc(_bound_by(ws))}</td>"
                 f'<td class="num">{ws.failures}</td></tr>'
             )
     head = (
         "<tr><th>window</th><th>stream</th><th>late requests</th>"
-        "<th>largest elapsed (header)</th><th>reaction</th><th>failed requests</th></tr>"
+        "<th>largest elapsed (header)</th><th>reaction [where it truly lies]</th>"
+        "<th>upper bound set by</th><th>failed requests</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+# What showed the LB had stopped routing to the old server, in the report's words.
+_BOUND_BY = {
+    "failure": "a failed request",
+    "restarted": "the restarted apiserver answering",
+    "sampling": "enough answers from other apiservers",
+}
+
+
+def _bound_by(ws: WindowStream) -> str:
+    if ws.reaction is None:
+        return "-"
+    if ws.bound_by is None:
+        return "nothing before the window closed"
+    return _BOUND_BY.get(ws.bound_by, ws.bound_by)
 
 
 def _intervals_table(replay: Replay) -> str:
@@ -237,16 +264,23 @@ def _intervals_table(replay: Replay) -> str:
         return "<p>No request failed during the run.</p>"
     rows = [
         f"<tr><td>{esc(i.stream)}</td><td>{esc(i.error)}</td>"
-        f'<td class="num">{i.start_t:.2f} s</td><td class="num">{i.end_t:.2f} s</td>'
-        f'<td class="num">{i.seconds:.2f} s</td><td class="num">{i.samples}</td>'
+        f'<td class="num">{i.start_t:.2f} s {bound(i.start_lo, i.start_hi)}</td>'
+        f'<td class="num">{i.end_t:.2f} s {bound(i.end_lo, i.end_hi)}</td>'
+        f'<td class="num">{_length(i)}</td><td class="num">{i.samples}</td>'
         f"<td>{esc(i.detail)}</td></tr>"
         for i in sorted(replay.intervals, key=lambda i: (i.start_t, i.stream))
     ]
     head = (
-        "<tr><th>stream</th><th>error</th><th>from</th><th>to</th><th>length</th>"
+        "<tr><th>stream</th><th>error</th><th>from [where it truly began]</th>"
+        "<th>to [where it truly ended]</th><th>length [bound]</th>"
         "<th>failed requests</th><th>detail</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _length(i: Interval) -> str:
+    lo, hi = interval_bound(i.start_lo, i.start_hi, i.end_lo, i.end_hi)
+    return bounded(i.seconds, lo, hi)
 
 
 def _notes(report: RunReport) -> str:

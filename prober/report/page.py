@@ -17,7 +17,8 @@ h3 { font-size: 15px; margin: 18px 0 4px; }
 table { border-collapse: collapse; margin: 6px 0 12px; }
 th, td { border-bottom: 1px solid #ddd; padding: 3px 10px 3px 0; text-align: left;
          vertical-align: top; }
-th { font-weight: 600; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .passed { color: #0a6b2d; font-weight: 600; } .failed { color: #b00020; font-weight: 600; }
 .skipped { color: #666; font-weight: 600; }
 .why { color: #444; font-size: 12px; }

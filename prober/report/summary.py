@@ -1,16 +1,29 @@
-"""`summary.json`: what one run measured, in the design's shape.
+"""`summary.json`: what one run measured, in the design's shape (schema v2).
 
-    {"v": 1, "run_id", "platform",
+    {"v": 2, "run_id", "platform",
      "windows": [{"host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by",
                   "streams": [{"stream", "lb", "protocol", "connection", "late",
-                               "max_elapsed", "reaction", "failures"}]}],
+                               "max_elapsed", "reaction", "reaction_lo", "reaction_hi",
+                               "bound_by", "failures"}]}],
      "streams": [{"stream", "lb", "protocol", "connection", "samples",
-                  "disruption_seconds", "intervals": [...]}],
-     "worst": [{"lb", "protocol", "connection", "reaction", "disruption_seconds"}]}
+                  "disruption_seconds",
+                  "intervals": [{"start_t", "end_t", "start_lo", "start_hi", "end_lo",
+                                 "end_hi", "start_ts", "end_ts", "error", "detail",
+                                 "samples"}]}],
+     "worst": [{"lb", "protocol", "connection", "reaction", "reaction_lo", "reaction_hi",
+                "disruption_seconds"}]}
 
-`reaction` is null where no late request was seen. `worst` holds, per LB x protocol x
-connection, the largest reaction over every window and the largest disruption of its streams:
-the two numbers a run contributes to the history (`thresholds`).
+`reaction` is null where no late request was seen. `reaction_lo`/`reaction_hi` bound the true
+reaction from the sampling (seconds after T0, see `core.shutdown`): lo is null without a late
+request, hi null when nothing after the last late request showed the LB had stopped;
+`bound_by` names what set hi (`failure`, `restarted`, `sampling`) or is null. An interval's
+`start_lo`..`start_hi` and `end_lo`..`end_hi` bound its true edges in run seconds, like
+`start_t` and `end_t` (see `core.disruption`); null is unbounded on that side. `worst` holds,
+per LB x protocol x connection, the largest reaction over every window, with the bound of the
+window that has it, and the largest disruption of its streams: the numbers a run contributes
+to the history (`thresholds`), which uses the point values only.
+
+Schema v1 is v2 without the bound fields; the reader here accepts both.
 """
 
 from __future__ import annotations
@@ -27,7 +40,8 @@ from prober.report.errors import BadInput
 from prober.report.replay import Replay
 from prober.report.runs import RunLog
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+KNOWN_VERSIONS = (1, 2)  # v1: no bounds
 
 Key = tuple[LB, Protocol, Connection]
 _T = TypeVar("_T")
@@ -54,6 +68,10 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
                 {
                     "start_t": i.start_t,
                     "end_t": i.end_t,
+                    "start_lo": i.start_lo,
+                    "start_hi": i.start_hi,
+                    "end_lo": i.end_lo,
+                    "end_hi": i.end_hi,
                     "start_ts": i.start_ts,
                     "end_ts": i.end_ts,
                     "error": i.error.value,
@@ -81,6 +99,9 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
                     "late": ws.late,
                     "max_elapsed": ws.max_elapsed,
                     "reaction": ws.reaction,
+                    "reaction_lo": ws.reaction_lo,
+                    "reaction_hi": ws.reaction_hi,
+                    "bound_by": ws.bound_by,
                     "failures": ws.failures,
                 }
                 for ws in w.streams
@@ -141,7 +162,9 @@ def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int]
 def _worst(
     streams: list[StreamId], windows: list[dict[str, Any]], seconds: dict[str, float]
 ) -> list[dict[str, Any]]:
-    reaction: dict[Key, float | None] = {}
+    # The window stream entry with the largest reaction per key: its bound goes with it.
+    # Strictly larger replaces, so a tie keeps the first, as the routing verdict does.
+    reaction: dict[Key, dict[str, Any] | None] = {}
     disruption: dict[Key, float] = {}
     for s in streams:
         key = (s.lb, s.protocol, s.connection)
@@ -150,20 +173,26 @@ def _worst(
     for window in windows:
         for ws in window["streams"]:
             key = (LB(ws["lb"]), Protocol(ws["protocol"]), Connection(ws["connection"]))
-            value = ws["reaction"]
-            if value is not None:
-                current = reaction.get(key)
-                reaction[key] = value if current is None else max(current, value)
-    return [
-        {
-            "lb": lb.value,
-            "protocol": protocol.value,
-            "connection": connection.value,
-            "reaction": reaction[(lb, protocol, connection)],
-            "disruption_seconds": disruption.get((lb, protocol, connection), 0.0),
-        }
-        for lb, protocol, connection in reaction
-    ]
+            current = reaction.get(key)
+            if ws["reaction"] is not None and (
+                current is None or ws["reaction"] > current["reaction"]
+            ):
+                reaction[key] = ws
+    out = []
+    for key, ws in reaction.items():
+        worst = ws or {}  # no late request on any window: no reaction, no bound
+        out.append(
+            {
+                "lb": key[0].value,
+                "protocol": key[1].value,
+                "connection": key[2].value,
+                "reaction": worst.get("reaction"),
+                "reaction_lo": worst.get("reaction_lo"),
+                "reaction_hi": worst.get("reaction_hi"),
+                "disruption_seconds": disruption.get(key, 0.0),
+            }
+        )
+    return out
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
@@ -178,6 +207,10 @@ class WorstOfRun:
     key: Key
     reaction: float | None
     disruption_seconds: float
+    # The bound of the worst reaction: None when unbounded on that side, and always in a
+    # v1 summary, which has none. The history is built from the point values only.
+    reaction_lo: float | None = None
+    reaction_hi: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +226,7 @@ class RunFacts:
 
 def load_run_facts(path: Path) -> RunFacts:
     doc = read_json(path)
-    if doc.get("v") != SUMMARY_VERSION:
-        raise BadInput(f"{path}: summary version {doc.get('v')!r}, this reader knows 1")
+    version = summary_version(path, doc)
     windows = _field(path, doc, "windows", list)
     worst = []
     for i, entry in enumerate(_field(path, doc, "worst", list)):
@@ -205,7 +237,11 @@ def load_run_facts(path: Path) -> RunFacts:
         reaction = _number(path, entry, "reaction", where, optional=True)
         seconds = _number(path, entry, "disruption_seconds", where, optional=False)
         assert seconds is not None
-        worst.append(WorstOfRun(key, reaction, seconds))
+        lo = hi = None
+        if version >= 2:
+            lo = _number(path, entry, "reaction_lo", where, optional=True)
+            hi = _number(path, entry, "reaction_hi", where, optional=True)
+        worst.append(WorstOfRun(key, reaction, seconds, lo, hi))
     return RunFacts(
         source=str(path),
         run_id=_field(path, doc, "run_id", str),
@@ -213,6 +249,15 @@ def load_run_facts(path: Path) -> RunFacts:
         windows=len(windows),
         worst=tuple(worst),
     )
+
+
+def summary_version(path: Path, doc: dict[str, Any]) -> int:
+    """The schema version of a summary this reader knows, or BadInput naming it."""
+    version = doc.get("v")
+    if type(version) is not int or version not in KNOWN_VERSIONS:  # not True, not 2.0
+        known = " and ".join(str(v) for v in KNOWN_VERSIONS)
+        raise BadInput(f"{path}: summary version {version!r:.40}, this reader knows {known}")
+    return version
 
 
 def parse_key(entry: dict[str, Any], where: str) -> Key:

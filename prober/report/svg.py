@@ -87,6 +87,7 @@ def swatch(kind: str, colour: str) -> str:
         f'stroke="{colour}"/>',
         "line": f'<line x1="14" x2="14" y1="0" y2="14" stroke="{colour}" stroke-width="2"/>',
         "range": f'<rect x="8" y="0" width="12" height="14" fill="{colour}" fill-opacity="0.45"/>',
+        "shade": f'<rect x="1" y="3" width="26" height="8" fill="{colour}" fill-opacity="0.2"/>',
         "dash": f'<line x1="14" x2="14" y1="0" y2="14" stroke="{colour}" stroke-dasharray="3 2"/>',
         "tick": f'<line x1="14" x2="14" y1="2" y2="12" stroke="{colour}" stroke-width="2"/>',
         "cross": f'<path d="M10 3 L18 11 M18 3 L10 11" stroke="{colour}" stroke-width="2"/>',

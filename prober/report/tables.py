@@ -20,3 +20,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def seconds(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f} s"
+
+
+def bound(lo: float | None, hi: float | None, digits: int = 2) -> str:
+    """Where a true value lies, in seconds: `[2.10, 2.62]`, `?` on a side nothing bounds."""
+    return "[" + ", ".join("?" if v is None else f"{v:.{digits}f}" for v in (lo, hi)) + "]"
+
+
+def bounded(value: float | None, lo: float | None, hi: float | None, digits: int = 2) -> str:
+    """A measured value and its bound, `2.31 s [2.10, 2.62]`; `-` where nothing was measured."""
+    return "-" if value is None else f"{seconds(value, digits)} {bound(lo, hi, digits)}"

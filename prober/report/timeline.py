@@ -6,6 +6,12 @@ the end of the shutdown delay (when the apiserver stops serving) a dashed line. 
 late requests are ticks above the line, failed requests crosses below it, disruption intervals
 red bars, and the reaction (T0 to the last late request) a bracket. Marks that would fall on the
 same pixel are drawn once, so a four-hour run stays a small file.
+
+The sampling only bounds the true values, and the bounds are drawn as light bands: over the
+reaction's bracket, T0 + [reaction_lo, reaction_hi] (an unbounded hi runs on to the window's
+close, as far as the LB could still have routed to the server); around a disruption bar's
+ends, where its start and its end truly lie (an unbounded edge runs to the view's edge).
+Each band is clamped to the view, and its title says what it bounds.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from prober.core.models import Interval, StreamId, Window
+from prober.core.models import Interval, StreamId, Window, WindowStream
 from prober.report.svg import FAILURE, LATE, T0, Scale, esc, grid, x_axis
+from prober.report.tables import bound
 
 WIDTH = 1040
 LEFT = 230
@@ -155,15 +162,7 @@ def _row(
 ) -> str:
     parts = [f'<line class="row" x1="{scale.start}" x2="{scale.end}" y1="{y}" y2="{y}"/>']
     for i in marks.intervals:
-        if i.end_t < scale.lo or i.start_t > scale.hi:
-            continue
-        x0, x1 = scale.clamp(i.start_t), scale.clamp(i.end_t)
-        parts.append(
-            f'<rect x="{x0:.1f}" y="{y - 3}" width="{max(x1 - x0, 1.5):.1f}" height="6" '
-            f'fill="{FAILURE}" fill-opacity="0.85"><title>disruption {esc(i.error)} from '
-            f"{i.start_t:.2f} s to {i.end_t:.2f} s ({i.seconds:.2f} s, {i.samples} failed "
-            "requests)</title></rect>"
-        )
+        parts.append(_interval(i, scale, y))
     late = "".join(f"M{x} {y - 12}V{y - 3}" for x in _columns(marks.late, scale))
     if late:
         parts.append(f'<path d="{late}" stroke="{LATE}" stroke-width="1.5"/>')
@@ -175,18 +174,91 @@ def _row(
         parts.append(f'<path d="{crosses}" stroke="{FAILURE}" stroke-width="1.5"/>')
     for w in windows:
         seen = next((ws for ws in w.streams if ws.stream == marks.stream.name), None)
-        if seen is None or seen.reaction is None or seen.last_late_t is None:
-            continue
-        x0, x1 = scale(w.t0), scale(seen.last_late_t)
-        top = y - 15
-        parts.append(
-            f'<path d="M{x0:.1f} {top - 3}V{top + 3}M{x0:.1f} {top}H{x1:.1f}M{x1:.1f} {top - 3}'
-            f'V{top + 3}" stroke="{T0}" fill="none"><title>reaction {seen.reaction:.2f} s: '
-            f"the last request this LB sent to {esc(w.host)} left {seen.reaction:.2f} s after "
-            "T0</title></path>"
+        if seen is not None:
+            parts.append(_reaction(w, seen, scale, y - 15, zoomed))
+    return "\n".join(p for p in parts if p)
+
+
+def _band(
+    span: tuple[float, float],
+    scale: Scale,
+    *,
+    y: float,
+    height: float,
+    css: str,
+    fill: str,
+    title: str,
+) -> str:
+    """A light band over [lo, hi] seconds clamped to the view; nothing outside it."""
+    lo, hi = span
+    if hi < scale.lo or lo > scale.hi:
+        return ""
+    x0, x1 = scale.clamp(lo), scale.clamp(max(lo, hi))
+    return (
+        f'<rect class="{css}" x="{x0:.1f}" y="{y - height / 2:.1f}" '
+        f'width="{max(x1 - x0, 1.5):.1f}" height="{height}" fill="{fill}" fill-opacity="0.2">'
+        f"<title>{esc(title)}</title></rect>"
+    )
+
+
+def _interval(i: Interval, scale: Scale, y: float) -> str:
+    """A disruption bar, over bands where its start and its end truly lie."""
+    first = i.start_t if i.start_lo is None else i.start_lo
+    last = i.end_t if i.end_hi is None else i.end_hi
+    if last < scale.lo or first > scale.hi:
+        return ""  # an unbounded edge reaches the view's edge only from an interval near it
+    parts = [
+        _band(
+            (scale.lo if lo is None else lo, scale.hi if hi is None else hi),
+            scale,
+            y=y,
+            height=14,
+            css="disruption-bound",
+            fill=FAILURE,
+            title=f"{edge} of the disruption ({i.error}, {edge} at {t:.2f} s): within "
+            f"{bound(lo, hi)} s given the sampling",
         )
-        if zoomed:
-            parts.append(
-                f'<text x="{max(x0, x1) + 4:.1f}" y="{top + 4:.1f}">{seen.reaction:.2f} s</text>'
-            )
-    return "\n".join(parts)
+        for edge, t, lo, hi in (
+            ("start", i.start_t, i.start_lo, i.start_hi),
+            ("end", i.end_t, i.end_lo, i.end_hi),
+        )
+    ]
+    x0, x1 = scale.clamp(i.start_t), scale.clamp(i.end_t)
+    if i.end_t >= scale.lo and i.start_t <= scale.hi:
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y - 3}" width="{max(x1 - x0, 1.5):.1f}" height="6" '
+            f'fill="{FAILURE}" fill-opacity="0.85"><title>disruption {esc(i.error)} from '
+            f"{i.start_t:.2f} s to {i.end_t:.2f} s ({i.seconds:.2f} s, {i.samples} failed "
+            "requests)</title></rect>"
+        )
+    return "\n".join(p for p in parts if p)
+
+
+def _reaction(w: Window, seen: WindowStream, scale: Scale, top: float, zoomed: bool) -> str:
+    """The reaction's bracket from T0 to the last late request, over the band of its bound."""
+    if seen.reaction is None or seen.last_late_t is None:
+        return ""
+    parts = []
+    if seen.reaction_lo is not None:
+        hi = w.end_t if seen.reaction_hi is None else w.t0 + seen.reaction_hi
+        why = f", upper bound set by {seen.bound_by}" if seen.bound_by else ""
+        title = (
+            f"reaction {seen.reaction:.2f} s to {w.host}: the true value lies within "
+            f"{bound(seen.reaction_lo, seen.reaction_hi)} s after T0 given the sampling{why}"
+        )
+        span = (w.t0 + seen.reaction_lo, hi)
+        parts.append(
+            _band(span, scale, y=top, height=10, css="reaction-bound", fill=T0, title=title)
+        )
+    x0, x1 = scale(w.t0), scale(seen.last_late_t)
+    parts.append(
+        f'<path d="M{x0:.1f} {top - 3}V{top + 3}M{x0:.1f} {top}H{x1:.1f}M{x1:.1f} {top - 3}'
+        f'V{top + 3}" stroke="{T0}" fill="none"><title>reaction {seen.reaction:.2f} s: '
+        f"the last request this LB sent to {esc(w.host)} left {seen.reaction:.2f} s after "
+        "T0</title></path>"
+    )
+    if zoomed:
+        parts.append(
+            f'<text x="{max(x0, x1) + 4:.1f}" y="{top + 4:.1f}">{seen.reaction:.2f} s</text>'
+        )
+    return "\n".join(p for p in parts if p)

@@ -7,10 +7,16 @@ be available throughout the test` fails when its disruption seconds exceed the a
 Allowed values come from the thresholds file (P99 for the platform, rounded up to the second,
 never below 1 s). Without usable history for a key, or without any shutdown to judge, the test
 is skipped with the reason: never passed.
+
+Verdicts judge the measured (point) values, as the history they are held against is made of
+them; the bound the sampling puts on each value (schema v2 summaries) only enriches the
+messages, so that a reader sees how far the true value may be from the one judged, and is
+told when the bound spans the allowed value.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,6 +25,7 @@ from typing import Any
 
 from prober.core.models import LB, Connection, Protocol, StreamId
 from prober.report.summary import Key
+from prober.report.tables import bound
 from prober.report.thresholds import Lookup, Thresholds
 
 ROUTING = (
@@ -119,8 +126,9 @@ def _routing(summary: dict[str, Any], key: Key, history: Lookup) -> Verdict:
         )
     allowed = history.allowed
     observed = 0.0 if worst is None else worst[0]
+    judged = "" if allowed is None or worst is None else _spans(worst[2], allowed, observed)
     if allowed is not None and observed > allowed:
-        failed.append(f"{late}; allowed {allowed:.0f} s ({history.source})")
+        failed.append(f"{late}; allowed {allowed:.0f} s ({history.source}){judged}")
     if failed:
         message = failed[0] if len(failed) == 1 else f"{failed[0]} (and {len(failed) - 1} more)"
         return Verdict(
@@ -128,7 +136,7 @@ def _routing(summary: dict[str, Any], key: Key, history: Lookup) -> Verdict:
         )
     if allowed is None:
         return Verdict(name, key, stream_name, Status.SKIPPED, history.source, (), observed)
-    message = f"{late}; allowed {allowed:.0f} s ({history.source})"
+    message = f"{late}; allowed {allowed:.0f} s ({history.source}){judged}"
     return Verdict(name, key, stream_name, Status.PASSED, message, (), observed, allowed)
 
 
@@ -137,10 +145,35 @@ def _late_text(worst: tuple[float, dict[str, Any], dict[str, Any]] | None) -> st
         return "no request reached a shutting-down apiserver after its /readyz went false"
     reaction, window, ws = worst
     spread = (window["t0_hi"] - window["t0_lo"]) / 2
+    sampled = ""
+    if "reaction_lo" in ws:  # a v1 summary has no bound to state
+        sampled = within(ws["reaction_lo"], ws["reaction_hi"]) + "; "
     return (
         f"{ws['stream']}: {_apiserver(window)} still got requests {reaction:.2f} s after its "
-        f"/readyz went false (T0 {window['t0']:.2f} s ± {spread:.2f} s, {ws['late']} late)"
+        f"/readyz went false ({sampled}T0 {window['t0']:.2f} s ± {spread:.2f} s, "
+        f"{ws['late']} late)"
     )
+
+
+def _spans(ws: dict[str, Any], allowed: float, observed: float) -> str:
+    """A note when the true reaction may lie on either side of the allowed value."""
+    if "reaction_lo" not in ws:
+        return ""
+    lo, hi = ws["reaction_lo"], ws["reaction_hi"]
+    if (lo is not None and lo > allowed) or (hi is not None and hi <= allowed):
+        return ""  # the whole bound lies on one side: the point value's verdict is the truth's
+    return f"; its bound spans the allowed value: judged on the measured {observed:.2f} s"
+
+
+def within(lo: float | None, hi: float | None) -> str:
+    """What the sampling says of a true value, in words for a one-line message."""
+    if lo is not None and hi is not None:
+        return f"true value within [{lo:.2f}, {hi:.2f}] s given the sampling"
+    if lo is not None:
+        return f"true value at least {lo:.2f} s given the sampling, which sets no upper bound"
+    if hi is not None:
+        return f"true value at most {hi:.2f} s given the sampling, which sets no lower bound"
+    return "no bound from the sampling"
 
 
 def _availability(stream: dict[str, Any], key: Key, target: str | None, history: Lookup) -> Verdict:
@@ -148,7 +181,9 @@ def _availability(stream: dict[str, Any], key: Key, target: str | None, history:
     seconds = stream["disruption_seconds"]
     intervals = stream["intervals"]
     errors = Counter(i["error"] for i in intervals)
-    what = f"{stream['stream']}: {seconds:.2f} s of disruption in {len(intervals)} intervals"
+    sampled = disruption_bound(intervals)
+    figure = f"{seconds:.2f} s" + ("" if sampled is None else f" ({within(*sampled)})")
+    what = f"{stream['stream']}: {figure} of disruption in {len(intervals)} intervals"
     if errors:
         what += " (" + ", ".join(f"{e} x{n}" for e, n in errors.most_common()) + ")"
     allowed = history.allowed
@@ -156,15 +191,50 @@ def _availability(stream: dict[str, Any], key: Key, target: str | None, history:
         return Verdict(name, key, stream_name, Status.SKIPPED, history.source, (), seconds)
     message = f"{what}; allowed {allowed:.0f} s ({history.source})"
     if seconds > allowed:
-        details = tuple(
-            f"{i['error']} from {i['start_t']:.2f} s to {i['end_t']:.2f} s "
-            f"({i['end_t'] - i['start_t']:.2f} s, {i['samples']} failed requests): {i['detail']}"
-            for i in intervals
-        )
+        details = tuple(_interval_text(i) for i in intervals)
         return Verdict(
             name, key, stream_name, Status.FAILED, message, (message, *details), seconds, allowed
         )
     return Verdict(name, key, stream_name, Status.PASSED, message, (), seconds, allowed)
+
+
+def disruption_bound(intervals: list[dict[str, Any]]) -> tuple[float, float | None] | None:
+    """Where a stream's true disruption seconds lie: the sum of its intervals' bounds.
+
+    None without intervals (the sampling cannot rule out a failure shorter than its gap, so
+    0 s gets no bound) or without bounds (a v1 summary)."""
+    if not intervals or any("start_lo" not in i for i in intervals):
+        return None
+    bounds = [
+        interval_bound(i["start_lo"], i["start_hi"], i["end_lo"], i["end_hi"]) for i in intervals
+    ]
+    his = [hi for _, hi in bounds]
+    total_hi = None if None in his else math.fsum(hi for hi in his if hi is not None)
+    return math.fsum(lo for lo, _ in bounds), total_hi
+
+
+def interval_bound(
+    start_lo: float | None, start_hi: float | None, end_lo: float | None, end_hi: float | None
+) -> tuple[float, float | None]:
+    """Where one interval's true length lies, from the bounds on its edges.
+
+    It lasted at least from its latest possible start to its earliest possible end (never
+    less than 0 s, which also stands in for an unbounded edge), at most from its earliest
+    start to its latest end (unbounded if either is)."""
+    lo = 0.0 if end_lo is None or start_hi is None else max(0.0, end_lo - start_hi)
+    return lo, None if end_hi is None or start_lo is None else end_hi - start_lo
+
+
+def _interval_text(i: dict[str, Any]) -> str:
+    start, end = f"{i['start_t']:.2f} s", f"{i['end_t']:.2f} s"
+    facts = [f"{i['end_t'] - i['start_t']:.2f} s"]
+    length = disruption_bound([i])
+    if length is not None:  # v2: where its edges and its length truly lie
+        start += f" {bound(i['start_lo'], i['start_hi'])}"
+        end += f" {bound(i['end_lo'], i['end_hi'])}"
+        facts.append(within(*length))
+    facts.append(f"{i['samples']} failed requests")
+    return f"{i['error']} from {start} to {end} ({', '.join(facts)}): {i['detail']}"
 
 
 def count(verdicts: Iterable[Verdict]) -> Counter[Status]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prober.core.models import LB, Connection, Protocol
-from prober.report.summary import load_run_facts, write_json
+from prober.report.summary import SUMMARY_VERSION, load_run_facts, write_json
 from prober.report.thresholds import aggregate, to_document
 
 KEYS = [(lb, p, c) for lb in (LB.INTERNAL, LB.EXTERNAL) for p in Protocol for c in Connection]
@@ -21,24 +21,31 @@ def summary_doc(
     disruption: Callable[[tuple[LB, Protocol, Connection]], float],
     *,
     windows: int = 3,
+    version: int = SUMMARY_VERSION,
 ) -> dict[str, Any]:
-    """A summary in the design's shape whose `worst` entries hold the given values."""
+    """A summary in the design's shape whose `worst` entries hold the given values; from
+    version 2 on, each reaction with a bound 0.25 s below and 0.5 s above it."""
+    worst = []
+    for lb, protocol, connection in KEYS:
+        value = reaction((lb, protocol, connection))
+        entry: dict[str, Any] = {
+            "lb": lb.value,
+            "protocol": protocol.value,
+            "connection": connection.value,
+            "reaction": value,
+        }
+        if version >= 2:
+            entry["reaction_lo"] = None if value is None else value - 0.25
+            entry["reaction_hi"] = None if value is None else value + 0.5
+        entry["disruption_seconds"] = disruption((lb, protocol, connection))
+        worst.append(entry)
     return {
-        "v": 1,
+        "v": version,
         "run_id": run_id,
         "platform": platform,
         "windows": [{"host": f"h{i}"} for i in range(windows)],
         "streams": [],
-        "worst": [
-            {
-                "lb": lb.value,
-                "protocol": p.value,
-                "connection": c.value,
-                "reaction": reaction((lb, p, c)),
-                "disruption_seconds": disruption((lb, p, c)),
-            }
-            for lb, p, c in KEYS
-        ],
+        "worst": worst,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def test_the_summary_holds_the_known_answers(rollout_log) -> None:
     scenario = rollout()
     [analysis], _ = analyze_runs([path])
     summary = analysis.summary
-    assert (summary["v"], summary["run_id"], summary["platform"]) == (1, "run-1", "aws")
+    assert (summary["v"], summary["run_id"], summary["platform"]) == (2, "run-1", "aws")
     assert [(w["host"], w["node"], w["closed_by"]) for w in summary["windows"]] == [
         (sd.host, NODES[sd.host], "recovered") for sd in scenario.shutdowns
     ]
@@ -47,6 +48,7 @@ def test_the_summary_holds_the_known_answers(rollout_log) -> None:
             truth = scenario.true_reaction(plan, shutdown)
             assert truth is not None
             assert abs(ws["reaction"] - truth) <= (window["t0_hi"] - window["t0_lo"]) / 2
+            _assert_reaction_bound(ws, truth, plan.switch_after, shutdown.delay)
             assert ws["failures"] == len(scenario.failures(plan, shutdown))
             assert ws["failures"] == (12 if plan.switch_after > shutdown.delay else 0)
     for stream in summary["streams"]:
@@ -60,11 +62,44 @@ def test_the_summary_holds_the_known_answers(rollout_log) -> None:
             assert interval["start_t"] == failed[0]
             assert interval["samples"] == len(failed)
             assert interval["error"] == "connect_refused"
+            # the server stopped, then the LB switched away: the true edges, inside the bounds
+            start, end = shutdown.stopped, shutdown.t0 + plan.switch_after
+            assert interval["start_lo"] <= start <= interval["start_hi"]
+            assert interval["start_lo"] <= interval["start_t"] <= interval["start_hi"]
+            assert interval["end_lo"] <= end <= interval["end_hi"]
+            assert interval["end_lo"] <= interval["end_t"] <= interval["end_hi"]
     assert len(summary["worst"]) == 8
     for worst in summary["worst"]:
         switch = SWITCH[(LB(worst["lb"]), Connection(worst["connection"]))]
         assert min(switch, 20.0) - 0.3 < worst["reaction"] <= min(switch, 20.0)
         assert worst["disruption_seconds"] == pytest.approx(9.0 if switch > 20 else 0.0)
+        # the bound is the one of the window stream whose reaction is the worst
+        key = (worst["lb"], worst["protocol"], worst["connection"])
+        mine = [
+            ws
+            for w in summary["windows"]
+            for ws in w["streams"]
+            if (ws["lb"], ws["protocol"], ws["connection"]) == key
+        ]
+        first_worst = next(ws for ws in mine if ws["reaction"] == worst["reaction"])
+        assert (worst["reaction_lo"], worst["reaction_hi"]) == (
+            first_worst["reaction_lo"],
+            first_worst["reaction_hi"],
+        )
+
+
+def _assert_reaction_bound(ws: dict, truth: float, switch: float, delay: float) -> None:
+    """The measured and the true reaction lie in the bound; so does the LB's switch while
+    the server still served; what set hi is named exactly when something did."""
+    lo, hi = ws["reaction_lo"], ws["reaction_hi"]
+    assert lo <= min(truth, ws["reaction"])
+    if hi is None:
+        assert ws["bound_by"] is None
+        return
+    assert max(truth, ws["reaction"]) <= hi
+    assert ws["bound_by"] in ("failure", "restarted", "sampling")
+    if switch < delay:
+        assert lo <= switch <= hi
 
 
 def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
@@ -90,6 +125,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "late",
         "max_elapsed",
         "reaction",
+        "reaction_lo",
+        "reaction_hi",
+        "bound_by",
         "failures",
     ]
     assert list(doc["streams"][0]) == [
@@ -106,7 +144,23 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "protocol",
         "connection",
         "reaction",
+        "reaction_lo",
+        "reaction_hi",
         "disruption_seconds",
+    ]
+    failing = next(s for s in doc["streams"] if s["intervals"])
+    assert list(failing["intervals"][0]) == [
+        "start_t",
+        "end_t",
+        "start_lo",
+        "start_hi",
+        "end_lo",
+        "end_hi",
+        "start_ts",
+        "end_ts",
+        "error",
+        "detail",
+        "samples",
     ]
     facts = load_run_facts(tmp_path / "out" / "summary.json")
     assert (facts.run_id, facts.platform, facts.windows, len(facts.worst)) == ("run-1", "aws", 3, 8)
@@ -137,11 +191,35 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     kind, message = outcome(ROUTING.format("internal-lb", "http1", "reused"))
     assert kind == "failed"
     # the three windows tie to the hundredth: which one is worst is float noise
-    assert re.fullmatch(
-        r"kube-api-http1-internal-lb-reused-connections: apiserver apiserver-(\w+) "
+    found = re.fullmatch(
+        r"kube-api-http1-internal-lb-reused-connections: apiserver (apiserver-\w+) "
         r"\(node master-\d\) still got requests 11\.79 s after its /readyz went false "
-        r"\(T0 \d+\.99 s ± 0\.03 s, 48 late\); allowed 5 s \(P99 of 100 aws runs\)",
+        r"\((.*); T0 \d+\.99 s ± 0\.03 s, 48 late\); allowed 5 s \(P99 of 100 aws runs\)",
         message,
+    )
+    assert found is not None
+    summary = json.loads((out / "summary.json").read_text())
+    [window] = [w for w in summary["windows"] if w["host"] == found[1]]
+    [ws] = [
+        ws
+        for ws in window["streams"]
+        if ws["stream"] == "kube-api-http1-internal-lb-reused-connections"
+    ]
+    assert found[2] == _within(ws["reaction_lo"], ws["reaction_hi"])
+    assert 11.7 < ws["reaction_lo"] <= 11.79
+    # the availability message bounds the disruption by its intervals' edges
+    [stream] = [
+        s
+        for s in summary["streams"]
+        if s["stream"] == "kube-api-http1-external-lb-reused-connections"
+    ]
+    lo = math.fsum(i["end_lo"] - i["start_hi"] for i in stream["intervals"])
+    hi = math.fsum(i["end_hi"] - i["start_lo"] for i in stream["intervals"])
+    assert 0 < lo < 9.0 < hi
+    assert outcome(AVAILABLE.format("external-lb", "http1", "reused")) == ("passed", "")
+    assert cases[AVAILABLE.format("external-lb", "http1", "reused")].system_out == (
+        f"kube-api-http1-external-lb-reused-connections: 9.00 s ({_within(lo, hi)}) of "
+        "disruption in 3 intervals (connect_refused x3); allowed 10 s (P99 of 100 aws runs)"
     )
     # external-lb reused: 20 s against 25 s, but 12 requests failed in each window
     kind, message = outcome(ROUTING.format("external-lb", "http2", "reused"))
@@ -158,6 +236,38 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     printed = capsys.readouterr().out
     assert f"wrote {out / 'junit.xml'}" in printed
     assert "FAIL " + ROUTING.format("internal-lb", "http1", "reused") in printed
+
+
+def test_the_printed_table_shows_each_worst_reaction_with_its_bound(tmp_path, capsys) -> None:
+    # Cut inside the first window: reused connections are still answered late at the end,
+    # so nothing can bound their reaction above.
+    samples = [s for s in rollout().samples() if s.end < 40.0]
+    log = tmp_path / "events.jsonl"
+    write_daemon_log(log, run_record(streams()), samples, nodes=NODES)
+    assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    start = printed.index(
+        "lb           protocol  connection  worst reaction [bound]  stop routing  disruption  "
+        "available"
+    )
+    rows = [re.split(r"\s{2,}", line) for line in printed[start + 2 : start + 10]]
+    assert printed[start + 10] == (
+        "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
+    )
+    for row, worst in zip(rows, summary["worst"], strict=True):
+        assert row[:3] == [worst["lb"], worst["protocol"], worst["connection"]]
+        hi = "?" if worst["reaction_hi"] is None else f"{worst['reaction_hi']:.2f}"
+        assert row[3] == f"{worst['reaction']:.2f} s [{worst['reaction_lo']:.2f}, {hi}]"
+        if worst["connection"] == "reused":
+            assert row[3].endswith(", ?]")
+    assert rows[1][3] == "9.79 s [9.76, ?]"  # internal-lb http1 reused: T0 29.99 s ± 0.03 s
+
+
+def _within(lo: float, hi: float | None) -> str:
+    if hi is None:
+        return f"true value at least {lo:.2f} s given the sampling, which sets no upper bound"
+    return f"true value within [{lo:.2f}, {hi:.2f}] s given the sampling"
 
 
 def test_without_history_verdicts_are_skipped_with_the_reason(rollout_log, tmp_path) -> None:

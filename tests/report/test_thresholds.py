@@ -10,7 +10,7 @@ import pytest
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
-from prober.report.summary import RunFacts, WorstOfRun
+from prober.report.summary import RunFacts, WorstOfRun, load_run_facts
 from prober.report.thresholds import Entry, Thresholds, aggregate, load_thresholds
 from tests.report.history import summary_doc, write_history
 
@@ -163,7 +163,22 @@ def test_a_directory_is_searched_for_summary_json_and_duplicates_count_once(
             "{",
             "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
         ),
-        ('{"v": 2}', "summary version 2, this reader knows 1"),
+        ('{"v": 3}', "summary version 3, this reader knows 1 and 2"),
+        ('{"v": "2"}', "summary version '2', this reader knows 1 and 2"),
+        ('{"v": 2.0}', "summary version 2.0, this reader knows 1 and 2"),
+        ('{"run_id": "r"}', "summary version None, this reader knows 1 and 2"),
+        (
+            '{"v": 2, "run_id": "r", "platform": "aws", "windows": [], "worst": [{"lb": '
+            '"localhost", "protocol": "http1", "connection": "new", "reaction": 1.5, '
+            '"reaction_lo": "low", "reaction_hi": 2, "disruption_seconds": 0}]}',
+            "worst[0].reaction_lo: expected a number, got 'low'",
+        ),
+        (  # a v2 summary states its bound, if only as null
+            '{"v": 2, "run_id": "r", "platform": "aws", "windows": [], "worst": [{"lb": '
+            '"localhost", "protocol": "http1", "connection": "new", "reaction": 1.5, '
+            '"reaction_lo": 1.2, "disruption_seconds": 0}]}',
+            "worst[0].reaction_hi: expected a number, got None",
+        ),
         (
             '{"v": 1, "run_id": "r", "platform": "aws", "windows": [], "worst": [{"lb": "x"}]}',
             "worst[0]: 'x' is not a valid LB",
@@ -186,3 +201,33 @@ def test_bad_summaries_exit_2_with_one_line(tmp_path: Path, capsys, content, pro
 def test_a_missing_summary_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["thresholds", str(tmp_path / "nope.json")]) == 2
     assert capsys.readouterr().err == f"prober thresholds: {tmp_path / 'nope.json'}: no such file\n"
+
+
+def test_v1_and_v2_summaries_are_read_alike_and_only_v2_has_bounds(tmp_path: Path) -> None:
+    docs = [summary_doc(f"r{v}", "aws", lambda k: 2.0, lambda k: 0.5, version=v) for v in (1, 2)]
+    assert "reaction_lo" not in docs[0]["worst"][0]
+    v1, v2 = (load_run_facts(path) for path in write_history(tmp_path, docs))
+    assert [(w.key, w.reaction, w.disruption_seconds) for w in v1.worst] == [
+        (w.key, w.reaction, w.disruption_seconds) for w in v2.worst
+    ]
+    assert {(w.reaction_lo, w.reaction_hi) for w in v1.worst} == {(None, None)}
+    assert {(w.reaction_lo, w.reaction_hi) for w in v2.worst} == {(1.75, 2.5)}
+
+
+def test_a_history_of_v1_and_v2_summaries_gives_the_thresholds_of_its_points(
+    tmp_path: Path,
+) -> None:
+    # The thresholds are made of point values: the bounds of v2 summaries change nothing.
+    def thresholds(name: str, version_of) -> str:
+        docs = [
+            summary_doc(
+                f"r{i}", "aws", lambda k, i=i: float(i), lambda k: 0.5, version=version_of(i)
+            )
+            for i in range(20)
+        ]
+        paths = write_history(tmp_path / name, docs)
+        out = tmp_path / name / "out"
+        assert main(["thresholds", *map(str, paths), "--out", str(out)]) == 0
+        return (out / "thresholds.json").read_text()
+
+    assert thresholds("mixed", lambda i: 1 + i % 2) == thresholds("v1", lambda i: 1)
