@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SYSDEPS := $(VENV)/.system-deps
 PYTEST_ARGS ?=
 
-.PHONY: test lint unit setup demo bench clean
+.PHONY: test test-loaded lint unit setup demo bench clean
 
 test: setup lint unit
 
@@ -34,6 +34,11 @@ lint: $(STAMP)
 
 unit: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Right under load: the lab tests and the fault matrix with two CPU-burning processes beside
+# them, as on a busy CI node during a rollout (the target starts and stops them itself).
+test-loaded: setup
+	scripts/with-cpu-burners.sh 2 $(BIN)/pytest $(PYTEST_ARGS) tests/lab tests/reliability
 
 # The whole job on this machine: fake apiservers behind HAProxy LBs, a rolling restart, the
 # daemon measuring it, the measurement against the truth. DEMO_ARGS='--platform gcp --check'.

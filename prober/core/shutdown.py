@@ -382,6 +382,8 @@ class ShutdownTracker:
         reaction = None if last is None else last - t0
         rotation = window.rotations.get((target, lb), _Rotation())
         witness = seen.witness(rotation, window.host)
+        if connection is Connection.REUSED and last is None:
+            witness = None  # its kept connections were all elsewhere: no reaction to bound
         return WindowStream(
             stream=name,
             lb=lb,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -84,14 +85,23 @@ def report(result: LabResult, stdout: TextIO) -> None:
     print("\n".join(describe(result.analysis)), file=stdout)
     print("", file=stdout)
     print(
-        "measured against the truth (reaction: seconds after T0 the LB still routed):", file=stdout
+        "measured against the truth (reaction: seconds after T0 the LB still routed; bound: "
+        "where the sampling puts the true value; the truth must lie inside it):",
+        file=stdout,
     )
-    print("\n".join(table(HEADERS, list(_rows(result.results)))), file=stdout)
+    print("\n".join(table(HEADERS, _rows(result.results, result.tolerance))), file=stdout)
     print("", file=stdout)
     for line in _t0_lines(result.results):
         print(line, file=stdout)
+    print("", file=stdout)
+    print("sampling achieved per stream (gap between consecutive requests):", file=stdout)
+    print("\n".join(table(GAP_HEADERS, _gap_rows(result))), file=stdout)
+    if result.load is not None:
+        print(result.load.describe(), file=stdout)
     path = result.out / "lab-result.json"
     path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
+    for finding in result.findings:
+        print(f"FINDING {finding}", file=stdout)
     for problem in result.problems:
         print(f"CHECK {problem}", file=stdout)
     print("", file=stdout)
@@ -99,14 +109,16 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(f"wrote {written}", file=stdout)
 
 
-HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "truth", "error", "late", "failed"]
+HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "truth", "error"]
+HEADERS += ["late", "failed"]
+GAP_HEADERS = ["stream", "samples", "gap p50", "gap p99", "gap max", "skipped"]
 
 
-def _rows(results: Sequence[ShutdownResult]) -> list[list[str]]:
+def _rows(results: Sequence[ShutdownResult], tolerance: float) -> list[list[str]]:
     rows = []
     for result in results:
         if result.window is None:
-            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 7])
+            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 8])
             continue
         for row in result.rows:
             rows.append(
@@ -116,6 +128,7 @@ def _rows(results: Sequence[ShutdownResult]) -> list[list[str]]:
                     row.protocol,
                     str(row.connection),
                     seconds(row.measured, 3),
+                    _bound(row.lo, row.hi) + (" !" if row.outside(tolerance) is not None else ""),
                     seconds(row.truth, 3),
                     "-" if row.error is None else f"{row.error:+.3f} s",
                     str(row.late),
@@ -126,6 +139,24 @@ def _rows(results: Sequence[ShutdownResult]) -> list[list[str]]:
     return rows
 
 
+def _bound(lo: float | None, hi: float | None) -> str:
+    return f"[{'?' if lo is None else f'{lo:.3f}'}, {'?' if hi is None else f'{hi:.3f}'}]"
+
+
+def _gap_rows(result: LabResult) -> list[list[str]]:
+    return [
+        [
+            s.stream,
+            str(s.samples),
+            seconds(s.gap_p50, 3),
+            seconds(s.gap_p99, 3),
+            seconds(s.gap_max, 3),
+            ", ".join(f"{n} {reason}" for reason, n in s.skipped.items() if n) or "0",
+        ]
+        for s in result.streams
+    ]
+
+
 def _t0_lines(results: Sequence[ShutdownResult]) -> list[str]:
     lines = []
     for result in results:
@@ -133,8 +164,8 @@ def _t0_lines(results: Sequence[ShutdownResult]) -> list[str]:
             continue
         w = result.window
         lines.append(
-            f"{result.truth.hostname}: T0 estimated within "
-            f"±{(w.t0_hi - w.t0_lo) / 2 * 1000:.0f} ms, off the true T0 by "
+            f"{result.truth.hostname}: T0 bound [{w.t0_lo:.3f}, {w.t0_hi:.3f}] s "
+            f"(±{(w.t0_hi - w.t0_lo) / 2 * 1000:.0f} ms), the estimate off the true T0 by "
             f"{result.t0_error * 1000:+.0f} ms"
         )
     return lines
@@ -147,6 +178,20 @@ def to_json(result: LabResult) -> dict[str, Any]:
         "time_scale": result.platform.time_scale,
         "shutdown_delay": result.platform.shutdown_delay,
         "problems": list(result.problems),
+        "findings": list(result.findings),
+        "tolerance": result.tolerance,
+        "load": None if result.load is None else dataclasses.asdict(result.load),
+        "sampling": [
+            {
+                "stream": s.stream,
+                "samples": s.samples,
+                "gap_p50": s.gap_p50,
+                "gap_p99": s.gap_p99,
+                "gap_max": s.gap_max,
+                "skipped": dict(s.skipped),
+            }
+            for s in result.streams
+        ],
         "shutdowns": [
             {
                 "apiserver": r.truth.hostname,
@@ -162,6 +207,8 @@ def to_json(result: LabResult) -> dict[str, Any]:
                         "protocol": row.protocol,
                         "connection": str(row.connection),
                         "measured": row.measured,
+                        "lo": row.lo,
+                        "hi": row.hi,
                         "truth": row.truth,
                         "error": row.error,
                         "late": row.late,

@@ -12,15 +12,23 @@ import json
 import signal
 import sys
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from prober.core.models import LB
+from prober.core.models import LB, StreamCounters
 from prober.lab.cluster import LabCluster
-from prober.lab.compare import ShutdownResult, Tolerance, compare, problems, wall_offset
+from prober.lab.compare import (
+    TOLERANCE,
+    ShutdownResult,
+    compare,
+    findings,
+    problems,
+    wall_offset,
+)
 from prober.lab.haproxy import ServerEvent
+from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
@@ -43,7 +51,7 @@ class LabOptions:
     interval: str = "100ms"
     workers: int = 2
     goaway_chance: float = 0.0
-    tolerance: Tolerance = field(default_factory=Tolerance)
+    tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,10 @@ class LabResult:
     results: tuple[ShutdownResult, ...]
     problems: tuple[str, ...]
     written: tuple[Path, ...]
+    findings: tuple[str, ...] = ()
+    load: Load | None = None  # how busy the daemon and the machine were
+    streams: tuple[StreamCounters, ...] = ()  # per stream at the end: the gaps achieved
+    tolerance: float = TOLERANCE
 
 
 def default_scale(platform: Platform) -> float:
@@ -83,15 +95,15 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             platform, out / "cluster", group, options.servers, options.goaway_chance
         )
         try:
-            await _measure(options, cluster, group, out, say)
+            load = await _measure(options, cluster, group, out, say)
         finally:
             cluster.close()
-    return _judge(options, platform, cluster, out, event_log)
+    return _judge(options, platform, cluster, out, event_log=event_log, load=load)
 
 
 async def _measure(
     options: LabOptions, cluster: LabCluster, group: ProcessGroup, out: Path, say: object
-) -> None:
+) -> Load:
     """Stand the cluster up, run the daemon through the scenario, stop the daemon."""
     platform = cluster.platform
     _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} HAProxy LBs")
@@ -106,15 +118,19 @@ async def _measure(
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
     (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
     await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+    meter = CpuMeter(daemon.pid)
+    meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
     await _play(options, cluster, platform, say)
     await cluster.settle()
     await asyncio.sleep(2.0)  # the restarted server's first answers close its window
+    load = meter.stop()
     _snapshot_metrics(port, out / "metrics.prom")
     daemon.send_signal(signal.SIGTERM)
     code = await daemon.wait(30)
     if code != 0:
         raise ProcessError(f"prober run exited with {code}; see {daemon.stderr_path}")
+    return load
 
 
 def _say(say: object, text: str) -> None:
@@ -184,7 +200,13 @@ def _snapshot_metrics(port: int, path: Path) -> None:
 
 
 def _judge(
-    options: LabOptions, platform: Platform, cluster: LabCluster, out: Path, event_log: Path
+    options: LabOptions,
+    platform: Platform,
+    cluster: LabCluster,
+    out: Path,
+    *,
+    event_log: Path,
+    load: Load,
 ) -> LabResult:
     (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
     written = write_outputs(analysis, stats, out)
@@ -205,8 +227,19 @@ def _judge(
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
+    last = analysis.log.last_summary
     return LabResult(
-        platform, options.scenario, out, analysis, tuple(results), tuple(found), tuple(written)
+        platform,
+        options.scenario,
+        out,
+        analysis,
+        tuple(results),
+        tuple(found),
+        tuple(written),
+        findings=tuple(findings(results)),
+        load=load,
+        streams=last.streams if last is not None else (),
+        tolerance=options.tolerance,
     )
 
 

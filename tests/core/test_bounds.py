@@ -11,7 +11,15 @@ from dataclasses import dataclass
 import pytest
 
 from prober.core.disruption import DisruptionTracker
-from prober.core.models import ErrorClass, Interval, Protocol, Sample, StreamId, Window
+from prober.core.models import (
+    Connection,
+    ErrorClass,
+    Interval,
+    Protocol,
+    Sample,
+    StreamId,
+    Window,
+)
 from prober.core.shutdown import MISS_CHANCE, ShutdownTracker, misses_needed
 from tests.factories import OTHER, STREAM, fail, ok, sample
 
@@ -37,6 +45,15 @@ def replace_stream(s: Sample, stream: StreamId) -> Sample:
     return dataclasses.replace(s, stream=stream.name, protocol=stream.protocol)
 
 
+REUSED = dataclasses.replace(STREAM, connection=Connection.REUSED)
+
+
+def reuse(s: Sample) -> Sample:
+    """The same request on the reused stream of the same LB and protocol, over a fresh
+    connection (a replacement)."""
+    return dataclasses.replace(s, stream=REUSED.name, connection=Connection.REUSED)
+
+
 def kept(s: Sample, port: int) -> Sample:
     """The same request, sent over a kept connection from this local port."""
     return dataclasses.replace(s, reused=True, local_port=port)
@@ -53,6 +70,7 @@ class Case:
     last_late: float | None  # reaction_lo = last_late - t0_hi
     hi_end: float | None  # the end of the witness; reaction_hi = hi_end - t0_lo
     bound_by: str | None
+    stream: StreamId = STREAM
 
 
 K3 = misses_needed(3)
@@ -144,6 +162,14 @@ CASES = [
         "failure",
     ),
     Case(
+        "a reused stream whose kept connections were all elsewhere has no reaction to bound",
+        [late(10.0, stream=SIBLING), *(reuse(a) for a in misses(10.1, 2 * K3)), reuse(fail(13))],
+        None,
+        None,
+        None,
+        stream=REUSED,
+    ),
+    Case(
         "a 2xx without the header proves nothing",
         [late(10.0), ok(10.1), ok(10.2)],
         10.0,
@@ -160,19 +186,19 @@ CASES = [
 ]
 
 
-def stream_result(samples: list[Sample]):
+def stream_result(samples: list[Sample], stream: StreamId = STREAM):
     tracker = ShutdownTracker()
     windows = []
     for s in samples:
         windows += [e for e in tracker.feed(s) if isinstance(e, Window)]
     (window,) = windows + tracker.close(END)
-    (ws,) = [ws for ws in window.streams if ws.stream == STREAM.name]
+    (ws,) = [ws for ws in window.streams if ws.stream == stream.name]
     return window, ws
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_reaction_bounds(case: Case) -> None:
-    window, ws = stream_result(case.samples)
+    window, ws = stream_result(case.samples, case.stream)
     if case.last_late is None:
         assert ws.reaction_lo is None
     else:

@@ -2,14 +2,16 @@
 
 Each run takes one apiserver (master-0, the one localhost reaches) through a graceful
 shutdown at 1/20 of the platform's real durations, and holds what the daemon measured against
-the truth from the apiserver's own record and HAProxy's log.
+the truth from the apiserver's own record and HAProxy's log: the truth must lie inside the
+bound the daemon gives (its sampling gaps), however busy the machine. Nothing here asserts how
+tight a bound is: that depends on how fast the machine is today (`make test-loaded` runs these
+beside two CPU-burning processes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import sys
 from pathlib import Path
@@ -18,16 +20,13 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection
-from prober.lab.compare import Row, Tolerance
+from prober.lab.compare import TOLERANCE, Row
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 SCALE = 0.05
-# Quiet, errors stay under 0.2 s early; a loaded 2-core machine stretches the daemon's gaps.
-TOLERANCE = Tolerance(early=1.0, late=0.1)
-EARLY_MISS = re.compile(r".*: measured -?[\d.]+ s, truth [\d.]+ s, error -[\d.]+ s beyond [\d.]+ s")
 
 
 async def lab(tmp_path: Path, platform: str, scenario: str = "rollout") -> LabResult:
@@ -51,8 +50,11 @@ def show(result: LabResult) -> None:
     for row in rows(result):
         print(
             f"{row.lb:16} {row.protocol} {row.connection:6} measured {row.measured} "
-            f"truth {row.truth:.3f} late {row.late} failed {row.failures}"
+            f"bound [{row.lo}, {row.hi}] truth {row.truth:.3f} late {row.late} "
+            f"failed {row.failures}"
         )
+    for finding in result.findings:
+        print("FINDING", finding)
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
@@ -63,10 +65,7 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     show(result)
     if platform == "aws":
         audit_agrees(result, tmp_path / "audit")
-    assert result.problems == ()
-    (shutdown,) = result.results
-    assert shutdown.t0_error is not None
-    assert abs(shutdown.t0_error) < 0.1  # T0 from the samples, against the server's record
+    assert result.problems == ()  # every truth, T0's included, inside its bound
     delay = result.platform.shutdown_delay
     by_key = {(r.lb, r.protocol, r.connection): r for r in rows(result)}
     for lb in (LB.EXTERNAL, LB.INTERNAL):
@@ -75,24 +74,22 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
             # Health-checked LBs take the server out long before its delay ends.
             assert new.truth < delay / 2
             reused = by_key[(lb, protocol, Connection.REUSED)]
-            if reused.measured is None:
-                continue  # this stream's connection was on another server
+            if reused.lo is None:
+                continue  # this stream's connections were on other servers
             if result.platform.lb(lb).reset_on_down:
-                assert reused.measured < delay / 2, "the LB should have reset the connection"
+                assert reused.lo < delay / 2, "the LB should have reset the connection"
             else:
-                assert reused.measured > 0.8 * delay, "the LB should have kept the connection"
+                assert reused.lo > delay / 2, "the LB should have kept the connection"
     # Localhost reaches the server until it stops listening, whatever the LBs do.
     localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
-    assert localhost.measured is not None
-    assert localhost.measured > 0.8 * delay
+    assert localhost.lo is not None
+    assert localhost.lo > delay / 2
 
 
 async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
     result = await lab(tmp_path, "gcp", "slow-lb")
     show(result)
-    # What this run is about is failures. A loaded machine may stretch a sampling gap past the
-    # early tolerance (seen once: a reaction 2 s early); nothing may be late or missing.
-    assert [p for p in result.problems if not EARLY_MISS.fullmatch(p)] == []
+    assert result.problems == ()
     slow = [r for r in rows(result) if r.lb is LB.EXTERNAL]
     assert sum(r.failures for r in slow) > 0
     assert all(r.failures_expected for r in slow if r.connection is Connection.NEW)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from prober.core.models import LB, Connection
-from prober.lab.compare import Row, ShutdownResult, Tolerance, problems
+from prober.lab.compare import TOLERANCE, Row, ShutdownResult, findings, problems
 from prober.lab.haproxy import ServerEvent
 from prober.lab.truth import ShutdownTruth, expected_reaction, first_down, read_shutdowns
 
@@ -68,43 +69,78 @@ def test_first_down_after_t0_only() -> None:
     assert first_down(events, "master-2", after=10.0) == math.inf
 
 
-def row(measured: float | None, truth: float, failures: int = 0, expected: bool = False) -> Row:
+def row(
+    measured: float | None,
+    lo: float | None,
+    hi: float | None,
+    truth: float,
+    *,
+    failures: int = 0,
+    expected: bool = False,
+) -> Row:
     return Row(
-        "master-0", LB.INTERNAL, "http1", Connection.NEW, measured, truth, 3, failures, expected
+        "master-0",
+        LB.INTERNAL,
+        "http1",
+        Connection.NEW,
+        measured,
+        lo,
+        hi,
+        truth,
+        3,
+        failures,
+        expected,
     )
 
 
-def result(*rows: Row) -> ShutdownResult:
-    return ShutdownResult(SHUTDOWN, object(), 0.0, rows)  # type: ignore[arg-type]
+def result(*rows: Row, t0_bound: tuple[float, float] = (9.9, 10.05)) -> ShutdownResult:
+    window = SimpleNamespace(t0_lo=t0_bound[0], t0_hi=t0_bound[1])
+    return ShutdownResult(SHUTDOWN, window, 0.0, rows)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("the_row", "found"),
     [
-        (row(1.8, 2.0), ""),
-        (
-            row(1.2, 2.0),
-            "measured 1.200 s, truth 2.000 s, error -0.800 s beyond 0.5 s",
-        ),  # a gap too long
-        (row(2.05, 2.0), ""),
-        (
-            row(2.3, 2.0),
-            "measured 2.300 s, truth 2.000 s, error +0.300 s beyond 0.1 s",
-        ),  # later than possible
-        (row(None, 0.3), ""),  # the LB switched before any request could land
-        (row(None, 2.0), "no late request, but the LB routed 2.00 s"),
-        (row(1.9, 2.0, failures=2), "2 failed requests inside the window"),
-        (row(1.9, 2.0, failures=2, expected=True), ""),
+        (row(1.8, 1.7, 2.3, 2.0), ""),
+        (row(1.2, 1.1, 2.05, 2.0), ""),  # a long gap: a point far off, the truth inside
+        (row(1.2, 1.1, 1.5, 2.0), "truth 2.000 s, outside the bound [1.100, 1.500] by +0.500 s"),
+        (row(2.3, 2.2, 2.6, 2.0), "truth 2.000 s, outside the bound [2.200, 2.600] by -0.200 s"),
+        (row(2.05, 2.05, 2.5, 2.0), ""),  # within the tolerance of the clocks
+        (row(1.8, 1.7, None, 2.0), ""),  # unbounded above: nothing showed the LB stopped
+        (row(None, None, 0.5, 0.3), ""),  # the LB switched before any request could land
+        (row(None, None, 0.5, 2.0), "truth 2.000 s, outside the bound [?, 0.500] by +1.500 s"),
+        (row(1.9, 1.8, 2.2, 2.0, failures=2), "2 failed requests inside the window"),
+        (row(1.9, 1.8, 2.2, 2.0, failures=2, expected=True), ""),
     ],
 )
-def test_check_is_asymmetric(the_row: Row, found: str) -> None:
-    got = problems([result(the_row)], Tolerance(), expect_failures=False)
-    assert got == ([f"master-0 internal-lb http1 new: {found}"] if found else [])
+def test_the_truth_must_lie_inside_the_bound(the_row: Row, found: str) -> None:
+    got = problems([result(the_row)], TOLERANCE, expect_failures=False)
+    where = "master-0 internal-lb http1 new"
+    assert [p.split(" (measured")[0] for p in got] == ([f"{where}: {found}"] if found else [])
+
+
+def test_the_true_t0_must_lie_inside_its_bound() -> None:
+    assert problems([result(t0_bound=(9.7, 9.85))], TOLERANCE, False) == [
+        "master-0: true T0 at 10.000 s, outside the bound [9.700, 9.850]"
+    ]
 
 
 def test_a_missing_window_and_missing_failures_are_problems() -> None:
     missed = ShutdownResult(SHUTDOWN, None, None, ())
-    assert problems([missed], Tolerance(), False) == ["master-0: the daemon saw no shutdown window"]
-    assert problems([result(row(1.9, 2.0))], Tolerance(), expect_failures=True) == [
+    assert problems([missed], TOLERANCE, False) == ["master-0: the daemon saw no shutdown window"]
+    assert problems([result(row(1.9, 1.8, 2.2, 2.0))], TOLERANCE, expect_failures=True) == [
         "the scenario should make requests fail, and none did"
+    ]
+
+
+def test_a_bound_wider_than_the_reaction_is_a_finding_not_a_failure() -> None:
+    wide = result(row(0.2, 0.1, 1.6, 0.8), row(0.5, 0.4, None, 0.8), row(None, None, None, 0.8))
+    assert problems([wide], TOLERANCE, False) == []
+    assert findings([wide]) == [
+        "master-0 internal-lb http1 new: bound [0.100, 1.600] is 1.500 s wide, wider than the "
+        "reaction itself (0.800 s)",
+        "master-0 internal-lb http1 new: no upper bound (nothing after the last late request "
+        "showed the LB had stopped); truth 0.800 s",
+        "master-0 internal-lb http1 new: no late request and no upper bound: the stream says "
+        "nothing of a 0.800 s reaction",
     ]
