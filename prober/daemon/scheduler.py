@@ -82,7 +82,7 @@ class StreamScheduler:
         """Tick until cancelled; raises if a request raised something that is not a sample."""
         due = self._clock.monotonic()
         tick = 0
-        blocked: str | None = None
+        blocked: list[str | None] = [None] * len(self._workers)  # per worker: its episode
         while True:
             await self._clock.sleep_until(due)
             if self._crashed is not None:
@@ -93,8 +93,8 @@ class StreamScheduler:
             if reason is None:
                 self._start(worker)
             else:
-                self._skip(reason, 1, announce=reason != blocked)
-            blocked = reason
+                self._skip(reason, 1, announce=reason != blocked[worker])
+            blocked[worker] = reason
             self.ticks += 1
             tick += 1
             due += self._next_gap()
