@@ -35,6 +35,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h11
+from hyperframe.frame import GoAwayFrame
 
 from prober.core.header import format_shutdown_header
 from prober.lab.apiserver.listener import Listener
@@ -46,11 +47,14 @@ READY = format_shutdown_header(False, 70, 0, HOST_ID)
 
 # ok | reset | stall | close | silent | trickle | reset_after_headers | big_headers | raw
 # | bad_tls | expired_tls | wrong_name_tls | not_tls
-# | goaway | goaway_error | rst_stream | settings_flood (the last four: HTTP/2 only;
+# | goaway | goaway_answer | goaway_error | rst_stream | settings_flood (HTTP/2 only;
+# goaway: graceful, this stream above last_stream_id; goaway_answer: graceful, this stream the
+# last one taken, and answered;
 # settings_flood sends SETTINGS frames until the client hangs up, and never reads)
 Mode = str
 BIG_HEADER_BYTES = 1 << 20
 FLOOD_FRAMES = 1000  # per write
+FLOOD_WRITES = 2000  # at most: a client that reads them all has long stopped its requests
 
 
 @dataclass
@@ -200,7 +204,11 @@ class TLSServer:
         """SETTINGS frames, each asking for an acknowledgement, without end and without
         reading a byte: the client's acknowledgements pile up on its side."""
         w.write(pending)
-        while not self._closing.is_set():
+        # Bounded: once the client is gone, writes fail at once without raising (asyncio only
+        # logs them), and an endless loop of them starved the test itself for minutes.
+        for _ in range(FLOOD_WRITES):
+            if self._closing.is_set() or w.transport.is_closing():
+                return
             w.write(SETTINGS_FLOOD)
             await w.drain()
 
@@ -327,10 +335,25 @@ class TLSServer:
             w.write(conn.data_to_send() + big_headers_h2(stream_id))
             await w.drain()
             return False
+        if mode == "goaway_answer":
+            # What Go's `srv.Shutdown` does: GOAWAY (NO_ERROR) naming this stream as the last
+            # it takes, then its answer. h2 answers no stream after its own GOAWAY, so the
+            # frame is written by hand (`../shared/reference.md`).
+            w.write(conn.data_to_send() + goaway_frame(0, stream_id))
+            body = BODY.encode()
+            headers = [(":status", str(self.plan.status)), *self._response_headers()]
+            conn.send_headers(stream_id, [*headers, ("content-length", str(len(body)))])
+            conn.send_data(stream_id, body, end_stream=True)
+            w.write(conn.data_to_send())
+            await w.drain()
+            return True  # drained: the connection closes
         if mode in ("goaway", "goaway_error"):
             code = 0 if mode == "goaway" else self.plan.goaway_code
-            conn.close_connection(error_code=code, last_stream_id=stream_id)
-            w.write(conn.data_to_send())
+            if code == 0:  # a stream above last_stream_id: never processed, to be sent again
+                w.write(conn.data_to_send() + goaway_frame(0, max(stream_id - 2, 0)))
+            else:
+                conn.close_connection(error_code=code, last_stream_id=stream_id)
+                w.write(conn.data_to_send())
             await w.drain()
             # Wait for the client to hang up: a draining server for a graceful GOAWAY, and for
             # an error one what Go's server does (goAwayTimeout, 1 s) so that the client reads
@@ -367,6 +390,10 @@ BIG_HEAD_H1 = (
     + b"".join(name + b": " + value + b"\r\n" for name, value in _FILLERS)
     + b"content-length: 0\r\n\r\n"
 )
+
+
+def goaway_frame(error_code: int, last_stream_id: int) -> bytes:
+    return GoAwayFrame(0, last_stream_id=last_stream_id, error_code=error_code).serialize()
 
 
 def _hpack_int(value: int) -> bytes:
