@@ -5,20 +5,21 @@ and once when they succeed again, and a segment that cannot be compressed stays 
 from __future__ import annotations
 
 import math
-import os
+import threading
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from prober.core.eventlog import EventLogReader, encode
 from prober.core.models import RunRecord, StreamCounters, Summary
+from prober.daemon import eventlog
 from prober.daemon.eventlog import EventLogWriter, read_lines, segment_paths
 from tests.support.mounts import fill, needs_root, small_tmpfs
 
 HEADER = RunRecord(
     "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"
 )
-PAGE = 4096  # tmpfs allocates whole pages
 
 
 def summary(i: int) -> Summary:
@@ -69,7 +70,13 @@ def test_a_full_disk_tears_no_line_and_counts_every_record_it_could_not_write(
 
 
 @needs_root
-def test_a_segment_that_cannot_be_compressed_stays_plain_and_readable(tmp_path: Path) -> None:
+def test_a_segment_that_cannot_be_compressed_stays_plain_and_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The compression waits until the disk is full: with room for one page left instead, a
+    # loaded machine ran the gzip thread before the new file took that page, and it fitted.
+    gate, compress = threading.Event(), eventlog._compress
+    monkeypatch.setattr(eventlog, "_compress", lambda plain: gate.wait(30) and compress(plain))
     with small_tmpfs(tmp_path / "disk", "64k") as disk:
         path = disk / "events.jsonl"
         writer = EventLogWriter(str(path), 3000, HEADER)
@@ -80,10 +87,10 @@ def test_a_segment_that_cannot_be_compressed_stays_plain_and_readable(tmp_path: 
         while path.stat().st_size + size < 3000:  # fill the first page, stay below the limit
             writer.write(written[count])
             count += 1
-        filler = fill(disk)
-        os.truncate(filler, filler.stat().st_size - PAGE)  # room for one page: the new file's
         with capture_logs() as logs:
-            writer.write(written[count])  # past the limit: rotates; gzip finds no room
+            writer.write(written[count])  # past the limit: rotates, the new file takes a page
+            filler = fill(disk)
+            gate.set()  # gzip finds no room
             writer.close()  # raised the compressor's OSError
         filler.unlink()
         segments = segment_paths(path)
