@@ -92,7 +92,8 @@ def main() -> None:
             url = f"https://127.0.0.1:{json.loads(server.stdout.readline())['port']}"
             daemon = subprocess.Popen(
                 [sys.executable, "-m", "prober", "run", f"--target=internal-lb={url}",
-                 f"--ca-file={ca}", f"--interval={args.interval}", f"--workers={WORKERS}",
+                 f"--ca-file={ca}", f"--interval={args.interval}", "--quiet-interval=0",
+                 f"--workers={WORKERS}",
                  "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl"],
                 stdout=subprocess.PIPE, cwd=ROOT,
             )  # fmt: skip

@@ -300,6 +300,7 @@ async def start_daemon(
     group: ProcessGroup, cluster: LabCluster, events: Path, lbs: list[LB]
 ) -> ManagedProcess:
     argv = [sys.executable, "-m", "prober", "run", "--platform=aws", "--interval=25ms",
+            "--quiet-interval=0",
             "--listen=127.0.0.1:0", f"--event-log={events}", "--event-log-max-size=128KiB",
             f"--ca-file={cluster.ca_file}", f"--token-file={cluster.token_file}",
             *(f"--target={lb}={cluster.url(lb)}" for lb in lbs)]  # fmt: skip

@@ -21,7 +21,13 @@ SIGTERM drains and exits 0.
 # Flags that map one-to-one onto configuration keys: (flag, key, help).
 _VALUE_FLAGS = [
     ("--platform", "platform", "constant `platform` label (default: discovered, or unknown)"),
-    ("--interval", "interval", "gap between one worker's requests, Go duration (100ms)"),
+    ("--interval", "interval", "one worker's gap while an apiserver shuts down (100ms)"),
+    (
+        "--quiet-interval",
+        "quiet_interval",
+        "a stream's gap while none does; 0: always --interval (1s)",
+    ),
+    ("--settle", "settle", "quiet again this long after the last window or failure (30s)"),
     ("--workers", "workers", "parallel workers per stream, staggered (2)"),
     ("--timeout", "timeout", "request timeout (5s)"),
     ("--max-in-flight", "max_in_flight", "requests waiting per worker before ticks skip (10)"),
@@ -40,6 +46,7 @@ _VALUE_FLAGS = [
     ("--node-refresh", "node_refresh", "how often to re-read the identity Leases (60s)"),
     ("--log-format", "log_format", "json or console"),
     ("--log-level", "log_level", "debug, info, warning or error"),
+    ("--event-loop", "event_loop", "uvloop (default: about a third less CPU) or asyncio"),
 ]
 _SWITCHES = [
     ("--in-cluster", "in_cluster", "discover targets, platform and node names from the cluster"),

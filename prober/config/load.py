@@ -73,6 +73,8 @@ def _target(item: object) -> Target:
 PARSERS: dict[str, Callable[[object], Any]] = {
     "platform": f.text,
     "interval": f.duration(minimum=0.001),
+    "quiet_interval": f.duration(allow_zero=True),
+    "settle": f.duration(allow_zero=True),
     "workers": f.positive_int,
     "timeout": f.duration(),
     "max_in_flight": f.positive_int,
@@ -95,6 +97,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "node_refresh": f.duration(minimum=1.0),
     "log_format": f.choice(("json", "console")),
     "log_level": f.choice(("debug", "info", "warning", "error")),
+    "event_loop": f.choice(("uvloop", "asyncio")),
     "targets": _targets,
 }
 

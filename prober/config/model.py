@@ -30,7 +30,9 @@ class Target:
 class Config:
     targets: tuple[Target, ...] = ()
     platform: str = ""  # "": not configured (discovered, or "unknown")
-    interval: float = 0.1  # per worker
+    interval: float = 0.1  # per worker, while a shutdown window is open
+    quiet_interval: float = 1.0  # per stream, while none is (0: always `interval`)
+    settle: float = 30.0  # back to quiet this long after the last window or failure
     workers: int = 2
     timeout: float = 5.0
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
@@ -53,6 +55,7 @@ class Config:
     node_refresh: float = 60.0  # how often the identity Leases are re-read
     log_format: str = "json"
     log_level: str = "info"
+    event_loop: str = "uvloop"  # or "asyncio" (`bench/daemon_cpu.py` measures the two)
 
     @property
     def discovers(self) -> bool:

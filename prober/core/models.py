@@ -66,6 +66,13 @@ class Replacement(StrEnum):
     TIMEOUT = "timeout"  # the last request on it timed out, so it was given up
 
 
+class Pace(StrEnum):
+    """How fast the streams sample (`core.pace`)."""
+
+    QUIET = "quiet"
+    WINDOW = "window"
+
+
 class ClosedBy(StrEnum):
     RECOVERED = "recovered"  # the host answered shutdown=false again
     TIMEOUT = "timeout"  # delay + grace after it was first seen
@@ -142,6 +149,10 @@ class Sample:
     # A `reused` stream's worker keeps one connection; a sample that had to open one says
     # why (`Replacement`), so that a fresh connection under a reused name is never silent.
     replaced: Replacement | None = None
+    # Sent again once on a new connection, as Go's transport would: `goaway` (an HTTP/2 stream
+    # the server never processed) or `closed_idle` (a kept HTTP/1.1 connection closed as the
+    # request went out); the first attempt's error is in `detail`.
+    retried: str | None = None
     # Written to the event log after later samples, only for the bound it puts on a shutdown's
     # T0 (see `core.compaction`); a replay must not let it touch disruption intervals.
     held: bool = False
@@ -251,8 +262,20 @@ class Summary:
     streams: tuple[StreamCounters, ...]
 
 
-Record = RunRecord | Sample | Interval | Window | Summary
-RECORD_TYPES: tuple[type[Record], ...] = (RunRecord, Sample, Interval, Window, Summary)
+@dataclass(frozen=True, slots=True)
+class PaceChange:
+    """The sampling rate changed at run time `t`, and why: of every stream, or of one."""
+
+    KIND: ClassVar[str] = "pace"
+    t: float
+    ts: str
+    pace: Pace
+    reason: str
+    stream: str | None = None  # None: every stream
+
+
+Record = RunRecord | Sample | Interval | Window | Summary | PaceChange
+RECORD_TYPES: tuple[type[Record], ...] = (RunRecord, Sample, Interval, Window, Summary, PaceChange)
 
 
 def rfc3339(epoch_seconds: float) -> str:

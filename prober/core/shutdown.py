@@ -30,32 +30,8 @@ The per-stream reaction is `last_late_t - t0`: how long after the host went not-
 stream's LB still sent it a request. Its error is at most the stream's sampling gap (the LB may
 have switched any time before the next sample) plus half the width of `[t0_lo, t0_hi]`.
 
-Where the true reaction lies
-----------------------------
-The LB chose the server for a request at some instant between its send time `t` and its end.
-The last late request L reached the shutting-down server, so the LB still routed to it at or
-after `t_L`: the reaction is at least `t_L - t0_hi`. An upper bound needs a later request on
-the same stream that shows the LB had stopped, and what counts as shown depends on how the LB
-picks a server:
-
-* a request after L that failed on a fresh connection, or on the kept connection L went
-  over, or that reached the restarted server (`shutdown=false` from the same host), proves
-  the old server no longer served the stream by that request's end;
-* a request after L on a fresh connection answered by another server proves nothing on its
-  own when the LB balances each new connection over k servers: it may just not have been the
-  old server's turn. After m such misses, the chance that the LB still had the server in
-  rotation and never chose it is (1 - 1/k)^m; the bound is the end of the m-th miss, with m
-  set so that chance is at most `MISS_CHANCE`. k is the number of servers that answered the
-  stream during the window;
-* a request over a kept connection to another server proves nothing at all: that connection
-  is pinned, it never asked the LB. A kept connection to the old server gets its witness when
-  it is closed or broken (a 429 and `Connection: close`, a reset), usually long before m
-  misses.
-
-So `reaction_lo = t_L - t0_hi` and `reaction_hi = (end of the witness) - t0_lo`, with
-`bound_by` naming the witness (`failure`, `restarted`, `sampling`); None where nothing after L
-showed it before the window closed. Only samples fed while the window is open count (the
-compactor logs them all), so the live tracker and a replay of the event log agree.
+Where the true reaction lies, given the sampling, is `core.reaction`'s business: each window
+keeps, per stream, what bounds its reaction, and per LB what its rotation showed.
 
 If constraints contradict each other (clock drift, or a restarted server answering within
 `t0_hi`), the false-side bound is dropped first; if the late samples alone disagree, the
@@ -81,20 +57,12 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
+from prober.core.reaction import FAILURE, RESTARTED, Rotation, StreamReaction
 
 ROUNDING = 0.5  # elapsed is rounded to whole seconds
 DEFAULT_GRACE = 30.0  # origin closes a window delay + 30 s after first seen
 DEFAULT_FAILURE_LOOKBACK = 600.0  # longer than any platform's graceful termination
 _SAME_SHUTDOWN_SLACK = 1.0  # a restart never comes within a second of the last T0
-MISS_CHANCE = 1e-4  # how unlikely a balanced LB's reaction may lie past `reaction_hi`
-
-
-def misses_needed(servers: int) -> int:
-    """Requests answered elsewhere in a row that bound a reaction through an LB balancing
-    over `servers`: the least m with (1 - 1/servers)^m <= MISS_CHANCE."""
-    if servers <= 1:
-        return 1
-    return math.ceil(math.log(MISS_CHANCE) / math.log(1.0 - 1.0 / servers))
 
 
 def t0_range(sample: Sample, elapsed: float) -> tuple[float, float]:
@@ -113,70 +81,6 @@ class WindowOpened:
 
 
 @dataclass(slots=True)
-class _Rotation:
-    """What one LB (target x LB) showed of its rotation during a window, from all its streams:
-    which servers answered through it, and which fresh connections it sent elsewhere."""
-
-    hosts: set[str] = field(default_factory=set)
-    misses: list[tuple[float, float]] = field(default_factory=list)  # (t, end)
-
-    def bound(self, server: str, after: float | None) -> float | None:
-        """The end of the m-th fresh connection sent elsewhere after `after` (None: m not
-        reached), m for the servers seen: where the LB had `server` out of rotation."""
-        needed = misses_needed(len(self.hosts | {server}))
-        misses = sorted(m for m in self.misses if after is None or m[0] > after)
-        return misses[needed - 1][1] if len(misses) >= needed else None
-
-
-@dataclass(slots=True)
-class _StreamSeen:
-    late: int = 0
-    max_elapsed: float | None = None
-    last_late_t: float | None = None
-    last_late_end: float = -math.inf
-    last_late_port: int | None = None  # the connection the last late request went over
-    # Conclusive witnesses sent after the last late request, in arrival order: (t, end, kind,
-    # the local port of a kept connection that failed: a witness only if it is the late one's).
-    after: list[tuple[float, float, str, int | None]] = field(default_factory=list)
-
-    def note_late(self, sample: Sample, elapsed: float) -> None:
-        self.late += 1
-        self.max_elapsed = max(self.max_elapsed or 0.0, elapsed)
-        if self.last_late_t is None or sample.t > self.last_late_t:
-            self.last_late_t = sample.t
-            self.last_late_end = sample.end
-            self.last_late_port = sample.local_port
-            self.after = [a for a in self.after if a[0] > sample.t]
-
-    def note_witness(self, sample: Sample, kind: str) -> None:
-        """A request of this stream that failed unanswered, or reached the restarted server."""
-        if self.last_late_t is not None and sample.t <= self.last_late_t:
-            return
-        port = sample.local_port if kind == _FAILURE and sample.reused is True else None
-        self.after.append((sample.t, sample.end, kind, port))
-
-    def witness(self, rotation: _Rotation, server: str) -> tuple[float, str] | None:
-        """The earliest end among the requests after the last late one that show the LB had
-        stopped, and its kind; None if none does. Never before the last late one's end: the
-        LB chose the server for it at some instant up to then."""
-        found = [
-            (end, kind)
-            for _, end, kind, port in self.after
-            if port is None or port == self.last_late_port
-        ]
-        sampled = rotation.bound(server, self.last_late_t)
-        if sampled is not None:
-            found.append((sampled, _SAMPLING))
-        if not found:
-            return None
-        end, kind = min(found)
-        return max(end, self.last_late_end), kind
-
-
-_SAMPLING, _FAILURE, _RESTARTED = "sampling", "failure", "restarted"
-
-
-@dataclass(slots=True)
 class _OpenWindow:
     host: str
     delay: float
@@ -184,13 +88,13 @@ class _OpenWindow:
     late_lo: float = -math.inf
     late_hi: float = math.inf
     false_lo: float = -math.inf
-    seen: dict[str, _StreamSeen] = field(default_factory=dict)
-    rotations: dict[tuple[str, LB], _Rotation] = field(default_factory=dict)
+    seen: dict[str, StreamReaction] = field(default_factory=dict)
+    rotations: dict[tuple[str, LB], Rotation] = field(default_factory=dict)
 
-    def stream(self, sample: Sample) -> tuple[_StreamSeen, _Rotation]:
+    def stream(self, sample: Sample) -> tuple[StreamReaction, Rotation]:
         """What this window keeps of the sample's stream and of its LB's rotation."""
-        seen = self.seen.setdefault(sample.stream, _StreamSeen())
-        return seen, self.rotations.setdefault((sample.target, sample.lb), _Rotation())
+        seen = self.seen.setdefault(sample.stream, StreamReaction())
+        return seen, self.rotations.setdefault((sample.target, sample.lb), Rotation())
 
     def bounds(self) -> tuple[float, float]:
         """[t0_lo, t0_hi] from every constraint that does not contradict the late samples."""
@@ -262,7 +166,7 @@ class ShutdownTracker:
                 since = self._false_since.get(header.host, -math.inf)
                 self._false_since[header.host] = max(since, sample.t)
         elif sample.t >= window.bounds()[1]:
-            window.stream(sample)[0].note_witness(sample, _RESTARTED)
+            window.stream(sample)[0].note_witness(sample, RESTARTED)
             events.append(self._close(window, ClosedBy.RECOVERED, sample.t))
         else:
             window.false_lo = max(window.false_lo, sample.t)
@@ -281,9 +185,27 @@ class ShutdownTracker:
             if header is not None:
                 rotation.hosts.add(header.host)
                 if sample.reused is not True:
-                    rotation.misses.append((sample.t, sample.end))
+                    rotation.add_miss(sample)
+                else:
+                    seen.kept_elsewhere = True
             elif sample.failed:
-                seen.note_witness(sample, _FAILURE)
+                seen.note_witness(sample, FAILURE)
+
+    def settled(self, stream: str) -> bool:
+        """Whether every open window has bounded this stream's reaction (`core.reaction`):
+        while one has not, it is worth sampling at the window rate."""
+        key = self._streams.get(stream)
+        if key is None:
+            return not self._open
+        target, lb, _, connection = key
+        for window in self._open.values():
+            seen = window.seen.get(stream)
+            rotation = window.rotations.get((target, lb))
+            if seen is None or rotation is None:
+                return False  # nothing of it since the window opened
+            if not seen.settled(rotation, window.host, connection is Connection.REUSED):
+                return False
+        return True
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.
@@ -376,11 +298,11 @@ class ShutdownTracker:
     ) -> WindowStream:
         target, lb, protocol, connection = self._streams[name]
         lo, t0, hi = t0s
-        seen = window.seen.get(name) or _StreamSeen()
+        seen = window.seen.get(name) or StreamReaction()
         failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
         last = seen.last_late_t
         reaction = None if last is None else last - t0
-        rotation = window.rotations.get((target, lb), _Rotation())
+        rotation = window.rotations.get((target, lb), Rotation())
         witness = seen.witness(rotation, window.host)
         if connection is Connection.REUSED and last is None:
             witness = None  # its kept connections were all elsewhere: no reaction to bound

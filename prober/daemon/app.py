@@ -20,11 +20,13 @@ from prometheus_client import CollectorRegistry
 from prober import __version__
 from prober.config import Config
 from prober.core.models import RunRecord, StreamId, rfc3339
+from prober.core.pace import PaceTracker
 from prober.daemon.clock import Clock, SystemClock
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.http import StatusServer
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
+from prober.daemon.pacer import Pacer
 from prober.daemon.pipeline import Pipeline, Sink
 from prober.daemon.scheduler import StreamScheduler
 from prober.daemon.supervisor import Supervisor
@@ -83,8 +85,13 @@ class Daemon:
             streams=tuple(s.name for s in self.streams),
             version=__version__,
         )
-        metrics = Metrics(self.registry, self.config.constant_labels, __version__)
+        config = self.config
+        pacer = Pacer(config.quiet_interval or None)
+        metrics = Metrics(self.registry, config.constant_labels, __version__)
         metrics.register_streams(self.streams)
+        window_gap = config.interval / config.workers
+        quiet_gap = max(config.quiet_interval, window_gap) if config.quiet_interval else window_gap
+        metrics.pace_gaps(window=window_gap, quiet=quiet_gap, pace=pacer.pace)
         loop = asyncio.get_running_loop()
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
@@ -106,6 +113,8 @@ class Daemon:
             node_of=node_of,
             # A request ends within its timeout; the slack covers a loaded event loop.
             gap_horizon=self.config.timeout + 5.0,
+            pace=PaceTracker(config.settle) if pacer.quiet else None,
+            on_pace=pacer.set,
         )
         self.metrics = metrics
         status = StatusServer(self.registry, self._not_ready)
@@ -129,6 +138,7 @@ class Daemon:
                 clock=self._clock,
                 emit=pipeline.submit,
                 on_skip=pipeline.skipped,
+                pacer=pacer,
             )
             for stream in self.streams
         ]

@@ -35,7 +35,7 @@ from pathlib import Path
 import structlog
 
 from prober.core.eventlog import EventLogError, encode
-from prober.core.models import Interval, Record, RunRecord, Sample, Summary, Window
+from prober.core.models import Interval, PaceChange, Record, RunRecord, Sample, Summary, Window
 
 log = structlog.get_logger("prober.eventlog")
 
@@ -97,7 +97,7 @@ class EventLogWriter:
 
     def handle(self, item: object) -> None:
         """The pipeline's sink interface: kept samples and every interval, window, summary."""
-        if isinstance(item, Sample | Interval | Window | Summary):
+        if isinstance(item, Sample | Interval | Window | Summary | PaceChange):
             self.write(item)
 
     def write(self, record: Record) -> None:

@@ -4,7 +4,7 @@ shutdown window opens and closes, with the numbers, so the logs alone tell the s
 Logging never raises: a log line that cannot be written is dropped (`UnfailingOutput`).
 
 Nothing here ever sees a request header, so the bearer token cannot reach a log line; the
-libraries' own loggers (httpx, httpcore, kubernetes, urllib3) are held at WARNING because at
+libraries' own loggers (hpack, kubernetes, urllib3) are held at WARNING because at
 DEBUG some of them print request details.
 """
 
@@ -18,12 +18,12 @@ from typing import Any, TextIO
 import structlog
 
 from prober.core.disruption import DisruptionStarted
-from prober.core.models import Interval, Summary, Window
+from prober.core.models import Interval, PaceChange, Summary, Window
 from prober.core.shutdown import WindowOpened
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 LEVELS["error"] = logging.ERROR
-QUIET_LIBRARIES = ("httpx", "httpcore", "hpack", "kubernetes", "urllib3", "asyncio")
+QUIET_LIBRARIES = ("hpack", "kubernetes", "urllib3", "asyncio")
 
 
 def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | None = None):
@@ -80,7 +80,15 @@ class LogSink:
         self._node_of = node_of or (lambda _host: None)
 
     def handle(self, item: object) -> None:
-        if isinstance(item, DisruptionStarted):
+        if isinstance(item, PaceChange):
+            self._log.info(
+                "sampling_pace",
+                pace=item.pace.value,
+                stream=item.stream or "all",
+                reason=item.reason,
+                t=item.t,
+            )
+        elif isinstance(item, DisruptionStarted):
             self._log.warning(
                 "disruption_started",
                 stream=item.stream,

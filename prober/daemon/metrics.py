@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
-from prober.core.models import RECORD_TYPES, Interval, Sample, StreamId, Window
+from prober.core.models import RECORD_TYPES, Interval, Pace, PaceChange, Sample, StreamId, Window
 from prober.core.shutdown import WindowOpened
 from prober.daemon.pipeline import Observed, Skipped
 from prober.daemon.scheduler import SKIP_REASONS
@@ -97,6 +97,21 @@ class Metrics:
             labels(*STREAM_LABELS, "reason"),
             registry=registry,
         )
+        self.retried = Counter(
+            "prober_retried_requests_total",
+            "Requests sent again once on a new connection, as Go's transport would, by why: "
+            "goaway (an HTTP/2 stream above a graceful GOAWAY's last_stream_id), closed_idle "
+            "(a kept HTTP/1.1 connection closed before a byte of the answer).",
+            labels(*STREAM_LABELS, "reason"),
+            registry=registry,
+        )
+        self.interval = Gauge(
+            "prober_sampling_interval_seconds",
+            "A stream's mean gap between requests now: the window gap while an apiserver "
+            "shuts down, the quiet gap otherwise (adaptive sampling).",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
         self.late = Counter(
             "prober_late_requests_total",
             "Requests answered by an apiserver that was shutting down (shutdown=true).",
@@ -134,6 +149,9 @@ class Metrics:
         )
         self.build_info.labels(*self._const, version).set(1)
         self._children: dict[tuple[Any, ...], Any] = {}
+        self._keys: list[tuple[str, str, str]] = []
+        self._stream_keys: dict[str, tuple[str, str, str]] = {}
+        self._gaps: dict[Pace, float] = {}
         for kind in RECORD_KINDS:  # exported at zero, so an alert can watch it from the start
             self._child(self.event_log_dropped, kind)
 
@@ -148,12 +166,24 @@ class Metrics:
         """Export every stream's series from the start, at zero."""
         for stream in streams:
             key = (stream.lb, stream.protocol, stream.connection)
+            self._keys.append(key)
+            self._stream_keys[stream.name] = key
             self._child(self.requests, *key, "success")
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
             self._child(self.gaps, *key)
             for reason in SKIP_REASONS:
                 self._child(self.skipped, *key, reason)
+
+    def pace_gaps(self, *, window: float, quiet: float, pace: Pace) -> None:
+        """The gaps of each pace, and the pace at the start."""
+        self._gaps = {Pace.WINDOW: window, Pace.QUIET: quiet}
+        self._set_pace(pace)
+
+    def _set_pace(self, pace: Pace, stream: str | None = None) -> None:
+        keys = self._keys if stream is None else [self._stream_keys[stream]]
+        for key in keys:
+            self._child(self.interval, *key).set(self._gaps[pace])
 
     def count_tasks(self, count: Callable[[], int]) -> None:
         """`prober_tasks` is read from `count` at each scrape."""
@@ -183,6 +213,8 @@ class Metrics:
             self._child(self.late, *key, sample.shutdown.host).inc()
         if sample.replaced is not None:
             self._child(self.replaced, *key, sample.replaced.value).inc()
+        if sample.retried is not None:
+            self._child(self.retried, *key, sample.retried).inc()
         if observed.gaps:
             gaps = self._child(self.gaps, *key)
             for gap in observed.gaps:
@@ -215,5 +247,8 @@ class Metrics:
                 for side, value in (("lo", seen.reaction_lo), ("hi", seen.reaction_hi)):
                     if value is not None and seen.reaction is not None:
                         self._child(self.violation_bound, *key, side).observe(value)
+        elif isinstance(event, PaceChange) and self._gaps:
+            if event.stream is None or event.stream in self._stream_keys:
+                self._set_pace(event.pace, event.stream)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length

@@ -6,7 +6,8 @@ What the sinks receive, in order, for each sample:
 samples the `Compactor` keeps for the event log (plain `Sample` records, possibly some held
 back from earlier), then the trackers' events (`DisruptionStarted`, `Interval`,
 `WindowOpened`, `Window`). `Summary` records come from
-`summary()`, `Skipped` records from `skipped()` (ticks a scheduler did not send), and
+`summary()`, `Skipped` records from `skipped()` (ticks a scheduler did not send), a
+`PaceChange` after the sample that changed the sampling rate (`core.pace`), and
 `close()` ends the run: open intervals and windows close as `end`.
 """
 
@@ -22,8 +23,9 @@ from typing import Protocol
 from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionTracker
 from prober.core.gaps import GapStats
-from prober.core.models import Sample, StreamCounters, StreamId, Summary, rfc3339
-from prober.core.shutdown import ShutdownTracker
+from prober.core.models import PaceChange, Sample, StreamCounters, StreamId, Summary, rfc3339
+from prober.core.pace import PaceTracker
+from prober.core.shutdown import ShutdownTracker, WindowOpened
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,8 @@ class Pipeline:
         wall_start: float,
         node_of: Callable[[str], str | None] | None = None,
         gap_horizon: float = 10.0,
+        pace: PaceTracker | None = None,
+        on_pace: Callable[[PaceChange], None] | None = None,
     ) -> None:
         self.disruption = DisruptionTracker()
         self.shutdown = ShutdownTracker(node_of=node_of)  # defaults: analyze replays the same
@@ -78,6 +82,8 @@ class Pipeline:
         self._run_start = run_start
         self._wall_start = wall_start
         self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
+        self._pace = pace  # None: one fixed rate
+        self._on_pace = on_pace or (lambda _pace: None)
         self._counts = {s.name: self._new_counts() for s in streams}
         self.queue: asyncio.Queue[Sample] = asyncio.Queue()
         self.fed = 0
@@ -103,6 +109,8 @@ class Pipeline:
         self._emit(Observed(sample, gaps))
         for item in (*kept, *events):
             self._emit(item)
+        if self._pace is not None:
+            self._pace_after(sample, events)
 
     def skipped(self, stream: StreamId, reason: str, count: int) -> None:
         """A scheduler did not send `count` ticks of `stream`, for `reason`."""
@@ -111,6 +119,19 @@ class Pipeline:
             counts = self._counts[stream.name] = self._new_counts()
         counts.skipped[reason] += count
         self._emit(Skipped(stream, reason, count))
+
+    def _pace_after(self, sample: Sample, events: Sequence[object]) -> None:
+        assert self._pace is not None
+        changes = self._pace.feed(
+            sample,
+            windows_open=bool(self.shutdown.open_hosts),
+            opened=any(isinstance(e, WindowOpened) for e in events),
+            settled=self.shutdown.settled(sample.stream),
+            disrupted=self.disruption.is_open(sample.stream),
+        )
+        for change in changes:
+            self._on_pace(change)
+            self._emit(change)
 
     def produced(self, stream: str) -> bool:
         counts = self._counts.get(stream)

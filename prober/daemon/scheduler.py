@@ -9,6 +9,10 @@ reused name, would both falsify what the stream measures); `max_in_flight` when 
 already waits on that many answers; `behind` when the event loop fell more than a gap behind
 (missed ticks are skipped, not fired in a burst).
 
+The mean gap is the pacer's (adaptive sampling, `daemon.pacer`): the window gap while an
+apiserver shuts down, a quiet gap otherwise; a quiet sleep is cut short when the window rate
+engages.
+
 The gaps are jittered: each is drawn uniformly from [1 - JITTER, 1 + JITTER] times the mean.
 Periodic probes through a round-robin LB lock into phase with its rotation: in a lab run one
 stream met only one of three servers for 84 requests in a row, and so never saw the others
@@ -29,6 +33,7 @@ import structlog
 
 from prober.core.models import Sample, StreamId
 from prober.daemon.clock import Clock
+from prober.daemon.pacer import Pacer
 
 log = structlog.get_logger("prober.scheduler")
 
@@ -59,8 +64,10 @@ class StreamScheduler:
         on_skip: Callable[[StreamId, str, int], None] | None = None,
         jitter: float = JITTER,
         rng: random.Random | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.stream = stream
+        self.stream_name = stream.name
         self._workers = list(workers)
         self._gap = interval / len(workers)
         self._clock = clock
@@ -68,6 +75,9 @@ class StreamScheduler:
         self._on_skip = on_skip
         self._jitter = jitter
         self._rng = rng or random.Random()
+        self._pacer = pacer or Pacer(None)
+        self._pacer.attach(self)
+        self._sleeper: asyncio.Future[None] | None = None  # a quiet sleep, cut short by wake()
         self._in_flight: list[set[asyncio.Task[None]]] = [set() for _ in workers]
         self._crashed: BaseException | None = None
         self.ticks = 0
@@ -84,7 +94,10 @@ class StreamScheduler:
         tick = 0
         blocked: list[str | None] = [None] * len(self._workers)  # per worker: its episode
         while True:
-            await self._clock.sleep_until(due)
+            if await self._sleep_until(due):
+                # Woken: the window rate engaged. Within a window gap, not all streams at once.
+                due = self._clock.monotonic() + self._rng.uniform(0.0, self._gap)
+                continue
             if self._crashed is not None:
                 crashed, self._crashed = self._crashed, None
                 raise crashed
@@ -99,8 +112,9 @@ class StreamScheduler:
             tick += 1
             due += self._next_gap()
             now = self._clock.monotonic()
-            if now - due > self._gap:  # more than a whole gap late: skip what fell due
-                missed = math.floor((now - due) / self._gap) + 1
+            gap = self._pacer.gap(self.stream_name, self._gap)
+            if now - due > gap:  # more than a whole gap late: skip what fell due
+                missed = math.floor((now - due) / gap) + 1
                 self._skip(BEHIND, missed, announce=False)
                 tick += missed
                 due = now + self._next_gap()
@@ -112,9 +126,29 @@ class StreamScheduler:
         return BUSY if capacity == 1 else MAX_IN_FLIGHT
 
     def _next_gap(self) -> float:
+        gap = self._pacer.gap(self.stream_name, self._gap)
         if not self._jitter:
-            return self._gap
-        return self._gap * (1.0 + self._jitter * self._rng.uniform(-1.0, 1.0))
+            return gap
+        return gap * (1.0 + self._jitter * self._rng.uniform(-1.0, 1.0))
+
+    async def _sleep_until(self, due: float) -> bool:
+        """Sleep until `due`; True if woken earlier (the window rate engaged). Only a quiet
+        sleep is wakeable: at the window rate a gap is short, and a task per tick would cost."""
+        if self._pacer.gap(self.stream_name, self._gap) == self._gap:
+            await self._clock.sleep_until(due)
+            return False
+        sleeper = self._sleeper = asyncio.ensure_future(self._clock.sleep_until(due))
+        try:
+            await asyncio.wait([sleeper])
+        finally:
+            self._sleeper = None
+            sleeper.cancel()
+        return sleeper.cancelled()
+
+    def wake(self) -> None:
+        """The window rate engaged: a quiet sleep ends now."""
+        if self._sleeper is not None:
+            self._sleeper.cancel()
 
     def _skip(self, reason: str, count: int, *, announce: bool) -> None:
         self.skipped[reason] += count

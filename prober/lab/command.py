@@ -98,6 +98,8 @@ def report(result: LabResult, stdout: TextIO) -> None:
     print("\n".join(table(GAP_HEADERS, _gap_rows(result))), file=stdout)
     if result.load is not None:
         print(result.load.describe(), file=stdout)
+    if result.answered is not None:
+        print(result.answered.describe(), file=stdout)
     path = result.out / "lab-result.json"
     path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     for finding in result.findings:
@@ -181,6 +183,8 @@ def to_json(result: LabResult) -> dict[str, Any]:
         "findings": list(result.findings),
         "tolerance": result.tolerance,
         "load": None if result.load is None else dataclasses.asdict(result.load),
+        "answered_failed": [] if result.answered is None else list(result.answered.answered_failed),
+        "retried": {} if result.answered is None else dict(result.answered.retried),
         "sampling": [
             {
                 "stream": s.stream,

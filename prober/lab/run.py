@@ -17,7 +17,9 @@ from pathlib import Path
 
 import yaml
 
+from prober.config import Config
 from prober.core.models import LB, StreamCounters
+from prober.lab.answered import AnsweredCheck, check_answered
 from prober.lab.cluster import LabCluster
 from prober.lab.compare import (
     TOLERANCE,
@@ -39,6 +41,7 @@ TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 READY_TIMEOUT = 60.0
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
+QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class LabResult:
     load: Load | None = None  # how busy the daemon and the machine were
     streams: tuple[StreamCounters, ...] = ()  # per stream at the end: the gaps achieved
     tolerance: float = TOLERANCE
+    answered: AnsweredCheck | None = None  # failed samples the servers had answered
 
 
 def default_scale(platform: Platform) -> float:
@@ -140,9 +144,13 @@ def _say(say: object, text: str) -> None:
 
 def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) -> dict[str, object]:
     lbs = [*cluster.lbs, LB.LOCALHOST]
+    scale = cluster.platform.time_scale
     return {
         "platform": options.platform,
         "interval": options.interval,
+        # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
+        "quiet_interval": f"{QUIET_INTERVAL * scale * 1000:.0f}ms",
+        "settle": f"{SETTLE * scale * 1000:.0f}ms",
         "workers": options.workers,
         "timeout": "5s",
         "listen": "127.0.0.1:0",
@@ -227,6 +235,9 @@ def _judge(
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
+    resetting = {kind for kind, lb in cluster.lbs.items() if lb.profile.reset_on_down}
+    answered = check_answered(analysis.log.samples, out / "cluster", resetting)
+    found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
     last = analysis.log.last_summary
     return LabResult(
         platform,
@@ -240,6 +251,7 @@ def _judge(
         load=load,
         streams=last.streams if last is not None else (),
         tolerance=options.tolerance,
+        answered=answered,
     )
 
 

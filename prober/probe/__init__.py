@@ -1,6 +1,7 @@
-"""The only code that touches httpx: one request for one stream -> one `Sample`.
+"""One request for one stream -> one `Sample`, over the probe's own HTTP client (`wire`).
 
-Every httpx/httpcore/ssl/socket exception is mapped to one `ErrorClass` here and nowhere else.
+Every ssl/socket exception becomes a `wire.errors` error where the client meets it, and every
+outcome one `ErrorClass` in `classify`, nowhere else.
 """
 
 from prober.probe.credentials import TokenFile, client_context

@@ -23,8 +23,8 @@ Notify = Callable[[str, str], None]  # (event, detail) with no secret in either
 
 
 def client_context(ca_file: str | None, protocol: Protocol, *, verify: bool) -> ssl.SSLContext:
-    """One context per target x protocol: httpcore sets ALPN on the context it is given just
-    before each handshake, so contexts shared between protocols would race."""
+    """One context per target x protocol: ALPN is set on the context, so the protocol offered
+    is the stream's (HTTP/1.1 alone, or h2 first)."""
     context = ssl.create_default_context(cafile=ca_file)
     if not verify:
         context.check_hostname = False

@@ -1,15 +1,18 @@
 """One request for this stream -> one `Sample`. The scheduler lives elsewhere.
 
-A `Prober` belongs to one (stream, worker). `reused` keeps exactly one connection for its life
-(a transport whose pool holds one): HTTP/1.1 carries one request at a time on it, so the
-scheduler skips a tick that finds it busy (`capacity` 1) rather than queue behind it or open
-another; HTTP/2 multiplexes up to `max_in_flight` streams over it. When the kept connection is
-closed, breaks or times out, the next request opens a replacement and says why (`replaced`).
-`new` makes a fresh transport, hence a fresh TCP+TLS connection, per request. A shared pool
-with keep-alive off is not enough: concurrent HTTP/2 requests would share a connection,
-exactly when a slow server makes requests overlap. Whether a connection was really made is
-observed through httpcore's trace hooks and recorded with the local port and peer address, so
-a sample that asked for `new` but reused (or the reverse) is visible.
+A `Prober` belongs to one (stream, worker). `reused` keeps exactly one connection for its life:
+HTTP/1.1 carries one request at a time on it, so the scheduler skips a tick that finds it busy
+(`capacity` 1) rather than queue behind it or open another; HTTP/2 multiplexes up to
+`max_in_flight` streams over it. When the kept connection is closed, breaks or times out, the
+next request opens a replacement and says why (`replaced`). `new` opens a fresh TCP+TLS
+connection per request and closes it after the answer.
+
+A request is sent again, once, on a new connection where Go's transport would (what
+openshift/origin's samplers use), so that the two tools count the same disruption: an HTTP/2
+stream above a graceful GOAWAY's `last_stream_id` (the server never processed it), and an
+HTTP/1.1 request on a kept connection the server closed while idle, before a byte of the
+answer came. The sample says so (`retried`, and the first attempt's error in `detail`);
+`t` and `reused` describe the attempt that got the answer.
 """
 
 from __future__ import annotations
@@ -17,11 +20,9 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
 
 from prober import __version__
 from prober.core.header import REQUEST_HEADER, ShutdownHeader
@@ -34,11 +35,11 @@ from prober.core.models import (
     StreamId,
     rfc3339,
 )
-from prober.probe.classify import NETWORK_ERRORS, classify_exception, classify_response
+from prober.probe.classify import classify_error, classify_response, clip
 from prober.probe.credentials import TokenFile
-from prober.probe.httpcore_fixes import install as _install_httpcore_fixes
-
-_install_httpcore_fixes()
+from prober.probe.wire.connection import Connection as WireConnection
+from prober.probe.wire.connection import Endpoint, Response, connect, resolve
+from prober.probe.wire.errors import ConnectionClosed, GoAway, WireError
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,46 +54,27 @@ class ProbeTarget:
     max_in_flight: int = 10
 
 
-class _Trace:
-    """What httpcore did for one request: made a connection or not, and between which ends."""
+@dataclass(slots=True)
+class _Attempt:
+    """What the wire did for this request: facts for the sample."""
 
-    __slots__ = ("abandoned", "connected", "local", "on_wire", "peer", "sent")
+    on_wire: float | None = None  # when the request first touched the network
+    connected: bool = False  # it opened (or tried to open) a connection
+    kept: bool = False  # it went over the worker's kept connection
+    local: tuple[str, int] | None = None
+    peer: tuple[str, int] | None = None
+    replaced: Replacement | None = None
+    retried: str | None = None
+    first_error: str = ""
 
-    def __init__(self) -> None:
-        self.connected = False
-        self.sent = False
-        self.abandoned = False  # it went over a kept pool given up on while it was in flight
-        self.on_wire: float | None = None  # when the request first touched the network
-        self.local: tuple[str, int] | None = None
-        self.peer: tuple[str, int] | None = None
-
-    async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if name == "connection.connect_tcp.started":
-            self.connected = True
-            self.on_wire = time.monotonic()
-        elif name == "connection.connect_tcp.complete":
-            self.note_stream(info.get("return_value"))
-        elif name.endswith(".send_request_headers.started"):
-            self.sent = True
-            if self.on_wire is None:
-                self.on_wire = time.monotonic()
-
-    def note_stream(self, stream: Any) -> None:
-        if stream is None or self.local is not None:
-            return
-        try:
-            self.local = stream.get_extra_info("client_addr")
-            self.peer = stream.get_extra_info("server_addr")
-        except OSError:
-            # A socket closed under us has no addresses left: that is no reason to call a
-            # request that was answered a failure.
-            self.local = self.peer = None
+    def at(self, conn: WireConnection) -> None:
+        self.local, self.peer = conn.local, conn.peer
 
     @property
     def reused(self) -> bool | None:
         if self.connected:
             return False
-        return True if self.sent else None
+        return True if self.kept else None
 
 
 class Prober:
@@ -100,54 +82,27 @@ class Prober:
         self.stream = stream
         self._target = target
         self._run_start = run_start
-        self._headers = {
-            REQUEST_HEADER: "true",
-            "User-Agent": f"prober/{__version__} {stream.name}",
-            "Accept": "application/json",
-        }
-        timeout = target.timeout
-        self._extensions: dict[str, Any] = {
-            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
-        }
-        if target.server_name:
-            self._extensions["sni_hostname"] = target.server_name
+        url = urllib.parse.urlsplit(target.url)
+        if url.scheme != "https" or not url.hostname:
+            raise ValueError(f"{target.url}: not an https URL")
+        self._endpoint = Endpoint(url.hostname, url.port or 443, target.context, target.server_name)
+        self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        self._headers = [
+            (REQUEST_HEADER, "true"),
+            ("User-Agent", f"prober/{__version__} {stream.name}"),
+            ("Accept", "application/json"),
+        ]
         reused = stream.connection is Connection.REUSED
-        self._kept = self._transport() if reused else None
+        self._reused = reused
+        self._kept: WireConnection | None = None
+        self._opening = asyncio.Lock()  # HTTP/2 requests while the kept one is being opened
+        self._retired: set[WireConnection] = set()  # given up, closed when their last answer is in
         # Why the kept connection's successor will be opened: set as each request ends.
         self._replacing: Replacement | None = Replacement.FIRST if reused else None
         one_at_a_time = reused and stream.protocol is Protocol.HTTP1
         self.capacity = 1 if one_at_a_time else target.max_in_flight
-        self._users: dict[httpx.AsyncHTTPTransport, int] = {}  # requests in flight on each
-        self._abandoned: set[httpx.AsyncHTTPTransport] = set()  # replaced, still in use
         self._deadlines: set[asyncio.Timeout] = set()  # of the requests in flight
         self._stopping = False
-
-    def _transport(self) -> httpx.AsyncHTTPTransport:
-        reused = self.stream.connection is Connection.REUSED
-        # One connection per pool either way. A reused HTTP/1.1 worker never has two requests
-        # out (the scheduler skips its tick instead: queueing behind a hung request once made
-        # 45 queued ones time out), so its pool never waits and never opens a second one.
-        limits = httpx.Limits(
-            max_connections=1,
-            max_keepalive_connections=1 if reused else 0,
-            keepalive_expiry=None,
-        )
-        http2 = self.stream.protocol is Protocol.HTTP2
-        return httpx.AsyncHTTPTransport(
-            verify=self._target.context, http1=not http2, http2=http2, limits=limits, retries=0
-        )
-
-    async def _replace_kept(self) -> None:
-        """Drop a kept connection that let a request time out. httpcore keeps an HTTP/2
-        connection whose stream was abandoned; if the peer black-holed it, every later
-        request would time out too (Go's transport pings and drops it; we drop it)."""
-        old, self._kept = self._kept, self._transport()
-        # Requests still in flight on it end on their own (each has its deadline); closing
-        # the pool under them would fail them with whatever the torn socket raises.
-        if old is not None and not self._users.get(old):
-            await old.aclose()
-        elif old is not None:
-            self._abandoned.add(old)
 
     def expire(self) -> None:
         """The daemon is stopping: end the requests in flight now, as timeouts, so that each
@@ -159,50 +114,48 @@ class Prober:
                 deadline.reschedule(now)
 
     async def aclose(self) -> None:
-        if self._kept is not None:
-            await self._kept.aclose()
+        for conn in (self._kept, *self._retired):
+            if conn is not None:
+                conn.close()
+        self._kept = None
+        self._retired.clear()
 
     async def sample(self) -> Sample:
         """Send one request now and describe what happened; never raises for network faults."""
-        headers = dict(self._headers)
-        headers["Audit-ID"] = audit_id = str(uuid.uuid4())
+        headers = list(self._headers)
+        headers.append(("Audit-ID", audit_id := str(uuid.uuid4())))
         token = self._target.token
         bearer = token.header() if token is not None else None
         if bearer is not None:
-            headers["Authorization"] = bearer
-        trace = _Trace()
-        request = httpx.Request(
-            "GET",
-            self._target.url,
-            headers=headers,
-            extensions={**self._extensions, "trace": trace},
-        )
+            headers.append(("Authorization", bearer))
+        attempt = _Attempt()
         wall, start = time.time(), time.monotonic()
-        status: int | None = None
-        http_version: str | None = None
+        response: Response | None = None
         shutdown: ShutdownHeader | None = None
         error: ErrorClass | None
         deadline = asyncio.timeout(self._target.timeout)
         self._deadlines.add(deadline)
         try:
             async with deadline:
-                status, http_version, raw_headers = await self._send(request, trace)
-            error, detail, shutdown = classify_response(status, raw_headers)
-        except NETWORK_ERRORS as exc:
-            error, detail = classify_exception(exc, abandoned=trace.abandoned)
+                response = await self._exchange(attempt, headers)
+            error, detail, shutdown = classify_response(response.status, response.headers)
+        except (WireError, TimeoutError) as exc:
+            error, detail = classify_error(exc)
             if self._stopping and error is ErrorClass.TIMEOUT:
                 detail = "no answer before the daemon stopped"
         finally:
             self._deadlines.discard(deadline)
         end = time.monotonic()
+        self._after(attempt, response, error)
+        if attempt.retried:
+            detail = clip(f"{detail}; " if detail else "") + clip(
+                f"sent again after {attempt.first_error}"
+            )
         # `t` is when the request reached the network (the LB picks a server at connect time,
         # or sees the request on a kept connection): on a loaded machine the event loop may
         # take a while to get from `sample()` there, and T0 bounds need the later instant.
-        if trace.on_wire is not None and trace.on_wire < end:
-            wall, start = wall + (trace.on_wire - start), trace.on_wire
-        replaced = self._note_kept(trace, status, error)
-        if error is ErrorClass.TIMEOUT and self._kept is not None and not self._stopping:
-            await self._replace_kept()
+        if attempt.on_wire is not None and attempt.on_wire < end:
+            wall, start = wall + (attempt.on_wire - start), attempt.on_wire
         return Sample(
             ts=rfc3339(wall),
             t=round(start - self._run_start, 6),
@@ -212,62 +165,99 @@ class Prober:
             lb=self.stream.lb,
             protocol=self.stream.protocol,
             connection=self.stream.connection,
-            reused=trace.reused,
-            http_version=http_version,
-            status=status,
+            reused=attempt.reused,
+            http_version=response.http_version if response is not None else None,
+            status=response.status if response is not None else None,
             error=error,
             detail=detail,
             shutdown=shutdown,
             audit_id=audit_id,
-            local_port=trace.local[1] if trace.local else None,
-            peer=_address(trace.peer),
-            replaced=replaced,
+            local_port=attempt.local[1] if attempt.local else None,
+            peer=_address(attempt.peer),
+            replaced=attempt.replaced,
+            retried=attempt.retried,
         )
 
-    def _note_kept(
-        self, trace: _Trace, status: int | None, error: ErrorClass | None
-    ) -> Replacement | None:
-        """For a reused worker: why this request had to open a connection (None if it went
-        over the kept one), and what the next one will say if it has to."""
-        if self._kept is None:
-            return None
-        replaced = None
-        if trace.connected:
-            # Nothing pending: the kept connection was closed under us while idle, or after
-            # an answer that asked for it (Connection: close, GOAWAY).
-            replaced = self._replacing or Replacement.CLOSED
+    async def _exchange(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
+        try:
+            return await self._once(attempt, headers)
+        except GoAway as exc:
+            if not (exc.graceful and exc.unprocessed):
+                raise
+            attempt.retried = "goaway"
+            attempt.first_error = str(exc)
+        except ConnectionClosed as exc:
+            if not exc.idle:
+                raise
+            attempt.retried = "closed_idle"
+            attempt.first_error = f"the server closed the kept connection: {exc.detail}"
+        return await self._once(attempt, headers)
+
+    async def _once(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
+        attempt.connected = attempt.kept = False
+        attempt.on_wire = None
+        conn = await (self._kept_connection(attempt) if self._reused else self._open(attempt))
+        attempt.at(conn)
+        if attempt.on_wire is None:
+            attempt.on_wire = time.monotonic()
+        try:
+            return await conn.request(self._path, self._endpoint.authority, headers)
+        finally:
+            if not self._reused:
+                conn.close()
+            elif conn in self._retired and conn.in_flight == 0:
+                self._retired.discard(conn)
+                conn.close()
+
+    async def _open(self, attempt: _Attempt) -> WireConnection:
+        attempt.connected = True  # a fresh connection, whatever becomes of it
+        addresses = await resolve(self._endpoint)
+        attempt.on_wire = time.monotonic()  # after the name lookup: the connect starts now
+        return await connect(self._endpoint, addresses)
+
+    async def _kept_connection(self, attempt: _Attempt) -> WireConnection:
+        kept = self._kept
+        if kept is not None and kept.usable:
+            attempt.kept = True
+            return kept
+        async with self._opening:
+            kept = self._kept
+            if kept is not None and kept.usable:  # opened while this one waited
+                attempt.kept = True
+                return kept
+            if kept is not None:
+                self._retire(kept)
+                self._kept = None
+            attempt.replaced = self._replacing or Replacement.CLOSED
             self._replacing = None
+            self._kept = await self._open(attempt)
+            return self._kept
+
+    def _after(
+        self, attempt: _Attempt, response: Response | None, error: ErrorClass | None
+    ) -> None:
+        """For a reused worker: what its next replacement will say, and whether the kept
+        connection is given up (a timeout: a black-holed connection would time out every
+        request after it; Go's transport pings and drops it, we drop it)."""
+        if not self._reused:
+            return
         if error is ErrorClass.TIMEOUT:
             self._replacing = Replacement.TIMEOUT
-        elif error is not None and status is None:
+            if self._kept is not None and not self._stopping:
+                self._retire(self._kept)
+                self._kept = None
+        elif error is not None and response is None:
             self._replacing = Replacement.FAILED
-        elif trace.sent and not trace.connected:
+        elif attempt.kept:
             self._replacing = None  # the kept connection still carries requests
-        return replaced
 
-    async def _send(
-        self, request: httpx.Request, trace: _Trace
-    ) -> tuple[int, str | None, list[tuple[bytes, bytes]]]:
-        transport = self._kept or self._transport()
-        self._users[transport] = self._users.get(transport, 0) + 1
-        try:
-            response = await transport.handle_async_request(request)
-            # While the connection is surely open: once the body is read the pool may close it.
-            trace.note_stream(response.extensions.get("network_stream"))
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-        finally:
-            trace.abandoned = transport in self._abandoned
-            self._users[transport] -= 1
-            if not self._users[transport]:
-                del self._users[transport]
-                self._abandoned.discard(transport)
-                if transport is not self._kept:  # a fresh one, or a kept one since replaced
-                    await transport.aclose()
-        version = response.extensions.get("http_version")
-        return response.status_code, version.decode() if version else None, response.headers.raw
+    def _retire(self, conn: WireConnection) -> None:
+        """Close it once no request is in flight on it: each ends on its own deadline rather
+        than on whatever a torn socket would raise."""
+        if conn.in_flight == 0:
+            conn.close()
+        else:
+            self._retired.add(conn)
 
 
 def _address(addr: tuple[str, int] | None) -> str | None:

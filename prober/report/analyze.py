@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,15 @@ def describe(analysis: RunAnalysis) -> list[str]:
     ]
     lines += table(headers, rows)
     lines.append(BOUND_NOTE)
+    resent: Counter[str] = Counter()
+    for stream in s["streams"]:
+        resent.update(stream.get("retried", {}))
+    if resent:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(resent.items()))
+        lines.append(
+            f"sent again once on a new connection, as Go's transport would: {sum(resent.values())}"
+            f" ({reasons}); answered then, they are no disruption"
+        )
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:
             lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]

@@ -293,6 +293,14 @@ def _notes(report: RunReport) -> str:
         )
     if report.replay.stragglers:
         notes.append(f"{report.replay.stragglers} late answers arrived after their window closed")
+    for stream in _list(report.summary, "streams"):
+        resent = stream.get("retried") or {}
+        if resent:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(resent.items()))
+            notes.append(
+                f"{stream['stream']}: {sum(resent.values())} requests sent again once on a new "
+                f"connection, as Go's transport would ({reasons}); answered then, no disruption"
+            )
     if not notes:
         return ""
     items = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)

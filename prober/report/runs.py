@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prober.core.eventlog import EventLogError, EventLogReader
-from prober.core.models import Interval, RunRecord, Sample, StreamCounters, Summary, Window
+from prober.core.models import (
+    Interval,
+    PaceChange,
+    RunRecord,
+    Sample,
+    StreamCounters,
+    Summary,
+    Window,
+)
 from prober.report.errors import BadInput
 from prober.report.eventfiles import LineSource, event_logs
 
@@ -28,14 +36,17 @@ class RunLog:
     windows: list[Window] = field(default_factory=list)
     last_summary: Summary | None = None
     counters: dict[str, StreamCounters] = field(default_factory=dict)  # newest per stream
+    paces: list[PaceChange] = field(default_factory=list)  # when the sampling rate changed
 
-    def add(self, record: Sample | Interval | Window | Summary) -> None:
+    def add(self, record: Sample | Interval | Window | Summary | PaceChange) -> None:
         if isinstance(record, Sample):
             self.samples.append(record)
         elif isinstance(record, Interval):
             self.intervals.append(record)
         elif isinstance(record, Window):
             self.windows.append(record)
+        elif isinstance(record, PaceChange):
+            self.paces.append(record)
         else:
             if self.last_summary is None or record.t >= self.last_summary.t:
                 self.last_summary = record

@@ -5,7 +5,7 @@
                   "streams": [{"stream", "lb", "protocol", "connection", "late",
                                "max_elapsed", "reaction", "reaction_lo", "reaction_hi",
                                "bound_by", "failures"}]}],
-     "streams": [{"stream", "lb", "protocol", "connection", "samples",
+     "streams": [{"stream", "lb", "protocol", "connection", "samples", "retried",
                   "disruption_seconds",
                   "intervals": [{"start_t", "end_t", "start_lo", "start_hi", "end_lo",
                                  "end_hi", "start_ts", "end_ts", "error", "detail",
@@ -22,6 +22,10 @@ request, hi null when nothing after the last late request showed the LB had stop
 per LB x protocol x connection, the largest reaction over every window, with the bound of the
 window that has it, and the largest disruption of its streams: the numbers a run contributes
 to the history (`thresholds`), which uses the point values only.
+
+`retried` counts, per reason, the requests sent again once on a new connection as Go's
+transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
+that failed too is the failure it met.
 
 Schema v1 is v2 without the bound fields; the reader here accepts both.
 """
@@ -56,6 +60,10 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
     """The summary of a replayed run, and warnings about what it could not count."""
     streams = _stream_ids(log, result)
     samples, warnings = _sample_counts(log, streams)
+    retried: dict[str, Counter[str]] = defaultdict(Counter)
+    for sample in log.samples:  # every resent sample is in the log (`core.compaction`)
+        if sample.retried is not None and not sample.held:
+            retried[sample.stream][sample.retried] += 1
     seconds: dict[str, float] = defaultdict(float)
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
@@ -63,6 +71,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
         {
             **_ids(s),
             "samples": samples[s.name],
+            "retried": dict(sorted(retried[s.name].items())),
             "disruption_seconds": seconds[s.name],
             "intervals": [
                 {

@@ -32,6 +32,7 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert config.connections == (Connection.NEW, Connection.REUSED)
     assert config.path == "/api/v1/namespaces/default"
     assert config.listen == ("0.0.0.0", 9090)
+    assert config.event_loop == "uvloop"
     assert config.targets == (Target("kube-api", LB.INTERNAL, "https://api-int.example.com:6443"),)
     assert [s.name for s in config.streams()] == [
         "kube-api-http1-internal-lb-new-connections",
@@ -140,6 +141,7 @@ INVALID = [
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("log_format: xml", "log_format: 'xml' is not one of json, console"),
+    ("event_loop: trio", "event_loop: 'trio' is not one of uvloop, asyncio"),
     ("ca_file: /nonexistent/ca.crt", "ca_file: /nonexistent/ca.crt: no such file"),
     ("platform: ''", "platform: expected a non-empty string, got ''"),
     ("colour: blue", "unknown key 'colour'"),

@@ -20,7 +20,8 @@ from prober.core.models import (
     StreamId,
     Window,
 )
-from prober.core.shutdown import MISS_CHANCE, ShutdownTracker, misses_needed
+from prober.core.reaction import MISS_CHANCE, misses_needed
+from prober.core.shutdown import ShutdownTracker
 from tests.factories import OTHER, STREAM, fail, ok, sample
 
 END = 100.0

@@ -90,6 +90,7 @@ def test_sample_wire_format_is_the_contract() -> None:
         "local_port": None,
         "peer": None,
         "replaced": None,
+        "retried": None,
         "held": False,
     }
 

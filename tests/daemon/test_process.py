@@ -23,6 +23,7 @@ def args(server: TLSServer, certs: Certs, token: Path, events: Path) -> list[str
         f"--ca-file={certs.ca_file}",
         f"--token-file={token}",
         "--interval=50ms",
+        "--quiet-interval=0",  # one fixed rate: this test counts on it
         "--listen=127.0.0.1:0",
         f"--event-log={events}",
         "--drain-timeout=2s",

@@ -1,61 +1,52 @@
-"""Root causes behind wrapped exceptions, and the response rules, as plain tables."""
+"""Every way a request can end, as plain tables: the wire client's errors, then the answers."""
 
 from __future__ import annotations
 
-import socket
-import ssl
-
-import anyio
-import httpx
 import pytest
 
 from prober.core.models import ErrorClass
-from prober.probe.classify import classify_exception, classify_response
+from prober.probe.classify import classify_error, classify_response
+from prober.probe.wire.errors import (
+    ConnectFailed,
+    ConnectFailure,
+    ConnectionClosed,
+    GoAway,
+    ProtocolViolation,
+    StreamReset,
+)
+
+ERRORS = [
+    (TimeoutError(), ErrorClass.TIMEOUT, "TimeoutError: no answer in time"),
+    (ConnectFailed(ConnectFailure.REFUSED, "[Errno 111] refused"), ErrorClass.CONNECT_REFUSED,
+     "[Errno 111] refused"),
+    (ConnectFailed(ConnectFailure.DNS, "[Errno -2] Name or service not known"), ErrorClass.DNS,
+     "[Errno -2] Name or service not known"),
+    (ConnectFailed(ConnectFailure.TLS, "[SSL: CERTIFICATE_VERIFY_FAILED] ..."), ErrorClass.TLS,
+     "[SSL: CERTIFICATE_VERIFY_FAILED] ..."),
+    (ConnectFailed(ConnectFailure.RESET, "closed during TLS: EOF"), ErrorClass.CONNECTION_RESET,
+     "closed during TLS: EOF"),
+    (ConnectFailed(ConnectFailure.OTHER, "OSError: unreachable"), ErrorClass.OTHER,
+     "OSError: unreachable"),
+    (ConnectionClosed("connection reset by peer: [Errno 104]", reset=True, answered=False),
+     ErrorClass.CONNECTION_RESET, "connection reset by peer: [Errno 104]"),
+    (GoAway(0, "NO_ERROR", 5, 7), ErrorClass.GOAWAY, "GOAWAY NO_ERROR last_stream_id=5"),
+    (GoAway(2, "INTERNAL_ERROR", 5, 5), ErrorClass.CONNECTION_RESET,
+     "GOAWAY INTERNAL_ERROR last_stream_id=5"),
+    (StreamReset(2, "INTERNAL_ERROR"), ErrorClass.CONNECTION_RESET, "RST_STREAM INTERNAL_ERROR"),
+    (ProtocolViolation("response head larger than 64 KiB"), ErrorClass.OTHER,
+     "protocol violation: response head larger than 64 KiB"),
+    (ConnectFailed(ConnectFailure.TLS, "x" * 500), ErrorClass.TLS, "x" * 157 + "..."),
+]  # fmt: skip
 
 
-def wrapped(outer: BaseException, *inner: BaseException) -> BaseException:
-    """`outer` raised from the chain `inner[0]` <- `inner[1]` <- ..."""
-    current = outer
-    for cause in inner:
-        current.__cause__ = cause
-        current = cause
-    return outer
+@pytest.mark.parametrize(("exc", "error", "detail"), ERRORS)
+def test_each_wire_error_has_one_class(exc: BaseException, error: ErrorClass, detail: str):
+    assert classify_error(exc) == (error, detail)  # type: ignore[arg-type]
 
 
-def refused_on_every_address() -> BaseException:
-    group = ExceptionGroup("attempts", [ConnectionRefusedError(111, "refused")] * 2)
-    return wrapped(httpx.ConnectError("All connection attempts failed"), OSError("all"), group)
-
-
-CHAINS = [
-    (refused_on_every_address(), ErrorClass.CONNECT_REFUSED),
-    (wrapped(httpx.ReadError(""), ConnectionResetError(104, "reset")), ErrorClass.CONNECTION_RESET),
-    (wrapped(httpx.ConnectError(""), socket.gaierror(-2, "unknown")), ErrorClass.DNS),
-    (wrapped(httpx.ConnectError(""), ssl.SSLError(1, "bad cert")), ErrorClass.TLS),
-    (wrapped(httpx.ConnectError(""), ssl.SSLEOFError(8, "eof")), ErrorClass.CONNECTION_RESET),
-    (httpx.ReadTimeout("slow"), ErrorClass.TIMEOUT),
-    (TimeoutError(), ErrorClass.TIMEOUT),
-    (httpx.RemoteProtocolError("Server disconnected"), ErrorClass.CONNECTION_RESET),
-    (httpx.LocalProtocolError("we broke it"), ErrorClass.OTHER),
-    (OSError(101, "Network is unreachable"), ErrorClass.OTHER),
-    # Seen escaping httpx on a loaded machine: the stream's task must not die of them.
-    (anyio.EndOfStream(), ErrorClass.CONNECTION_RESET),
-    (wrapped(httpx.ReadError(""), anyio.ClosedResourceError()), ErrorClass.CONNECTION_RESET),
-    (
-        KeyError("(<ConnectionState.CLOSED: 3>, <ConnectionInputs.RECV_DATA: 13>)"),
-        ErrorClass.CONNECTION_RESET,
-    ),
-    (ValueError("anything else a library raises"), ErrorClass.OTHER),
-]
-
-
-@pytest.mark.parametrize(("exc", "error"), CHAINS)
-def test_the_root_cause_decides(exc: BaseException, error: ErrorClass) -> None:
-    found, detail = classify_exception(exc)
-    assert found is error
-    assert detail
-    assert len(detail) <= 160
-    assert "\n" not in detail
+def test_a_goaway_says_whether_the_stream_was_processed() -> None:
+    assert GoAway(0, "NO_ERROR", 5, 7).unprocessed
+    assert not GoAway(0, "NO_ERROR", 5, 5).unprocessed
 
 
 RESPONSES = [

@@ -116,17 +116,28 @@ async def test_a_misbehaving_server_gives_its_error_class(
 
 
 @pytest.mark.parametrize("connection", list(Connection))
-async def test_graceful_goaway_is_its_own_class(tls_server: TLSServer, certs: Certs, connection):
+async def test_a_graceful_goaway_is_met_as_gos_transport_meets_it(
+    tls_server: TLSServer, certs: Certs, connection: Connection
+) -> None:
+    """A stream at or below last_stream_id gets its answer; one above it was never processed
+    and is sent again, once, on a new connection; an error GOAWAY is a reset."""
     prober = make_prober(tls_server, certs, Protocol.HTTP2, connection)
     assert (await prober.sample()).error is None
-    tls_server.plan.mode = "goaway"
-    sample = await prober.sample()
-    assert sample.error is ErrorClass.GOAWAY
-    assert sample.detail.startswith("GOAWAY NO_ERROR last_stream_id=")
+    tls_server.plan.mode = "goaway_answer"
+    answered = await prober.sample()
+    assert (answered.error, answered.status, answered.retried) == (None, 200, None)
+    tls_server.plan.mode = "goaway"  # every stream above last_stream_id, the resent one too
+    before = tls_server.connections
+    refused = await prober.sample()
+    assert (refused.error, refused.retried) == (ErrorClass.GOAWAY, "goaway")
+    assert refused.detail.startswith("GOAWAY NO_ERROR last_stream_id=")
+    assert "sent again after GOAWAY NO_ERROR" in refused.detail
+    assert tls_server.connections == before + 2  # the kept one closed after its answer
     tls_server.plan.mode = "goaway_error"
-    sample = await prober.sample()
-    assert sample.error is ErrorClass.CONNECTION_RESET
-    assert sample.detail.startswith("GOAWAY INTERNAL_ERROR")
+    torn = await prober.sample()
+    assert torn.error is ErrorClass.CONNECTION_RESET
+    assert torn.detail.startswith("GOAWAY INTERNAL_ERROR")
+    assert torn.retried is None
     tls_server.plan.mode = "ok"
     assert (await prober.sample()).error is None
     await prober.aclose()
@@ -176,31 +187,78 @@ async def test_a_timed_out_kept_connection_is_replaced(tls_server: TLSServer, ce
     await prober.aclose()
 
 
-@pytest.mark.parametrize("protocol", [Protocol.HTTP1, Protocol.HTTP2])
 async def test_each_replacement_of_a_kept_connection_says_why(
-    tls_server: TLSServer, certs: Certs, protocol: Protocol
+    tls_server: TLSServer, certs: Certs
 ) -> None:
-    prober = make_prober(tls_server, certs, protocol, Connection.REUSED)
+    prober = make_prober(tls_server, certs, Protocol.HTTP1, Connection.REUSED)
     got = [await prober.sample(), await prober.sample()]
-    tls_server.plan.mode = "reset"
+    tls_server.plan.close_after = True  # the server answers, then closes the connection
     got.append(await prober.sample())
+    tls_server.plan.close_after = False
+    got += [await prober.sample(), await prober.sample()]
+    tls_server.plan.mode = "stall"
+    got.append(await prober.sample())  # times out: the connection is given up
     tls_server.plan.mode = "ok"
     got += [await prober.sample(), await prober.sample()]
-    if protocol is Protocol.HTTP1:
-        tls_server.plan.close_after = True  # the server answers, then closes the connection
-        got.append(await prober.sample())
-        tls_server.plan.close_after = False
-        got += [await prober.sample(), await prober.sample()]
     await prober.aclose()
-    want = [(False, Replacement.FIRST), (True, None), (True, None), (False, Replacement.FAILED)]
-    want.append((True, None))
-    if protocol is Protocol.HTTP1:
-        want += [(True, None), (False, Replacement.CLOSED), (True, None)]
-    assert [(s.reused, s.replaced) for s in got] == want
-    assert got[2].error is ErrorClass.CONNECTION_RESET
+    assert [(s.reused, s.replaced) for s in got] == [
+        (False, Replacement.FIRST),
+        (True, None),
+        (True, None),  # the answer said Connection: close
+        (False, Replacement.CLOSED),
+        (True, None),
+        (True, None),  # timed out
+        (False, Replacement.TIMEOUT),
+        (True, None),
+    ]
+    assert got[5].error is ErrorClass.TIMEOUT
     # A reused worker's fresh connections are exactly its replacements.
     fresh = [s for s in got if s.reused is False]
     assert tls_server.connections == len(fresh) == len([s for s in got if s.replaced])
+
+
+@pytest.mark.parametrize("protocol", list(Protocol))
+async def test_a_kept_connection_reset_before_its_answer_is_sent_again_once(
+    tls_server: TLSServer, certs: Certs, protocol: Protocol
+) -> None:
+    """As Go's transport: a GET on a kept HTTP/1.1 connection that fails before a byte of the
+    answer came is sent again on a new connection; if that fails too, the failure is the
+    sample."""
+    prober = make_prober(tls_server, certs, protocol, Connection.REUSED)
+    assert (await prober.sample()).error is None
+    tls_server.plan.mode = "reset"
+    reset = await prober.sample()
+    tls_server.plan.mode = "ok"
+    after = await prober.sample()
+    await prober.aclose()
+    if protocol is Protocol.HTTP1:
+        assert (reset.error, reset.reused) == (ErrorClass.CONNECTION_RESET, False)
+        assert reset.retried == "closed_idle"
+        assert "sent again after the server closed the kept connection" in reset.detail
+    else:  # Go's HTTP/2 transport sends again only what the server refused or never took
+        assert (reset.error, reset.reused, reset.retried) == (
+            ErrorClass.CONNECTION_RESET,
+            True,
+            None,
+        )
+    assert (after.error, after.reused, after.replaced) == (None, False, Replacement.FAILED)
+
+
+async def test_a_kept_connection_closed_as_a_request_went_out_is_resent_once(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    """Go's "server closed idle connection": the request was written to a kept connection
+    the server closed without a byte of answer; Go's transport sends it again on a new one,
+    and so does the probe, saying so. Not a failure: the server never saw it served."""
+    prober = make_prober(tls_server, certs, Protocol.HTTP1, Connection.REUSED)
+    assert (await prober.sample()).error is None
+    tls_server.plan.mode, tls_server.plan.times = "close", 1
+    resent = await prober.sample()
+    await prober.aclose()
+    assert (resent.error, resent.status, resent.retried) == (None, 200, "closed_idle")
+    assert (resent.reused, resent.replaced) == (False, Replacement.CLOSED)
+    assert resent.detail.startswith("sent again after the server closed the kept connection")
+    assert tls_server.connections == 2
 
 
 async def test_new_connections_stay_new_when_http2_requests_overlap(

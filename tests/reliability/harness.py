@@ -34,6 +34,7 @@ from tests.support.replay import read_log
 
 FAST = (
     "--interval=25ms",  # 4x the default rate: two workers, a sample every 12.5 ms per stream
+    "--quiet-interval=0",  # that rate from the start, not only once something goes wrong
     "--timeout=1s",
     "--drain-timeout=2s",
     "--listen=127.0.0.1:0",

@@ -44,6 +44,7 @@ def daemon_for(cluster: LabCluster, fault: str, events: Path) -> FaultDaemon:
         f"--ca-file={cluster.ca_file}",
         f"--token-file={cluster.token_file}",
         "--interval=50ms",  # 8 streams: 320 samples a second, as in the other faults
+        "--quiet-interval=0",
         "--timeout=5s",
     )
     return FaultDaemon(fault, events, targets, *args)

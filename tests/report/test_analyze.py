@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -136,6 +137,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "protocol",
         "connection",
         "samples",
+        "retried",
         "disruption_seconds",
         "intervals",
     ]
@@ -382,3 +384,27 @@ def test_thresholds_help_has_an_example(capsys) -> None:
     out = capsys.readouterr().out
     assert "prober thresholds history/ -o thresholds.json --out dashboard/" in out
     assert "prober thresholds --check thresholds.json last-10-runs/" in out
+
+
+def test_requests_sent_again_are_counted_and_are_no_disruption(tmp_path, capsys) -> None:
+    """A request resent as Go's transport would (`retried`) is in the log, in summary.json
+    per stream and reason, and in the printed report; answered the second time, it opens no
+    disruption interval."""
+    samples = [s for s in rollout().samples() if s.end < 20.0]
+    first, second = samples[3], next(s for s in samples if s.stream != samples[3].stream)
+    resent = {first.audit_id: "goaway", second.audit_id: "closed_idle"}
+    samples = [
+        dataclasses.replace(s, retried=resent[s.audit_id]) if s.audit_id in resent else s
+        for s in samples
+    ]
+    log = tmp_path / "events.jsonl"
+    write_daemon_log(log, run_record(streams()), samples, nodes=NODES)
+    assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    counted = {s["stream"]: s["retried"] for s in summary["streams"] if s["retried"]}
+    assert counted == {first.stream: {"goaway": 1}, second.stream: {"closed_idle": 1}}
+    assert "sent again once on a new connection, as Go's transport would: 2" in printed
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert f"{first.stream}: 1 requests sent again once on a new connection" in html
+    assert all(not s["intervals"] for s in summary["streams"] if s["stream"] in counted)

@@ -73,6 +73,7 @@ class Plan:
     delay: float = 0.0  # seconds an HTTP/1.1 answer waits (a slow server)
     gate: asyncio.Event | None = None  # HTTP/1.1 answers wait until it is set
     close_after: bool = False  # HTTP/1.1 answers say `Connection: close`, and close
+    times: int | None = None  # `reset`/`close`: only this many requests, then answer again
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,10 @@ class TLSServer:
     async def _misbehave(self, w: asyncio.StreamWriter) -> bool:
         """Act out a connection-level plan; True when the request must not be answered."""
         mode = self.plan.mode
+        if mode in ("reset", "close") and self.plan.times is not None:
+            if self.plan.times <= 0:
+                return False
+            self.plan.times -= 1
         if mode == "reset":
             reset(w)
             return True

@@ -1,0 +1,125 @@
+"""Where a stream's true reaction to a shutdown lies, given its sampling.
+
+The LB chose the server for a request at some instant between its send time `t` and its end.
+The last late request L reached the shutting-down server, so the LB still routed to it at or
+after `t_L`: the reaction is at least `t_L - t0_hi`. An upper bound needs a later request on
+the same stream that shows the LB had stopped, and what counts as shown depends on how the LB
+picks a server:
+
+* a request after L that failed on a fresh connection, or on the kept connection L went
+  over, or that reached the restarted server (`shutdown=false` from the same host), proves
+  the old server no longer served the stream by that request's end;
+* a request after L on a fresh connection answered by another server proves nothing on its
+  own when the LB balances each new connection over k servers: it may just not have been the
+  old server's turn. After m such misses, the chance that the LB still had the server in
+  rotation and never chose it is (1 - 1/k)^m; the bound is the end of the m-th miss, with m
+  set so that chance is at most `MISS_CHANCE`. k is the number of servers that answered the
+  stream during the window;
+* a request over a kept connection to another server proves nothing at all: that connection
+  is pinned, it never asked the LB. A kept connection to the old server gets its witness when
+  it is closed or broken (a 429 and `Connection: close`, a reset), usually long before m
+  misses.
+
+So `reaction_lo = t_L - t0_hi` and `reaction_hi = (end of the witness) - t0_lo`, with
+`bound_by` naming the witness (`failure`, `restarted`, `sampling`); None where nothing after L
+showed it before the window closed. Only samples fed while the window is open count (the
+compactor logs them all), so the live tracker and a replay of the event log agree.
+
+Adaptive sampling asks the same question early (`settled`): once a stream's reaction to every
+open window is bounded above, faster samples of it add nothing, and it may go back to the
+quiet rate (`core.pace`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+from prober.core.models import Sample
+
+MISS_CHANCE = 1e-4  # how unlikely a balanced LB's reaction may lie past `reaction_hi`
+SAMPLING, FAILURE, RESTARTED = "sampling", "failure", "restarted"
+
+
+def misses_needed(servers: int) -> int:
+    """Requests answered elsewhere that bound a reaction through an LB balancing over
+    `servers`: the least m with (1 - 1/servers)^m <= MISS_CHANCE."""
+    if servers <= 1:
+        return 1
+    return math.ceil(math.log(MISS_CHANCE) / math.log(1.0 - 1.0 / servers))
+
+
+@dataclass(slots=True)
+class Rotation:
+    """What one LB (target x LB) showed of its rotation during a window, from all its streams:
+    which servers answered through it, and which fresh connections it sent elsewhere."""
+
+    hosts: set[str] = field(default_factory=set)
+    misses: list[tuple[float, float]] = field(default_factory=list)  # (t, end), sorted
+
+    def add_miss(self, sample: Sample) -> None:
+        bisect.insort(self.misses, (sample.t, sample.end))  # nearly in order: cheap
+
+    def bound(self, server: str, after: float | None) -> float | None:
+        """The end of the m-th fresh connection sent elsewhere after `after` (None: m not
+        reached), m for the servers seen: where the LB had `server` out of rotation."""
+        first = 0 if after is None else bisect.bisect_right(self.misses, (after, math.inf))
+        index = first + misses_needed(len(self.hosts | {server})) - 1
+        return self.misses[index][1] if index < len(self.misses) else None
+
+
+@dataclass(slots=True)
+class StreamReaction:
+    """What one stream showed of one window: its late requests, and what came after them."""
+
+    late: int = 0
+    max_elapsed: float | None = None
+    last_late_t: float | None = None
+    last_late_end: float = -math.inf
+    last_late_port: int | None = None  # the connection the last late request went over
+    kept_elsewhere: bool = False  # a kept connection of it answered from another server
+    # Conclusive witnesses sent after the last late request, in arrival order: (t, end, kind,
+    # the local port of a kept connection that failed: a witness only if it is the late one's).
+    after: list[tuple[float, float, str, int | None]] = field(default_factory=list)
+
+    def note_late(self, sample: Sample, elapsed: float) -> None:
+        self.late += 1
+        self.max_elapsed = max(self.max_elapsed or 0.0, elapsed)
+        if self.last_late_t is None or sample.t > self.last_late_t:
+            self.last_late_t = sample.t
+            self.last_late_end = sample.end
+            self.last_late_port = sample.local_port
+            self.after = [a for a in self.after if a[0] > sample.t]
+
+    def note_witness(self, sample: Sample, kind: str) -> None:
+        """A request of this stream that failed unanswered, or reached the restarted server."""
+        if self.last_late_t is not None and sample.t <= self.last_late_t:
+            return
+        port = sample.local_port if kind == FAILURE and sample.reused is True else None
+        self.after.append((sample.t, sample.end, kind, port))
+
+    def witness(self, rotation: Rotation, server: str) -> tuple[float, str] | None:
+        """The earliest end among the requests after the last late one that show the LB had
+        stopped, and its kind; None if none does. Never before the last late one's end: the
+        LB chose the server for it at some instant up to then."""
+        found = [
+            (end, kind)
+            for _, end, kind, port in self.after
+            if port is None or port == self.last_late_port
+        ]
+        sampled = rotation.bound(server, self.last_late_t)
+        if sampled is not None:
+            found.append((sampled, SAMPLING))
+        if not found:
+            return None
+        end, kind = min(found)
+        return max(end, self.last_late_end), kind
+
+    def settled(self, rotation: Rotation, server: str, reused: bool) -> bool:
+        """Whether more samples could still move this stream's bound: False while its
+        reaction is not bounded above. A reused stream that met the window only over kept
+        connections to other servers has no reaction to bound."""
+        if reused and self.last_late_t is None:
+            return self.kept_elsewhere
+        return self.witness(rotation, server) is not None

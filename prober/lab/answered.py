@@ -1,0 +1,81 @@
+"""An answered request is never a failure: the apiservers' audit logs against the daemon's.
+
+Every request the prober sends carries an `Audit-ID`, and every fake apiserver writes an
+audit event when it has answered (`ResponseComplete`, with the status it sent). A failed
+sample whose request a server answered with a 2xx is a request the client lost, not one the
+load balancer or the server failed: what httpcore did to the streams of a graceful HTTP/2
+GOAWAY, which blamed the LB for the client. The lab counts them (`prober lab --check` fails
+on any), and the resends that saved the others.
+
+One kind of LB makes such failures itself: one that resets the connections of a server it
+marks down (AWS NLB, HAProxy's `shutdown-sessions`) may cut an answer the server had written.
+Those are counted apart, as the LB's doing, and fail nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prober.audit.event import Line
+from prober.audit.files import discover, read_lines
+from prober.core.models import LB, Sample
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredCheck:
+    answered_failed: tuple[str, ...]  # "stream: error (detail)" per such sample
+    retried: Counter[str] = field(default_factory=Counter)  # resends, by reason
+    cut_by_lb: int = 0  # answered, then lost to an LB that resets connections
+
+    def describe(self) -> str:
+        resent = ", ".join(f"{n} {why}" for why, n in sorted(self.retried.items())) or "none"
+        return (
+            f"answered by a server (2xx in its audit log) yet recorded as failed: "
+            f"{len(self.answered_failed)} (and {self.cut_by_lb} cut by an LB resetting its "
+            f"connections); sent again once, as Go's transport would: {resent}"
+        )
+
+
+def check_answered(
+    samples: Sequence[Sample], cluster: Path, resetting: Collection[LB] = ()
+) -> AnsweredCheck:
+    """`resetting`: the LBs that reset the connections of a server they mark down."""
+    failed = {s.audit_id: s for s in samples if s.failed and not s.held}
+    answered = [s for a, s in failed.items() if a in _answered_ids(cluster, set(failed))]
+    lost = tuple(f"{s.stream}: {s.error} ({s.detail})" for s in answered if s.lb not in resetting)
+    retried = Counter(s.retried for s in samples if s.retried and not s.held)
+    return AnsweredCheck(lost, retried, cut_by_lb=len(answered) - len(lost))
+
+
+def _answered_ids(cluster: Path, wanted: set[str]) -> set[str]:
+    """Of the `wanted` audit IDs, those some apiserver answered with a 2xx."""
+    found: set[str] = set()
+    if not wanted:
+        return found
+    families, _notes = discover([cluster])
+    for family in families:
+        for path in family.files():
+            found |= _answered_in(read_lines(path), wanted)
+    return found
+
+
+def _answered_in(lines: Iterable[Line], wanted: set[str]) -> set[str]:
+    found = set()
+    for line in lines:
+        if not isinstance(line, bytes):
+            continue  # longer than any audit event we write: skipped by the reader
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        audit_id = event.get("auditID") if isinstance(event, dict) else None
+        if audit_id not in wanted or event.get("stage") != "ResponseComplete":
+            continue
+        code = (event.get("responseStatus") or {}).get("code")
+        if isinstance(code, int) and 200 <= code < 300:
+            found.add(audit_id)
+    return found

@@ -1,0 +1,47 @@
+"""An answered request is never a failure: failed samples held against the audit logs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from prober.core.models import ErrorClass
+from prober.lab.answered import check_answered
+from tests.factories import fail, ok
+
+
+def audit(path: Path, events: list[tuple[str, str, int]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps({"auditID": audit_id, "stage": stage, "responseStatus": {"code": code}})
+        for audit_id, stage, code in events
+    ]
+    path.write_text("\n".join([*lines, "not json"]) + "\n")
+
+
+def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> None:
+    lost = fail(1.0, ErrorClass.GOAWAY, detail="GOAWAY NO_ERROR last_stream_id=1")
+    refused = fail(2.0, ErrorClass.RETRY_AFTER, status=429)
+    never_seen = fail(3.0)
+    resent = dataclasses.replace(ok(4.0), retried="goaway")
+    audit(tmp_path / "master-0" / "audit.log", [
+        (lost.audit_id, "RequestReceived", 0),
+        (lost.audit_id, "ResponseComplete", 200),
+        (refused.audit_id, "ResponseComplete", 429),
+        (resent.audit_id, "ResponseComplete", 200),
+    ])  # fmt: skip
+    check = check_answered([lost, refused, never_seen, resent], tmp_path)
+    assert check.answered_failed == (f"{lost.stream}: goaway (GOAWAY NO_ERROR last_stream_id=1)",)
+    assert check.retried == {"goaway": 1}
+    assert check.describe() == (
+        "answered by a server (2xx in its audit log) yet recorded as failed: 1 (and 0 cut by "
+        "an LB resetting its connections); sent again once, as Go's transport would: 1 goaway"
+    )
+    by_a_resetting_lb = check_answered([lost], tmp_path, resetting={lost.lb})
+    assert (by_a_resetting_lb.answered_failed, by_a_resetting_lb.cut_by_lb) == ((), 1)
+
+
+def test_nothing_failed_nothing_to_read(tmp_path: Path) -> None:
+    check = check_answered([ok(1.0)], tmp_path / "none")
+    assert check.answered_failed == ()
