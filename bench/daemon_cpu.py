@@ -98,11 +98,10 @@ def daemon(loop: str, tree: str | None = None) -> Measure:
         args = [sys.executable, "-m", "prober", "run", f"--target=internal-lb={setup.url}",
                 f"--ca-file={setup.ca}", f"--token-file={setup.token}",
                 f"--protocols={protocol}", f"--connections={connection}",
-                f"--interval={setup.interval}", "--quiet-interval=0", "--workers=2",
-                "--listen=127.0.0.1:0",
+                f"--interval={setup.interval}", "--workers=2", "--listen=127.0.0.1:0",
                 f"--event-log={setup.tmp}/events-{uuid.uuid4()}.jsonl"]  # fmt: skip
-        if tree is None:
-            args.append(f"--event-loop={loop}")
+        if tree is None:  # an earlier version knows neither flag
+            args += [f"--event-loop={loop}", "--quiet-interval=0"]
         env = {**os.environ, "PYTHONPATH": cwd}
         process = subprocess.Popen(args, stdout=subprocess.PIPE, cwd=cwd, env=env)
         try:

@@ -2,12 +2,15 @@
 resource requests and limits.
 
 The real daemon (a subprocess, defaults: 2 workers x 100ms per stream, event log on) probes
-four targets, one per LB kind (16 streams, 320 samples/s), all served by one fake
-kube-apiserver (`python -m prober.lab.apiserver`, a separate process, not measured). After a
-warm-up it reads the daemon's CPU time (utime + stime from /proc) and RSS every few seconds.
-Printed: samples per second, CPU in cores and per sample, RSS at the end and at its peak.
+four targets, one per LB kind (16 streams), all served by one fake kube-apiserver (`python -m
+prober.lab.apiserver`, a separate process, not measured). Sampling is adaptive: `--pace window`
+(the default) holds the window rate throughout (`--quiet-interval 0`: 320 samples/s, what a
+rollout costs, and what the requests are sized for); `--pace quiet` leaves the daemon at its
+quiet rate (16 samples/s, the rest of the time). After a warm-up it reads the daemon's CPU time
+(utime + stime from /proc) and RSS every few seconds. Printed: samples per second, CPU in cores
+and per sample, RSS at the end and at its peak.
 
-    .venv/bin/python deploy/sizing.py [--seconds 60] [--warmup 20]
+    .venv/bin/python deploy/sizing.py [--seconds 60] [--warmup 20] [--pace window|quiet]
 """
 
 from __future__ import annotations
@@ -70,7 +73,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds before it")
+    parser.add_argument("--pace", choices=("window", "quiet"), default="window")
     args = parser.parse_args()
+    pace = ["--quiet-interval=0"] if args.pace == "window" else []
     with tempfile.TemporaryDirectory() as tmp:
         ca, cert = make_certificates(Path(tmp), ["127.0.0.1", "localhost"])
         token = Path(tmp) / "token"
@@ -86,7 +91,8 @@ def main() -> None:
         targets = [f"--target={lb}={url}" for lb in LBS]
         daemon = subprocess.Popen(
             [sys.executable, "-m", "prober", "run", *targets, f"--ca-file={ca}",
-             f"--token-file={token}", "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl"],
+             f"--token-file={token}", "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl",
+             *pace],
             stdout=subprocess.PIPE, cwd=ROOT, text=True,
         )  # fmt: skip
         try:
@@ -108,7 +114,8 @@ def main() -> None:
             daemon.wait(timeout=30)
             server.kill()
             server.wait()
-    print(f"streams: {len(LBS) * 4}, measured {elapsed:.0f} s after {args.warmup:.0f} s warm-up")
+    print(f"streams: {len(LBS) * 4} at the {args.pace} rate, measured {elapsed:.0f} s after "
+          f"{args.warmup:.0f} s warm-up")  # fmt: skip
     print(f"samples: {samples / elapsed:.0f}/s")
     print(f"cpu: {cpu / elapsed:.3f} cores, {1000 * cpu / samples:.2f} ms per sample")
     # VmHWM is updated lazily by the kernel: the peak is the larger of it and the samples.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.values import positive_float, positive_int
+from prober.cli.values import non_negative_float, positive_float, positive_int
 
 EXAMPLE = """\
 examples:
@@ -61,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--interval", default="100ms", help="daemon: gap per worker (100ms)")
     parser.add_argument(
+        "--quiet-interval",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="daemon: a stream's gap while no apiserver shuts down (default: 1 s x the time "
+        "scale); 0: the window rate throughout",
+    )
+    parser.add_argument(
         "--workers", type=positive_int, default=2, help="daemon: workers per stream (2)"
     )
     parser.add_argument(
@@ -88,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         scenario=args.scenario,
         time_scale=args.time_scale,
         interval=args.interval,
+        quiet_interval=args.quiet_interval,
         workers=args.workers,
         goaway_chance=args.goaway_chance,
         tolerance=args.tolerance,

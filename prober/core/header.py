@@ -13,6 +13,7 @@ grammar because rounding is the server's choice, not part of the format.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
@@ -57,6 +58,13 @@ def parse_shutdown_header(value: str | bytes) -> ShutdownHeader:
             value = value.decode("ascii")
         except UnicodeDecodeError:
             raise HeaderInvalid("header value is not ASCII") from None
+    return _parse(value)
+
+
+# A server repeats the same few hundred values (elapsed counts whole seconds): the parse of a
+# value seen before costs a lookup. Only valid values are kept (an error is raised each time).
+@functools.lru_cache(maxsize=1024)
+def _parse(value: str) -> ShutdownHeader:
     if len(value) > MAX_VALUE_LENGTH:
         raise HeaderInvalid(f"header value is {len(value)} bytes, longer than {MAX_VALUE_LENGTH}")
     match = _SHAPE.fullmatch(value)

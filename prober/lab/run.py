@@ -52,6 +52,7 @@ class LabOptions:
     servers: int = 3
     shutdowns: int | None = None  # how many of the servers the scenario takes down (all)
     interval: str = "100ms"
+    quiet_interval: float | None = None  # seconds; None: the daemon's default, scaled; 0: off
     workers: int = 2
     goaway_chance: float = 0.0
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
@@ -145,11 +146,12 @@ def _say(say: object, text: str) -> None:
 def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) -> dict[str, object]:
     lbs = [*cluster.lbs, LB.LOCALHOST]
     scale = cluster.platform.time_scale
+    quiet = QUIET_INTERVAL * scale if options.quiet_interval is None else options.quiet_interval
     return {
         "platform": options.platform,
         "interval": options.interval,
         # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
-        "quiet_interval": f"{QUIET_INTERVAL * scale * 1000:.0f}ms",
+        "quiet_interval": f"{quiet * 1000:.0f}ms",
         "settle": f"{SETTLE * scale * 1000:.0f}ms",
         "workers": options.workers,
         "timeout": "5s",
