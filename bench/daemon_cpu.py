@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import signal
 import ssl
 import subprocess
@@ -45,32 +44,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TICK = os.sysconf("SC_CLK_TCK")
+from _support import cpu_seconds, json_line, metric_total  # noqa: E402
+
 MODES = [f"{p}-{c}" for p in ("http1", "http2") for c in ("new", "reused")]
 PATH = "/api/v1/namespaces/default"
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
-
-
-def read_json_line(stream, key: str) -> dict:
-    for raw in stream:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if line.get("event") == key:
-            return line
-    raise RuntimeError(f"no {key!r} line")
 
 
 def requests_done(port: int) -> float:
     import httpx
 
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-    return sum(float(m[1]) for m in re.finditer(r"^prober_requests_total\{.*\} (\S+)$", text, re.M))
+    return metric_total(httpx.get(f"http://127.0.0.1:{port}/metrics").text)
 
 
 @dataclass(frozen=True)
@@ -105,8 +88,8 @@ def daemon(loop: str, tree: str | None = None) -> Measure:
         env = {**os.environ, "PYTHONPATH": cwd}
         process = subprocess.Popen(args, stdout=subprocess.PIPE, cwd=cwd, env=env)
         try:
-            port = read_json_line(process.stdout, "listening")["port"]
-            read_json_line(process.stdout, "ready")
+            port = json_line(process.stdout, "listening")["port"]
+            json_line(process.stdout, "ready")
             time.sleep(1.0)  # warm-up
             n0, c0 = requests_done(port), cpu_seconds(process.pid)
             time.sleep(setup.seconds)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from _support import json_line, metric_total  # noqa: E402
+
 
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
@@ -35,19 +37,7 @@ def rss_mb(pid: int) -> float:
 def samples_done(port: int) -> float:
     import httpx
 
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-    return sum(float(m[1]) for m in re.finditer(r"^prober_requests_total\{.*\} (\S+)$", text, re.M))
-
-
-def wait_line(stream, event: str) -> dict:
-    for raw in stream:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if line.get("event") == event:
-            return line
-    raise RuntimeError(f"no {event!r} line")
+    return metric_total(httpx.get(f"http://127.0.0.1:{port}/metrics").text)
 
 
 def main() -> None:
@@ -75,7 +65,7 @@ def main() -> None:
         )  # fmt: skip
         try:
             assert daemon.stdout is not None
-            port = wait_line(daemon.stdout, "listening")["port"]
+            port = json_line(daemon.stdout, "listening")["port"]
             threading_drain(daemon.stdout)
             start = time.monotonic()
             series: list[tuple[float, float, float]] = []

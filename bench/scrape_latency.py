@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import signal
 import statistics
 import subprocess
@@ -29,23 +28,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _support import json_line, metric_total  # noqa: E402
+
 STREAMS, WORKERS = 4, 2
-
-
-def read_json_line(stream, key: str) -> dict:
-    for raw in stream:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if line.get("event") == key:
-            return line
-    raise RuntimeError(f"no {key!r} line")
-
-
-def requests_done(text: str) -> float:
-    found = re.finditer(r"^prober_requests_total\{.*\} (\S+)$", text, re.M)
-    return sum(float(m[1]) for m in found)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -58,7 +43,7 @@ def scrape(port: int, per_second: float, seconds: float) -> tuple[list, list, fl
     samples the daemon completed during the window."""
     metrics, healthz = [], []
     with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
-        first = requests_done(client.get("/metrics").text)
+        first = metric_total(client.get("/metrics").text)
         start = time.monotonic()
         step = 1.0 / (2 * per_second)
         for index in range(round(2 * per_second * seconds)):
@@ -69,7 +54,7 @@ def scrape(port: int, per_second: float, seconds: float) -> tuple[list, list, fl
             bucket.append(time.monotonic() - sent)
             answer.raise_for_status()
         elapsed = time.monotonic() - start
-        done = requests_done(client.get("/metrics").text) - first
+        done = metric_total(client.get("/metrics").text) - first
     return metrics, healthz, done / elapsed
 
 
@@ -97,8 +82,8 @@ def main() -> None:
                  "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl"],
                 stdout=subprocess.PIPE, cwd=ROOT,
             )  # fmt: skip
-            port = read_json_line(daemon.stdout, "listening")["port"]
-            read_json_line(daemon.stdout, "ready")
+            port = json_line(daemon.stdout, "listening")["port"]
+            json_line(daemon.stdout, "ready")
             time.sleep(1.0)  # warm-up
             metrics, healthz, rate = scrape(port, args.per_second, args.seconds)
         finally:
