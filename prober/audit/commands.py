@@ -23,11 +23,9 @@ from prober.audit.run import FollowRunner
 from prober.audit.server import ListenError, MetricsServer, parse_listen
 from prober.audit.state import StateError, load_state, save_state
 from prober.audit.summary import summarize
+from prober.common.exits import ExitCode
 from prober.core.durations import DurationError, parse_go_duration
 
-EXIT_OK = 0
-EXIT_VERDICT_FAILED = 1
-EXIT_BAD_INPUT = 2
 STATE_FILE = "audit-follow-state.json"
 
 
@@ -53,7 +51,7 @@ def summarize_command(
         spans = [span for path in shutdown_events for span in read_shutdown_events(path)]
     except InputError as exc:
         print(f"prober audit summarize: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     summary = summarize(families, evidence=evidence, spans=spans, max_line_bytes=max_line_bytes)
     summary.notes[:0] = notes
     print(render_table(summary), file=stdout)
@@ -61,11 +59,11 @@ def summarize_command(
         written = write_outputs(summary, out, junit=junit)
     except OSError as exc:
         print(f"prober audit summarize: cannot write to {out}: {exc.strerror}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     for path in written:
         print(f"wrote {path}", file=stdout)
     late = sum(summary.late_by_apiserver.values())
-    return EXIT_VERDICT_FAILED if check and late else EXIT_OK
+    return ExitCode.FAILED if check and late else ExitCode.OK
 
 
 def follow_command(
@@ -90,7 +88,7 @@ def follow_command(
         state = load_state(state_path)
     except (InputError, ListenError, StateError) as exc:
         print(f"prober audit follow: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if not families:
         # An empty directory today may get its audit.log tomorrow: follow that.
         families = [family_of(directory / "audit.log", node, explicit=False)]
@@ -109,9 +107,9 @@ def follow_command(
         asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
     except ListenError as exc:
         print(f"prober audit follow: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     print(f"wrote {state_path}", file=sys.stdout)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _interval(text: str) -> float:

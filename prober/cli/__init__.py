@@ -14,11 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from prober import __version__
-
-EXIT_OK = 0
-EXIT_VERDICT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process that SIGPIPE ended
+from prober.common.exits import ExitCode
 
 # Command modules, in the order `--help` lists them.
 COMMANDS: tuple[str, ...] = ("run", "lab", "analyze", "thresholds", "recommend", "audit")
@@ -47,14 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     try:
         code: int = handler(args)
     except BrokenPipeError:
         # `prober analyze ... | head`: the reader left. Exit as a process killed by SIGPIPE
         # would, without a traceback, and keep Python from failing again on flushing stdout.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+        return ExitCode.BROKEN_PIPE
     return code
 
 

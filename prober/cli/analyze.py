@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.report.analyze import analyze_command
+from prober.report.commands import analyze_command
 
 EXAMPLE = """\
 examples:

@@ -88,7 +88,7 @@ def _platforms(text: str, known: list[str]) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from prober.lab.command import default_out, lab_command  # noqa: PLC0415
+    from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
     from prober.lab.run import LabOptions  # noqa: PLC0415
 
     options = LabOptions(

@@ -84,14 +84,14 @@ def register(subparsers: Any) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     # Imported on use: the daemon's libraries would slow every other `prober` command.
-    from prober.daemon.main import run  # noqa: PLC0415
+    from prober.daemon.commands import run_command  # noqa: PLC0415
 
     flags: dict[str, object] = {key: getattr(args, key) for _, key, _ in _VALUE_FLAGS + _SWITCHES}
     if args.labels:
         flags["labels"] = ",".join(args.labels)
     if args.targets:
         flags["targets"] = [_target(text) for text in args.targets]
-    return run(args.config, flags)
+    return run_command(args.config, flags)
 
 
 def _target(text: str) -> object:

@@ -8,22 +8,20 @@ several daemons, or a daemon restarted onto the same file) write into OUT/<run i
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from prober import __version__
-from prober.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VERDICT_FAILED, BadInput
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.summary import build_summary, write_json
 from prober.report.tables import bounded, seconds, table
-from prober.report.thresholds import Thresholds, load_thresholds
+from prober.report.thresholds import Thresholds
 from prober.report.verdicts import Status, Verdict, judge
 
 
@@ -162,42 +160,3 @@ def describe(analysis: RunAnalysis) -> list[str]:
         if verdict.status is Status.FAILED:
             lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
     return lines
-
-
-def analyze_command(
-    paths: Sequence[Path],
-    *,
-    platform: str | None,
-    thresholds_path: Path | None,
-    out: Path,
-    skip_bad_lines: bool,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        thresholds = load_thresholds(thresholds_path) if thresholds_path else None
-        analyses, stats = analyze_runs(
-            paths, platform=platform, thresholds=thresholds, skip_bad_lines=skip_bad_lines
-        )
-        written = []
-        for analysis in analyses:
-            target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
-            written += write_outputs(analysis, stats, target)
-    except BadInput as exc:
-        print(f"prober analyze: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
-    if stats.skipped:
-        print(
-            f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "
-            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)",
-            file=stderr,
-        )
-    for analysis in analyses:
-        for warning in analysis.warnings:
-            print(f"warning: {warning}", file=stderr)
-        print("\n".join(describe(analysis)), file=stdout)
-        print(file=stdout)
-    for path in written:
-        print(f"wrote {path}", file=stdout)
-    return EXIT_VERDICT_FAILED if any(a.failed for a in analyses) else EXIT_OK

@@ -1,4 +1,5 @@
-"""`prober thresholds` and `prober recommend`: what they read, print and write."""
+"""The report layer's commands (`prober analyze`, `thresholds`, `recommend`): what they read,
+print and write, and their exit codes. The work is in the modules they call."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from prober.report.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VERDICT_FAILED, BadInput
+from prober.common.exits import ExitCode
+from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
+from prober.report.errors import BadInput
 from prober.report.html_dashboard import render_dashboard
 from prober.report.recommend import Part, recommend
 from prober.report.regression import Regression, check_regression
@@ -50,6 +53,45 @@ def load_facts(args: Sequence[Path], stderr: TextIO) -> list[RunFacts]:
     return facts
 
 
+def analyze_command(
+    paths: Sequence[Path],
+    *,
+    platform: str | None,
+    thresholds_path: Path | None,
+    out: Path,
+    skip_bad_lines: bool,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        thresholds = load_thresholds(thresholds_path) if thresholds_path else None
+        analyses, stats = analyze_runs(
+            paths, platform=platform, thresholds=thresholds, skip_bad_lines=skip_bad_lines
+        )
+        written = []
+        for analysis in analyses:
+            target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+            written += write_outputs(analysis, stats, target)
+    except BadInput as exc:
+        print(f"prober analyze: {exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    if stats.skipped:
+        print(
+            f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "
+            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)",
+            file=stderr,
+        )
+    for analysis in analyses:
+        for warning in analysis.warnings:
+            print(f"warning: {warning}", file=stderr)
+        print("\n".join(describe(analysis)), file=stdout)
+        print(file=stdout)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return ExitCode.FAILED if any(a.failed for a in analyses) else ExitCode.OK
+
+
 def thresholds_command(
     summaries: Sequence[Path],
     *,
@@ -71,7 +113,7 @@ def thresholds_command(
         html_path.write_text(render_dashboard(entries, len(facts), len(facts)), encoding="utf-8")
     except BadInput as exc:
         print(f"prober thresholds: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     rows = [
         [
             e.platform,
@@ -103,7 +145,7 @@ def thresholds_command(
     ]
     print("\n".join(table(headers, rows)), file=stdout)
     print(f"\nwrote {json_path}\nwrote {html_path}", file=stdout)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def check_command(
@@ -126,7 +168,7 @@ def check_command(
         write_json(path, _regression_document(results, quantile, alpha, len(facts)))
     except BadInput as exc:
         print(f"prober thresholds: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     rows = []
     for r in results:
         test = r.test
@@ -158,7 +200,7 @@ def check_command(
             f"warning: {history}: no usable history for these runs: nothing was tested", file=stderr
         )
     print(f"\nwrote {path}", file=stdout)
-    return EXIT_VERDICT_FAILED if any(r.regressed for r in results) else EXIT_OK
+    return ExitCode.FAILED if any(r.regressed for r in results) else ExitCode.OK
 
 
 def _regression_document(
@@ -218,7 +260,7 @@ def recommend_command(
             write_json(written, _recommend_document(found, buffer))
     except BadInput as exc:
         print(f"prober recommend: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     rows = [
         [
             r.platform,
@@ -248,7 +290,7 @@ def recommend_command(
         print(f"{r.platform}: {r.why}", file=stdout)
     if written is not None:
         print(f"\nwrote {written}", file=stdout)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _p99(part: Part | None) -> str:

@@ -1,10 +1,6 @@
-"""The one error the report layer raises for input it cannot use, and the exit codes."""
+"""The one error the report layer raises for input it cannot use."""
 
 from __future__ import annotations
-
-EXIT_OK = 0
-EXIT_VERDICT_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 
 class BadInput(Exception):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from prober.cli import COMMANDS, EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, build_parser, main
+from prober.cli import COMMANDS, build_parser, main
+from prober.common.exits import ExitCode
 
 
 def test_every_command_has_help_with_an_example() -> None:
@@ -16,7 +17,7 @@ def test_every_command_has_help_with_an_example() -> None:
 
 
 def test_no_command_is_bad_usage(capsys) -> None:
-    assert main([]) == EXIT_BAD_INPUT
+    assert main([]) == ExitCode.BAD_INPUT
     assert "COMMAND" in capsys.readouterr().err
 
 
@@ -45,4 +46,4 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
     proc.stdout.close()
     _, err = proc.communicate(timeout=30)
     assert b"Traceback" not in err, err.decode()
-    assert proc.returncode == EXIT_BROKEN_PIPE
+    assert proc.returncode == ExitCode.BROKEN_PIPE

@@ -271,7 +271,7 @@ def _loaded(objects: list[Obj], tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         captured.update(path=config_path, flags=flags)
         return 0
 
-    monkeypatch.setattr("prober.daemon.main.run", daemon)
+    monkeypatch.setattr("prober.daemon.commands.run_command", daemon)
     assert args.handler(args) == 0
     config = load_config(str(config_file), env=env, flags=captured["flags"])
     assert Path(config.event_log or "").parent == Path(mounts["event-log"])

@@ -14,7 +14,7 @@ from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import LB, Window
 from prober.daemon.app import Daemon
-from prober.daemon.main import discover
+from prober.daemon.commands import discover
 from prober.k8s.cluster import ClusterAccess, Infrastructure
 from prober.k8s.discovery import HostDecoder, discover_targets
 from prober.k8s.errors import ClusterError

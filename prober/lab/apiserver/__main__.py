@@ -14,10 +14,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from prober.common.exits import ExitCode
 from prober.lab.apiserver.options import ApiServerOptions, OptionsError, options_from_args
 from prober.lab.apiserver.server import ApiServer
-
-EXIT_OK, EXIT_KILLED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 async def serve(options: ApiServerOptions) -> int:
@@ -26,12 +25,12 @@ async def serve(options: ApiServerOptions) -> int:
         ports = await server.start()
     except OSError as error:
         raise OptionsError(f"--port {options.port}: cannot listen ({error.strerror})") from None
-    code = EXIT_OK
+    code = ExitCode.OK
 
     def on_signal(name: str) -> None:
         nonlocal code
         if not server.begin_shutdown(name):
-            code = EXIT_KILLED
+            code = ExitCode.FAILED
             asyncio.get_running_loop().create_task(server.kill(), name="apiserver kill")
 
     loop = asyncio.get_running_loop()
@@ -50,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = options_from_args(argv)
     except OptionsError as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
@@ -58,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(serve(options))
     except OptionsError as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from prober.common.exits import ExitCode
 from prober.config import Config, ConfigError, load_config, with_discovered
 from prober.daemon.app import Daemon, DaemonError
 from prober.daemon.logs import configure_logging
@@ -19,10 +20,8 @@ from prober.k8s.errors import ClusterError
 if TYPE_CHECKING:
     from prober.k8s.discovery import HostDecoder
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
-
-def run(config_path: str | None, flags: Mapping[str, object]) -> int:
+def run_command(config_path: str | None, flags: Mapping[str, object]) -> int:
     try:
         config = load_config(config_path, flags=flags)
     except ConfigError as exc:
@@ -80,4 +79,4 @@ def _runner(name: str) -> Callable[[Coroutine[Any, Any, int]], int]:
 
 def _fail(message: str) -> int:
     print(f"prober run: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
+    return ExitCode.BAD_INPUT

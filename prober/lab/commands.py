@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from prober.common.exits import ExitCode
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.processes import ProcessError
@@ -20,9 +21,6 @@ from prober.lab.truth import TruthError
 from prober.report.analyze import describe
 from prober.report.errors import BadInput
 from prober.report.tables import seconds, table
-
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process that SIGINT ended
 
 
 def default_out() -> Path:
@@ -59,17 +57,17 @@ def lab_command(
                 )
             except (LabError, ProcessError, BadInput, TruthError, OSError) as exc:
                 print(f"prober lab: {exc}", file=stderr)
-                return EXIT_BAD_INPUT
+                return ExitCode.BAD_INPUT
             except KeyboardInterrupt:
                 print(
                     f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr
                 )
-                return EXIT_INTERRUPTED
+                return ExitCode.INTERRUPTED
             report(result, stdout)
             failed = failed or bool(result.problems)
     if check and failed:
-        return EXIT_CHECK_FAILED
-    return EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def _printer(stdout: TextIO) -> Any:
