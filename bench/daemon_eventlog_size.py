@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from prober.common.segments import segment_paths
 from prober.config.model import Config
 from prober.core.eventlog import encode
 from prober.core.header import ShutdownHeader
@@ -36,7 +37,7 @@ from prober.core.models import (
     StreamId,
     rfc3339,
 )
-from prober.daemon.eventlog import EventLogWriter, segment_paths
+from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.pipeline import Pipeline
 
 HOSTS = ("apiserver-aaaaaaaaaaaaaaaaaaaaaaaaaa", "apiserver-bbbbbbbbbbbbbbbbbbbbbbbbbb")

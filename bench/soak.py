@@ -59,9 +59,9 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from prober.common.segments import read_lines, segment_paths  # noqa: E402
 from prober.core.eventlog import EventLogReader  # noqa: E402
 from prober.core.models import LB, Sample, Summary  # noqa: E402
-from prober.daemon.eventlog import read_lines, segment_paths  # noqa: E402
 from prober.lab.cluster import LabCluster  # noqa: E402
 from prober.lab.platforms import PLATFORMS  # noqa: E402
 from prober.lab.processes import ManagedProcess, ProcessGroup  # noqa: E402

@@ -11,15 +11,15 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prober.audit.files import InputError
+from prober.common.segments import NoSuchLog, NotARegularFile, SegmentLines, log_files
 from prober.core.eventlog import EventLogError, EventLogReader
 from prober.core.models import RunRecord, Sample, Window, parse_rfc3339
 
@@ -66,22 +66,16 @@ class ProberEvidence:
 
 
 def segments(path: Path) -> list[Path]:
-    """`PATH.000001.gz`, `PATH.000002.gz`, ... then `PATH`: the daemon's rotation order. A
-    plain `PATH.NNNNNN` is a segment the daemon had not finished compressing; when both
-    exist the `.gz` is complete (it is renamed into place before the plain one goes)."""
-    pattern = re.compile(re.escape(path.name) + r"\.(\d{6})(\.gz)?")
-    found: dict[int, Path] = {}
-    if path.parent.is_dir():
-        for child in path.parent.iterdir():
-            match = pattern.fullmatch(child.name)
-            if match and (int(match[1]) not in found or match[2]):
-                found[int(match[1])] = child
-    ordered = [found[number] for number in sorted(found)]
-    if path.is_file():
-        ordered.append(path)
-    if not ordered:
-        raise InputError(f"{path}: no such event log (nor rotated segments {path.name}.NNNNNN.gz)")
-    return ordered
+    """`PATH.000001.gz`, `PATH.000002.gz`, ... then `PATH`: the daemon's rotation order (see
+    `prober.common.segments`). Raises `InputError`."""
+    try:
+        return log_files(path)
+    except NotARegularFile:
+        raise InputError(f"{path}: not a regular file") from None
+    except NoSuchLog:
+        raise InputError(
+            f"{path}: no such event log (nor rotated segments {path.name}.NNNNNN.gz)"
+        ) from None
 
 
 def read_prober_logs(paths: Iterable[Path]) -> ProberEvidence:
@@ -114,33 +108,31 @@ class _RunClock:
 
 def _read_segment(path: Path, evidence: ProberEvidence, clock: _RunClock) -> None:
     evidence.files.append(str(path))
+    lines = SegmentLines(path)
     try:
-        with _open_text(path) as lines:
-            reader = EventLogReader(lines, source=str(path))
-            for record in reader:
-                evidence.records += 1
-                if isinstance(record, RunRecord):
-                    clock.from_run, clock.from_sample = parse_rfc3339(record.ts), None
-                elif isinstance(record, Sample):
-                    _add_sample(record, evidence)
-                    if clock.from_sample is None:
-                        clock.from_sample = parse_rfc3339(record.ts) - record.t
-                elif isinstance(record, Window) and clock.offset is not None:
-                    evidence.spans.append(_window_span(record, clock.offset))
+        reader = EventLogReader(lines, source=str(path))
+        for record in reader:
+            evidence.records += 1
+            if isinstance(record, RunRecord):
+                clock.from_run, clock.from_sample = parse_rfc3339(record.ts), None
+            elif isinstance(record, Sample):
+                _add_sample(record, evidence)
+                if clock.from_sample is None:
+                    clock.from_sample = parse_rfc3339(record.ts) - record.t
+            elif isinstance(record, Window) and clock.offset is not None:
+                evidence.spans.append(_window_span(record, clock.offset))
     except EventLogError as exc:
         raise InputError(str(exc)) from None
     except ValueError as exc:
         raise InputError(f"{path}: {exc}") from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except zlib.error as exc:
+        raise InputError(f"{path}: damaged gzip data: {exc}") from None
+    except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
     evidence.skipped += reader.skipped
     evidence.problems.extend(reader.problems)
-
-
-def _open_text(path: Path) -> Any:
-    with path.open("rb") as probe:
-        compressed = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if compressed else path.open("rb")
+    if lines.truncated:
+        evidence.problems.append(f"{path}: gzip data ends early")
 
 
 def _add_sample(sample: Sample, evidence: ProberEvidence) -> None:

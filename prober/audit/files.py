@@ -9,22 +9,20 @@ its rotations, read oldest first.
 
 from __future__ import annotations
 
-import io
 import os
 import re
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from prober.audit.event import TOO_LONG, BadReason, LateRequest, Line, Scanner, ScanStats
+from prober.common.segments import CHUNK_BYTES, READ_ERRORS, open_binary
+
+# Reading a file plain or gzip (by its magic) is `prober.common.segments`, shared with the
+# event-log readers. Any of READ_ERRORS means
+# "this file stops decoding here": counted as one unreadable line.
 
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
-CHUNK_BYTES = 1024 * 1024
-GZIP_MAGIC = b"\x1f\x8b"
-# Errors that mean "this file stops decoding here": counted as one unreadable line.
-READ_ERRORS = (OSError, EOFError, zlib.error)
 
 _NAME = re.compile(
     r"(?P<prefix>(?:.+-)?)audit"
@@ -141,71 +139,6 @@ def family_of(path: Path, node: str | None, *, explicit: bool) -> Family:
     prefix = match["prefix"]
     only = frozenset({path.name}) if explicit else None
     return Family(node or prefix.removesuffix("-") or directory.name, directory, prefix, only)
-
-
-def open_binary(path: Path) -> BinaryIO:
-    """The file's bytes, decompressed when it is gzip (by its magic, not its name)."""
-    raw = path.open("rb")
-    try:
-        magic = raw.read(2)
-        raw.seek(0)
-    except OSError:
-        raw.close()
-        raise
-    return GzipStream(raw) if magic == GZIP_MAGIC else raw  # type: ignore[return-value]
-
-
-class GzipStream(io.RawIOBase):
-    """A forward-only gzip reader that hands out everything it decoded before an error.
-
-    `gzip.GzipFile` drops the data of a `read` that meets a cut-off stream; a CI artifact
-    cut off in the middle of its upload still holds good lines, so this one keeps them and
-    raises on the next read. Concatenated members are read in turn, as gzip does."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._inflate = zlib.decompressobj(wbits=31)
-        self._buffer = b""
-        self._position = 0
-        self._ended = False
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        while not self._ended and (size < 0 or len(self._buffer) < size):
-            self._fill()
-        if not self._buffer and self._ended and not self._inflate.eof:
-            raise EOFError("compressed file ended before the end-of-stream marker")
-        take = len(self._buffer) if size < 0 else size
-        data, self._buffer = self._buffer[:take], self._buffer[take:]
-        self._position += len(data)
-        return data
-
-    def _fill(self) -> None:
-        compressed = self._raw.read(CHUNK_BYTES)
-        if not compressed:
-            self._ended = True
-            return
-        while compressed:
-            if self._inflate.eof:  # the next member of a concatenated gzip
-                self._inflate = zlib.decompressobj(wbits=31)
-            self._buffer += self._inflate.decompress(compressed)
-            compressed = self._inflate.unused_data
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence != io.SEEK_SET or offset < self._position:
-            raise OSError("a gzip stream only seeks forward from its start")
-        while self._position < offset and self.read(min(CHUNK_BYTES, offset - self._position)):
-            pass
-        return self._position
-
-    def tell(self) -> int:
-        return self._position
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
 
 
 class LineSplitter:

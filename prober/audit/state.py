@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prober.audit.event import ScanStats
-from prober.audit.files import READ_ERRORS, open_binary
+from prober.common.segments import READ_ERRORS, open_binary
 
 STATE_VERSION = 1
 FINGERPRINT_BYTES = 4096

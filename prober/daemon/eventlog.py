@@ -5,7 +5,8 @@ closed, a new PATH is started with the `run` record again, and a background thre
 segment to `PATH.000001.gz` (written as `.gz.part`, renamed when complete, then the plain
 segment is removed). Readers read the segments in number order, then PATH; a plain
 `PATH.NNNNNN` only exists if the daemon died while compressing it or the disk had no room for
-the gzip, and is read the same way.
+the gzip, and is read the same way. The names and the reading are `prober.common.segments`,
+which every reader shares.
 
 A disk that fills up or a file that cannot be written must not cost the run its metrics or
 tear the log: each record is written whole or not at all (a partial write is cut off again),
@@ -23,38 +24,26 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
-import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from io import FileIO
 from pathlib import Path
 
 import structlog
 
+from prober.common.segments import segment_path, segment_paths
 from prober.core.eventlog import EventLogError, encode
 from prober.core.models import Interval, PaceChange, Record, RunRecord, Sample, Summary, Window
+
+# `read_lines` and `segment_paths` are the reading side of this file format; they live in
+# `prober.common.segments`, shared with the reports and the audit commands.
 
 log = structlog.get_logger("prober.eventlog")
 
 RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this often
-
-
-def segment_paths(path: str | Path) -> list[Path]:
-    """This log's rotated segments, oldest first (compressed or not), without PATH itself."""
-    base = Path(path)
-    pattern = re.compile(re.escape(base.name) + r"\.(\d{6})(\.gz)?$")
-    found: dict[int, Path] = {}
-    if base.parent.is_dir():
-        for entry in base.parent.iterdir():
-            match = pattern.match(entry.name)
-            if match:
-                number = int(match[1])
-                if number not in found or match[2]:  # prefer the finished .gz
-                    found[number] = entry
-    return [found[n] for n in sorted(found)]
 
 
 class EventLogWriter:
@@ -115,9 +104,9 @@ class EventLogWriter:
         if self._file is None:
             self._drop(record, problem)
             return
-        problem = self._append(data)
-        if problem is not None:
-            self._drop(record, problem)
+        failed = self._append(data)
+        if failed is not None:
+            self._drop(record, failed)
             return
         self.records += 1
         if self._failure is not None:
@@ -202,7 +191,7 @@ class EventLogWriter:
 
     def _rotate(self) -> None:
         assert self._file is not None
-        plain = self.path.with_name(f"{self.path.name}.{self._segments + 1:06d}")
+        plain = segment_path(self.path, self._segments + 1)
         try:
             os.replace(self.path, plain)  # the open file follows it
         except OSError as exc:
@@ -269,13 +258,3 @@ def _compress(plain: Path) -> str | None:
         return exc.strerror or str(exc)
     os.unlink(plain)
     return None
-
-
-def read_lines(path: str | Path) -> Iterator[bytes]:
-    """Every line of an event log in order: its segments by number, then PATH itself."""
-    for segment in [*segment_paths(path), Path(path)]:
-        if not segment.exists():
-            continue
-        opener = gzip.open if segment.suffix == ".gz" else open
-        with opener(segment, "rb") as stream:
-            yield from stream

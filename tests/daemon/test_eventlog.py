@@ -5,9 +5,10 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, decode
 from prober.core.models import RunRecord, StreamCounters, Summary
-from prober.daemon.eventlog import EventLogWriter, read_lines, segment_paths
+from prober.daemon.eventlog import EventLogWriter
 
 HEADER = RunRecord(
     "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, encode
 from prober.core.models import RunRecord, StreamCounters, Summary
 from prober.daemon import eventlog
-from prober.daemon.eventlog import EventLogWriter, read_lines, segment_paths
+from prober.daemon.eventlog import EventLogWriter
 from tests.support.mounts import fill, needs_root, small_tmpfs
 
 HEADER = RunRecord(

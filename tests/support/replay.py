@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from prober.common.segments import read_lines
 from prober.core.disruption import DisruptionTracker
 from prober.core.eventlog import EventLogReader
 from prober.core.models import Interval, Record, RunRecord, Sample, StreamId, Summary, Window
 from prober.core.shutdown import ShutdownTracker
-from prober.daemon.eventlog import read_lines
 
 
 @dataclass
