@@ -11,8 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from prober.audit.document import (
+    ApiserverEntry,
+    ArrivalFields,
+    AuditSummaryDocument,
+    FileEntry,
+    LateGroup,
+    ProberLate,
+    ProberSection,
+    WindowEntry,
+)
 from prober.audit.event import (
     LateRequest,
     Problems,
@@ -27,11 +37,11 @@ from prober.audit.files import DEFAULT_MAX_LINE_BYTES, Family, scan_file
 from prober.core.header import apiserver_id
 from prober.core.models import rfc3339
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
+# (apiserver, user_agent, source_ip, user, verb, resource)
 GroupKey = tuple[str, str | None, str | None, str | None, str | None, str | None]
-GROUP_FIELDS = ("apiserver", "user_agent", "source_ip", "user", "verb", "resource")
+# (apiserver, stream, lb, protocol, connection)
 ProberKey = tuple[str, str, str, str, str]
-PROBER_FIELDS = ("apiserver", "stream", "lb", "protocol", "connection")
 
 
 @dataclass
@@ -49,7 +59,7 @@ class Arrivals:
             self.first = when if self.first is None else min(self.first, when)
             self.last = when if self.last is None else max(self.last, when)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ArrivalFields:
         return {"count": self.count, "first": _ts(self.first), "last": _ts(self.last)}
 
 
@@ -75,14 +85,14 @@ class SpanTally:
     def holds(self, when: float) -> bool:
         return self.span.start <= when and (self.span.end is None or when <= self.span.end)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> WindowEntry:
         return {
             "apiserver": self.apiserver,
             "audited": self.audited,
             "source": self.span.source,
             "node": self.span.node,
             "host": self.span.host,
-            "start": _ts(self.span.start),
+            "start": rfc3339(self.span.start),
             "end": _ts(self.span.end),
             "requests": self.requests,
             "late": self.late,
@@ -165,33 +175,14 @@ class AuditSummary:
     def late_groups(self) -> list[tuple[GroupKey, Arrivals]]:
         return sorted(self.late.items(), key=lambda kv: (kv[0][0], -kv[1].count, _order(kv)))
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def to_json(self) -> AuditSummaryDocument:
+        body: AuditSummaryDocument = {
             "v": SCHEMA_VERSION,
-            "files": [
-                {
-                    "path": f.path,
-                    "apiserver": f.apiserver,
-                    "events": f.stats.events,
-                    "bad_lines": f.stats.bad_lines,
-                }
-                for f in self.files
-            ],
+            "files": [_file_entry(f) for f in self.files],
             "events": self.stats.events,
             "bad_lines": self.stats.bad_lines,
-            "late": [
-                dict(zip(GROUP_FIELDS, key, strict=True)) | arrivals.to_json()
-                for key, arrivals in self.late_groups()
-            ],
-            "apiservers": [
-                {
-                    "apiserver": name,
-                    "events": self.per_apiserver[name].events,
-                    "bad_lines": self.per_apiserver[name].bad_lines,
-                    "late": self.late_by_apiserver[name],
-                }
-                for name in self.apiservers
-            ],
+            "late": [_late_group(key, arrivals) for key, arrivals in self.late_groups()],
+            "apiservers": [self._apiserver_entry(name) for name in self.apiservers],
             "bad": dict(sorted(self.stats.bad.items())),
             "api_versions": dict(sorted(self.stats.api_versions.items())),
             "invalid_annotations": self.stats.invalid_annotations,
@@ -205,20 +196,58 @@ class AuditSummary:
             body["prober"] = self._prober_json(self.evidence)
         return body
 
-    def _prober_json(self, evidence: ProberEvidence) -> dict[str, Any]:
+    def _apiserver_entry(self, name: str) -> ApiserverEntry:
+        return {
+            "apiserver": name,
+            "events": self.per_apiserver[name].events,
+            "bad_lines": self.per_apiserver[name].bad_lines,
+            "late": self.late_by_apiserver[name],
+        }
+
+    def _prober_json(self, evidence: ProberEvidence) -> ProberSection:
         return {
             "event_logs": evidence.files,
             "records": evidence.records,
             "skipped_lines": evidence.skipped,
             "samples": evidence.samples_seen,
             "late_requests": sum(a.count for a in self.prober_late.values()),
-            "late": [
-                dict(zip(PROBER_FIELDS, key, strict=True))
-                | arrivals.to_json()
-                | {"failed": arrivals.failed}
-                for key, arrivals in sorted(self.prober_late.items())
-            ],
+            "late": [_prober_late(key, a) for key, a in sorted(self.prober_late.items())],
         }
+
+
+def _file_entry(f: FileReport) -> FileEntry:
+    return {
+        "path": f.path,
+        "apiserver": f.apiserver,
+        "events": f.stats.events,
+        "bad_lines": f.stats.bad_lines,
+    }
+
+
+def _late_group(key: GroupKey, arrivals: Arrivals) -> LateGroup:
+    apiserver, user_agent, source_ip, user, verb, resource = key
+    return {
+        "apiserver": apiserver,
+        "user_agent": user_agent,
+        "source_ip": source_ip,
+        "user": user,
+        "verb": verb,
+        "resource": resource,
+        **arrivals.to_json(),
+    }
+
+
+def _prober_late(key: ProberKey, arrivals: Arrivals) -> ProberLate:
+    apiserver, stream, lb, protocol, connection = key
+    return {
+        "apiserver": apiserver,
+        "stream": stream,
+        "lb": lb,
+        "protocol": protocol,
+        "connection": connection,
+        **arrivals.to_json(),
+        "failed": arrivals.failed,
+    }
 
 
 def _order(item: tuple[GroupKey, Arrivals]) -> tuple[str, ...]:

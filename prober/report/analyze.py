@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prober import __version__
+from prober.report.documents import SummaryDocument
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
@@ -29,7 +29,7 @@ from prober.report.verdicts import Status, Verdict, judge
 class RunAnalysis:
     log: RunLog
     replay: Replay
-    summary: dict[str, Any]
+    summary: SummaryDocument
     verdicts: list[Verdict]
     warnings: list[str]
 

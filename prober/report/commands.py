@@ -6,13 +6,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from prober.common.exits import ExitCode
 from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
+from prober.report.documents import (
+    RecommendationPart,
+    RecommendationsDocument,
+    RegressionDocument,
+)
 from prober.report.errors import BadInput
 from prober.report.html_dashboard import render_dashboard
-from prober.report.recommend import Part, recommend
+from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
 from prober.report.summary import RunFacts, key_name, load_run_facts, write_json
 from prober.report.tables import seconds, table
@@ -205,7 +210,7 @@ def check_command(
 
 def _regression_document(
     results: Sequence[Regression], quantile: str, alpha: float, runs: int
-) -> dict[str, Any]:
+) -> RegressionDocument:
     return {
         "v": 1,
         "test": "one-sided exact binomial test on exceedances of the historical quantile, Holm",
@@ -303,8 +308,8 @@ def _delay(part: Part | None) -> str:
     return "-" if part is None else f"{part.delay:.0f} s"
 
 
-def _recommend_document(found: Sequence[Any], buffer: float) -> dict[str, Any]:
-    def part(p: Part | None) -> dict[str, Any] | None:
+def _recommend_document(found: Sequence[Recommendation], buffer: float) -> RecommendationsDocument:
+    def part(p: Part | None) -> RecommendationPart | None:
         if p is None:
             return None
         e = p.entry

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
+from prober.report.documents import SummaryDocument
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
 from prober.report.runs import ReadStats, RunLog
@@ -52,7 +52,7 @@ zoom.addEventListener("change", () => {
 class RunReport:
     log: RunLog
     replay: Replay
-    summary: dict[str, Any]
+    summary: SummaryDocument
     verdicts: Sequence[Verdict]
     warnings: Sequence[str]
     stats: ReadStats
@@ -63,7 +63,7 @@ def render_run_report(report: RunReport) -> str:
     colours: dict[str, str] = {}
     for w in report.replay.windows:
         colours.setdefault(w.host, HOST_COLOURS[len(colours) % len(HOST_COLOURS)])
-    samples = sum(s["samples"] for s in _list(report.summary, "streams"))
+    samples = sum(s["samples"] for s in report.summary["streams"])
     meta = (
         f"run <b>{esc(run.run_id)}</b> · platform <b>{esc(report.summary['platform'])}</b> · "
         f"started {esc(run.ts)} · {report.replay.end_t:.1f} s long · {samples} requests · "
@@ -90,14 +90,9 @@ def render_run_report(report: RunReport) -> str:
     return page(f"prober report: run {run.run_id}", "\n".join(body), _SCRIPT)
 
 
-def _list(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    value: list[dict[str, Any]] = doc[name]
-    return value
-
-
-def _verdict_table(verdicts: Sequence[Verdict], summary: dict[str, Any]) -> str:
+def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str:
     rows = []
-    for worst in _list(summary, "worst"):
+    for worst in summary["worst"]:
         key = (worst["lb"], worst["protocol"], worst["connection"])
         routing = [v for v in verdicts if v.stream is None and v.key == key]
         available = [v for v in verdicts if v.stream is not None and v.key == key]
@@ -205,7 +200,7 @@ def _figure(
 def _marks(report: RunReport) -> dict[str, StreamMarks]:
     marks = {
         name: StreamMarks(StreamId.parse(name))
-        for name in [s["stream"] for s in _list(report.summary, "streams")]
+        for name in [s["stream"] for s in report.summary["streams"]]
     }
     for sample in report.log.samples:
         m = marks.get(sample.stream)
@@ -293,7 +288,7 @@ def _notes(report: RunReport) -> str:
         )
     if report.replay.stragglers:
         notes.append(f"{report.replay.stragglers} late answers arrived after their window closed")
-    for stream in _list(report.summary, "streams"):
+    for stream in report.summary["streams"]:
         resent = stream.get("retried") or {}
         if resent:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(resent.items()))

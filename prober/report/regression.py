@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from prober.report.documents import Metric
 from prober.report.summary import Key, RunFacts
 from prober.report.thresholds import Entry, Thresholds, run_values
 
@@ -91,7 +92,7 @@ class Regression:
 
     platform: str
     key: Key
-    metric: str
+    metric: Metric
     test: Exceedance | None
     history: str  # which history was used, or why none was
     regressed: bool = False
@@ -105,7 +106,7 @@ def check_regression(
     alpha: float = DEFAULT_ALPHA,
 ) -> list[Regression]:
     q = QUANTILES[quantile]
-    values: dict[tuple[str, Key, str], list[float]] = defaultdict(list)
+    values: dict[tuple[str, Key, Metric], list[float]] = defaultdict(list)
     for facts in recent:
         for key, metric, value in run_values(facts):
             values[(facts.platform.lower(), key, metric)].append(value)

@@ -27,7 +27,8 @@ to the history (`thresholds`), which uses the point values only.
 transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
 that failed too is the failure it met.
 
-Schema v1 is v2 without the bound fields; the reader here accepts both.
+Schema v1 is v2 without the bound fields; the reader here accepts both. The shape as types,
+checked wherever a summary is built or read: `documents.SummaryDocument`.
 """
 
 from __future__ import annotations
@@ -35,16 +36,28 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Final, TypeVar, cast
 
-from prober.core.models import LB, Connection, Protocol, StreamId
+from prober.core.models import LB, Connection, Interval, Protocol, StreamId, Window
+from prober.report.documents import (
+    Document,
+    IntervalEntry,
+    KeyFields,
+    StreamEntry,
+    StreamFields,
+    SummaryDocument,
+    WindowEntry,
+    WindowStreamEntry,
+    WorstEntry,
+)
 from prober.report.errors import BadInput
 from prober.report.replay import Replay
 from prober.report.runs import RunLog
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION: Final = 2
 KNOWN_VERSIONS = (1, 2)  # v1: no bounds
 
 Key = tuple[LB, Protocol, Connection]
@@ -56,7 +69,7 @@ def key_name(key: Key) -> str:
     return f"{lb}/{protocol}/{connection}"
 
 
-def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str, Any], list[str]]:
+def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDocument, list[str]]:
     """The summary of a replayed run, and warnings about what it could not count."""
     streams = _stream_ids(log, result)
     samples, warnings = _sample_counts(log, streams)
@@ -67,58 +80,18 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
     seconds: dict[str, float] = defaultdict(float)
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
-    stream_entries = [
+    stream_entries: list[StreamEntry] = [
         {
             **_ids(s),
             "samples": samples[s.name],
             "retried": dict(sorted(retried[s.name].items())),
             "disruption_seconds": seconds[s.name],
-            "intervals": [
-                {
-                    "start_t": i.start_t,
-                    "end_t": i.end_t,
-                    "start_lo": i.start_lo,
-                    "start_hi": i.start_hi,
-                    "end_lo": i.end_lo,
-                    "end_hi": i.end_hi,
-                    "start_ts": i.start_ts,
-                    "end_ts": i.end_ts,
-                    "error": i.error.value,
-                    "detail": i.detail,
-                    "samples": i.samples,
-                }
-                for i in result.intervals
-                if i.stream == s.name
-            ],
+            "intervals": [_interval(i) for i in result.intervals if i.stream == s.name],
         }
         for s in streams
     ]
-    windows = [
-        {
-            "host": w.host,
-            "node": w.node,
-            "delay": w.delay,
-            "t0": w.t0,
-            "t0_lo": w.t0_lo,
-            "t0_hi": w.t0_hi,
-            "closed_by": w.closed_by.value,
-            "streams": [
-                {
-                    **_ids(StreamId.parse(ws.stream)),
-                    "late": ws.late,
-                    "max_elapsed": ws.max_elapsed,
-                    "reaction": ws.reaction,
-                    "reaction_lo": ws.reaction_lo,
-                    "reaction_hi": ws.reaction_hi,
-                    "bound_by": ws.bound_by,
-                    "failures": ws.failures,
-                }
-                for ws in w.streams
-            ],
-        }
-        for w in result.windows
-    ]
-    summary = {
+    windows = [_window(w) for w in result.windows]
+    summary: SummaryDocument = {
         "v": SUMMARY_VERSION,
         "run_id": log.run.run_id,
         "platform": platform,
@@ -129,7 +102,48 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[dict[str,
     return summary, warnings
 
 
-def _ids(stream: StreamId) -> dict[str, str]:
+def _interval(i: Interval) -> IntervalEntry:
+    return {
+        "start_t": i.start_t,
+        "end_t": i.end_t,
+        "start_lo": i.start_lo,
+        "start_hi": i.start_hi,
+        "end_lo": i.end_lo,
+        "end_hi": i.end_hi,
+        "start_ts": i.start_ts,
+        "end_ts": i.end_ts,
+        "error": i.error.value,
+        "detail": i.detail,
+        "samples": i.samples,
+    }
+
+
+def _window(w: Window) -> WindowEntry:
+    return {
+        "host": w.host,
+        "node": w.node,
+        "delay": w.delay,
+        "t0": w.t0,
+        "t0_lo": w.t0_lo,
+        "t0_hi": w.t0_hi,
+        "closed_by": w.closed_by.value,
+        "streams": [
+            {
+                **_ids(StreamId.parse(ws.stream)),
+                "late": ws.late,
+                "max_elapsed": ws.max_elapsed,
+                "reaction": ws.reaction,
+                "reaction_lo": ws.reaction_lo,
+                "reaction_hi": ws.reaction_hi,
+                "bound_by": ws.bound_by,
+                "failures": ws.failures,
+            }
+            for ws in w.streams
+        ],
+    }
+
+
+def _ids(stream: StreamId) -> StreamFields:
     return {
         "stream": stream.name,
         "lb": stream.lb.value,
@@ -169,11 +183,11 @@ def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int]
 
 
 def _worst(
-    streams: list[StreamId], windows: list[dict[str, Any]], seconds: dict[str, float]
-) -> list[dict[str, Any]]:
+    streams: list[StreamId], windows: list[WindowEntry], seconds: dict[str, float]
+) -> list[WorstEntry]:
     # The window stream entry with the largest reaction per key: its bound goes with it.
     # Strictly larger replaces, so a tie keeps the first, as the routing verdict does.
-    reaction: dict[Key, dict[str, Any] | None] = {}
+    reaction: dict[Key, tuple[float, WindowStreamEntry] | None] = {}
     disruption: dict[Key, float] = {}
     for s in streams:
         key = (s.lb, s.protocol, s.connection)
@@ -181,30 +195,35 @@ def _worst(
         disruption[key] = max(disruption.get(key, 0.0), seconds[s.name])
     for window in windows:
         for ws in window["streams"]:
-            key = (LB(ws["lb"]), Protocol(ws["protocol"]), Connection(ws["connection"]))
+            key = entry_key(ws)
             current = reaction.get(key)
-            if ws["reaction"] is not None and (
-                current is None or ws["reaction"] > current["reaction"]
-            ):
-                reaction[key] = ws
-    out = []
-    for key, ws in reaction.items():
-        worst = ws or {}  # no late request on any window: no reaction, no bound
+            value = ws["reaction"]
+            if value is not None and (current is None or value > current[0]):
+                reaction[key] = (value, ws)
+    out: list[WorstEntry] = []
+    for key, found in reaction.items():
+        # No late request on any window: no reaction, no bound.
+        worst = found[1] if found is not None else None
         out.append(
             {
                 "lb": key[0].value,
                 "protocol": key[1].value,
                 "connection": key[2].value,
-                "reaction": worst.get("reaction"),
-                "reaction_lo": worst.get("reaction_lo"),
-                "reaction_hi": worst.get("reaction_hi"),
+                "reaction": worst["reaction"] if worst else None,
+                "reaction_lo": worst.get("reaction_lo") if worst else None,
+                "reaction_hi": worst.get("reaction_hi") if worst else None,
                 "disruption_seconds": disruption.get(key, 0.0),
             }
         )
     return out
 
 
-def write_json(path: Path, document: dict[str, Any]) -> None:
+def entry_key(entry: KeyFields) -> Key:
+    """The key of a document entry this process wrote: its values are the enums'."""
+    return LB(entry["lb"]), Protocol(entry["protocol"]), Connection(entry["connection"])
+
+
+def write_json(path: Path, document: Document) -> None:
     path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
@@ -237,20 +256,10 @@ def load_run_facts(path: Path) -> RunFacts:
     doc = read_json(path)
     version = summary_version(path, doc)
     windows = _field(path, doc, "windows", list)
-    worst = []
-    for i, entry in enumerate(_field(path, doc, "worst", list)):
-        where = f"worst[{i}]"
-        if not isinstance(entry, dict):
-            raise BadInput(f"{path}: {where}: expected an object")
-        key = parse_key(entry, f"{path}: {where}")
-        reaction = _number(path, entry, "reaction", where, optional=True)
-        seconds = _number(path, entry, "disruption_seconds", where, optional=False)
-        assert seconds is not None
-        lo = hi = None
-        if version >= 2:
-            lo = _number(path, entry, "reaction_lo", where, optional=True)
-            hi = _number(path, entry, "reaction_hi", where, optional=True)
-        worst.append(WorstOfRun(key, reaction, seconds, lo, hi))
+    worst = [
+        _worst_of_run(path, f"worst[{i}]", entry, version)
+        for i, entry in enumerate(_field(path, doc, "worst", list))
+    ]
     return RunFacts(
         source=str(path),
         run_id=_field(path, doc, "run_id", str),
@@ -260,7 +269,34 @@ def load_run_facts(path: Path) -> RunFacts:
     )
 
 
-def summary_version(path: Path, doc: dict[str, Any]) -> int:
+def _worst_of_run(path: Path, where: str, raw: object, version: int) -> WorstOfRun:
+    if not isinstance(raw, dict):
+        raise BadInput(f"{path}: {where}: expected an object")
+    key = parse_key(raw, f"{path}: {where}")
+    _check_number(path, raw, "reaction", where, optional=True)
+    _check_number(path, raw, "disruption_seconds", where, optional=False)
+    bounded = version >= 2  # a v1 summary has no bound, and whatever it holds there is unread
+    if bounded:
+        _check_number(path, raw, "reaction_lo", where, optional=True)
+        _check_number(path, raw, "reaction_hi", where, optional=True)
+    # Untrusted JSON is typed only here, after every key read below was checked above: the
+    # cast then states what the checks proved, and the reads that follow are checked by name.
+    entry = cast(WorstEntry, raw)
+    return WorstOfRun(
+        key,
+        _float(entry["reaction"]),
+        float(entry["disruption_seconds"]),
+        _float(entry["reaction_lo"]) if bounded else None,
+        _float(entry["reaction_hi"]) if bounded else None,
+    )
+
+
+def _float(value: float | None) -> float | None:
+    # JSON may spell 5.0 as 5: what is computed from it must not print differently.
+    return None if value is None else float(value)
+
+
+def summary_version(path: Path, doc: Mapping[str, object]) -> int:
     """The schema version of a summary this reader knows, or BadInput naming it."""
     version = doc.get("v")
     if type(version) is not int or version not in KNOWN_VERSIONS:  # not True, not 2.0
@@ -269,7 +305,7 @@ def summary_version(path: Path, doc: dict[str, Any]) -> int:
     return version
 
 
-def parse_key(entry: dict[str, Any], where: str) -> Key:
+def parse_key(entry: Mapping[str, object], where: str) -> Key:
     """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
     try:
         return (
@@ -281,7 +317,7 @@ def parse_key(entry: dict[str, Any], where: str) -> Key:
         raise BadInput(f"{where}: {exc}") from None
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, object]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -297,19 +333,18 @@ def read_json(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _field(path: Path, doc: dict[str, Any], name: str, tp: type[_T]) -> _T:
+def _field(path: Path, doc: Mapping[str, object], name: str, tp: type[_T]) -> _T:
     value = doc.get(name)
     if not isinstance(value, tp):
         raise BadInput(f"{path}: field {name!r}: expected {tp.__name__}, got {value!r:.40}")
     return value
 
 
-def _number(
-    path: Path, entry: dict[str, Any], name: str, where: str, *, optional: bool
-) -> float | None:
+def _check_number(
+    path: Path, entry: Mapping[str, object], name: str, where: str, *, optional: bool
+) -> None:
     value = entry.get(name)
     if value is None and optional and name in entry:
-        return None
+        return
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise BadInput(f"{path}: {where}.{name}: expected a number, got {value!r:.40}")
-    return float(value)

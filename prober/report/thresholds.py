@@ -19,18 +19,20 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Final, cast
 
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentiles
+from prober.report.documents import Metric, ThresholdRow, ThresholdsDocument
 from prober.report.errors import BadInput
 from prober.report.summary import Key, RunFacts, key_name, parse_key, read_json
 
-THRESHOLDS_VERSION = 1
+THRESHOLDS_VERSION: Final = 1
 ALL_PLATFORMS = "all"
-METRICS = ("reaction", "disruption")
+METRICS: tuple[Metric, ...] = ("reaction", "disruption")
+QUANTILE_FIELDS = ("p50", "p75", "p95", "p99")
 DEFAULT_MIN_RUNS = 100
 
 
@@ -40,7 +42,7 @@ class Entry:
     lb: LB
     protocol: Protocol
     connection: Connection
-    metric: str
+    metric: Metric
     p50: float
     p75: float
     p95: float
@@ -58,9 +60,9 @@ class Entry:
         return float(max(1, math.ceil(self.p99)))
 
 
-def run_values(facts: RunFacts) -> list[tuple[Key, str, float]]:
+def run_values(facts: RunFacts) -> list[tuple[Key, Metric, float]]:
     """The (key, metric, value) points one run adds to the history."""
-    points: list[tuple[Key, str, float]] = []
+    points: list[tuple[Key, Metric, float]] = []
     for worst in facts.worst:
         if facts.windows:
             points.append((worst.key, "reaction", max(0.0, worst.reaction or 0.0)))
@@ -69,7 +71,7 @@ def run_values(facts: RunFacts) -> list[tuple[Key, str, float]]:
 
 
 def aggregate(runs: Iterable[RunFacts], min_runs: int = DEFAULT_MIN_RUNS) -> list[Entry]:
-    values: dict[tuple[str, Key, str], list[float]] = defaultdict(list)
+    values: dict[tuple[str, Key, Metric], list[float]] = defaultdict(list)
     platforms: set[str] = set()
     for facts in runs:
         platform = facts.platform.lower()
@@ -100,13 +102,24 @@ def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
     )
 
 
-def to_document(entries: Iterable[Entry]) -> dict[str, Any]:
-    rows = []
-    for e in entries:
-        row = asdict(e)
-        row.update(lb=e.lb.value, protocol=e.protocol.value, connection=e.connection.value)
-        rows.append(row)
-    return {"v": THRESHOLDS_VERSION, "entries": rows}
+def to_document(entries: Iterable[Entry]) -> ThresholdsDocument:
+    return {"v": THRESHOLDS_VERSION, "entries": [_row(e) for e in entries]}
+
+
+def _row(e: Entry) -> ThresholdRow:
+    return {
+        "platform": e.platform,
+        "lb": e.lb.value,
+        "protocol": e.protocol.value,
+        "connection": e.connection.value,
+        "metric": e.metric,
+        "p50": e.p50,
+        "p75": e.p75,
+        "p95": e.p95,
+        "p99": e.p99,
+        "runs": e.runs,
+        "usable": e.usable,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +147,7 @@ class Thresholds:
             e.platform == ALL_PLATFORMS for e in self.entries
         )
 
-    def lookup(self, platform: str, key: Key, metric: str) -> Lookup:
+    def lookup(self, platform: str, key: Key, metric: Metric) -> Lookup:
         """The exact platform's usable entry, else all platforms', else why neither."""
         name = platform.lower() or "(unknown)"
         exact = self._by_key.get((name, key, metric))
@@ -160,33 +173,36 @@ def load_thresholds(path: Path) -> Thresholds:
     return Thresholds((_entry(path, i, row) for i, row in enumerate(rows)), str(path))
 
 
-def _entry(path: Path, index: int, row: Any) -> Entry:
+def _entry(path: Path, index: int, raw: object) -> Entry:
     where = f"{path}: entries[{index}]"
-    if not isinstance(row, dict):
+    if not isinstance(raw, dict):
         raise BadInput(f"{where}: expected an object")
-    lb, protocol, connection = parse_key(row, where)
-    if row.get("metric") not in METRICS:
-        raise BadInput(f"{where}.metric: {row.get('metric')!r} is not one of {list(METRICS)}")
-    numbers = {}
-    for name in ("p50", "p75", "p95", "p99"):
-        value = row.get(name)
+    lb, protocol, connection = parse_key(raw, where)
+    if raw.get("metric") not in METRICS:
+        raise BadInput(f"{where}.metric: {raw.get('metric')!r} is not one of {list(METRICS)}")
+    for name in QUANTILE_FIELDS:
+        value = raw.get(name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise BadInput(f"{where}.{name}: expected a number, got {value!r:.40}")
-        numbers[name] = float(value)
-    runs, usable, platform = row.get("runs"), row.get("usable"), row.get("platform")
+    runs, usable, platform = raw.get("runs"), raw.get("usable"), raw.get("platform")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise BadInput(f"{where}.runs: expected a positive integer, got {runs!r:.40}")
     if not isinstance(usable, bool):
         raise BadInput(f"{where}.usable: expected true or false, got {usable!r:.40}")
     if not isinstance(platform, str) or not platform:
         raise BadInput(f"{where}.platform: expected a platform name, got {platform!r:.40}")
+    row = cast(ThresholdRow, raw)  # every key checked above, as in `summary._worst_of_run`
     return Entry(
-        platform.lower(),
+        row["platform"].lower(),
         lb,
         protocol,
         connection,
         row["metric"],
-        runs=runs,
-        usable=usable,
-        **numbers,
+        # JSON may spell 5.0 as 5: the allowed values and the verdicts must not tell.
+        p50=float(row["p50"]),
+        p75=float(row["p75"]),
+        p95=float(row["p95"]),
+        p99=float(row["p99"]),
+        runs=row["runs"],
+        usable=row["usable"],
     )

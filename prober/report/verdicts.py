@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
-from prober.core.models import LB, Connection, Protocol, StreamId
-from prober.report.summary import Key
+from prober.core.models import LB, StreamId
+from prober.report.documents import (
+    IntervalEntry,
+    Metric,
+    StreamEntry,
+    SummaryDocument,
+    WindowEntry,
+    WindowStreamEntry,
+)
+from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
 from prober.report.thresholds import Lookup, Thresholds
 
@@ -70,46 +77,46 @@ def _name(template: str, key: Key, target: str | None = None) -> str:
 
 
 def judge(
-    summary: dict[str, Any], thresholds: Thresholds | None, *, no_thresholds_reason: str = ""
+    summary: SummaryDocument, thresholds: Thresholds | None, *, no_thresholds_reason: str = ""
 ) -> list[Verdict]:
     """Every verdict of one run, routing tests first, in the summary's key order."""
     platform = summary["platform"]
 
-    def lookup(key: Key, metric: str) -> Lookup:
+    def lookup(key: Key, metric: Metric) -> Lookup:
         if thresholds is None:
             return Lookup(None, no_thresholds_reason or "no thresholds file given")
         return thresholds.lookup(platform, key, metric)
 
-    keys = [_key(w) for w in summary["worst"]]
+    keys = [entry_key(w) for w in summary["worst"]]
     verdicts = [_routing(summary, key, lookup(key, "reaction")) for key in keys]
-    per_key = Counter(_key(s) for s in summary["streams"])
+    per_key = Counter(entry_key(s) for s in summary["streams"])
     for stream in summary["streams"]:
-        key = _key(stream)
+        key = entry_key(stream)
         target = StreamId.parse(stream["stream"]).target if per_key[key] > 1 else None
         verdicts.append(_availability(stream, key, target, lookup(key, "disruption")))
     return verdicts
 
 
-def _key(entry: dict[str, Any]) -> Key:
-    return (LB(entry["lb"]), Protocol(entry["protocol"]), Connection(entry["connection"]))
+# The window stream with the worst reaction seen so far, its reaction first.
+Worst = tuple[float, WindowEntry, WindowStreamEntry]
 
 
-def _apiserver(window: dict[str, Any]) -> str:
+def _apiserver(window: WindowEntry) -> str:
     node = f" (node {window['node']})" if window.get("node") else ""
     return f"apiserver {window['host']}{node}"
 
 
-def _routing(summary: dict[str, Any], key: Key, history: Lookup) -> Verdict:
+def _routing(summary: SummaryDocument, key: Key, history: Lookup) -> Verdict:
     name, stream_name = _name(ROUTING, key), None
     if key[0] is LB.LOCALHOST:
         # One apiserver, no LB in between: its requests fail once it stops serving, by design.
         # Its availability test still counts that disruption.
         return Verdict(name, key, stream_name, Status.SKIPPED, LOCALHOST_REASON)
     failed: list[str] = []
-    worst: tuple[float, dict[str, Any], dict[str, Any]] | None = None
+    worst: Worst | None = None
     for window in summary["windows"]:
         for ws in window["streams"]:
-            if _key(ws) != key:
+            if entry_key(ws) != key:
                 continue
             if ws["failures"]:
                 failed.append(
@@ -140,7 +147,7 @@ def _routing(summary: dict[str, Any], key: Key, history: Lookup) -> Verdict:
     return Verdict(name, key, stream_name, Status.PASSED, message, (), observed, allowed)
 
 
-def _late_text(worst: tuple[float, dict[str, Any], dict[str, Any]] | None) -> str:
+def _late_text(worst: Worst | None) -> str:
     if worst is None:
         return "no request reached a shutting-down apiserver after its /readyz went false"
     reaction, window, ws = worst
@@ -155,7 +162,7 @@ def _late_text(worst: tuple[float, dict[str, Any], dict[str, Any]] | None) -> st
     )
 
 
-def _spans(ws: dict[str, Any], allowed: float, observed: float) -> str:
+def _spans(ws: WindowStreamEntry, allowed: float, observed: float) -> str:
     """A note when the true reaction may lie on either side of the allowed value."""
     if "reaction_lo" not in ws:
         return ""
@@ -176,7 +183,7 @@ def within(lo: float | None, hi: float | None) -> str:
     return "no bound from the sampling"
 
 
-def _availability(stream: dict[str, Any], key: Key, target: str | None, history: Lookup) -> Verdict:
+def _availability(stream: StreamEntry, key: Key, target: str | None, history: Lookup) -> Verdict:
     name, stream_name = _name(AVAILABLE, key, target), stream["stream"]
     seconds = stream["disruption_seconds"]
     intervals = stream["intervals"]
@@ -198,7 +205,7 @@ def _availability(stream: dict[str, Any], key: Key, target: str | None, history:
     return Verdict(name, key, stream_name, Status.PASSED, message, (), seconds, allowed)
 
 
-def disruption_bound(intervals: list[dict[str, Any]]) -> tuple[float, float | None] | None:
+def disruption_bound(intervals: Sequence[IntervalEntry]) -> tuple[float, float | None] | None:
     """Where a stream's true disruption seconds lie: the sum of its intervals' bounds.
 
     None without intervals (the sampling cannot rule out a failure shorter than its gap, so
@@ -225,7 +232,7 @@ def interval_bound(
     return lo, None if end_hi is None or start_lo is None else end_hi - start_lo
 
 
-def _interval_text(i: dict[str, Any]) -> str:
+def _interval_text(i: IntervalEntry) -> str:
     start, end = f"{i['start_t']:.2f} s", f"{i['end_t']:.2f} s"
     facts = [f"{i['end_t'] - i['start_t']:.2f} s"]
     length = disruption_bound([i])

@@ -13,6 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
 from prober.core.models import LB, Connection
+from prober.report import documents
 from prober.report.analyze import analyze_runs
 from prober.report.summary import load_run_facts
 from prober.report.thresholds import load_thresholds
@@ -164,6 +165,17 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "detail",
         "samples",
     ]
+    # The types name exactly what is written: their v2 keys are NotRequired (a v1 summary
+    # lacks them), so only this tells that the writer forgot none.
+    for entry, shape in [
+        (doc, documents.SummaryDocument),
+        (doc["windows"][0], documents.WindowEntry),
+        (doc["windows"][0]["streams"][0], documents.WindowStreamEntry),
+        (doc["streams"][0], documents.StreamEntry),
+        (failing["intervals"][0], documents.IntervalEntry),
+        (doc["worst"][0], documents.WorstEntry),
+    ]:
+        assert set(entry) == shape.__required_keys__ | shape.__optional_keys__, shape.__name__
     facts = load_run_facts(tmp_path / "out" / "summary.json")
     assert (facts.run_id, facts.platform, facts.windows, len(facts.worst)) == ("run-1", "aws", 3, 8)
 

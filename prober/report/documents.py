@@ -1,0 +1,176 @@
+"""The JSON documents the report layer writes and reads, as typed dicts.
+
+Each type is the document exactly as `json.dumps` writes it and `json.loads` gives it back
+(strings for enums, None for null), so the code that builds one, writes it, reads it back or
+judges it is checked key by key: a misspelt key is a type error, not a missing field in a
+file someone reads months later. Key order on disk is the order the builders write them in,
+not the order here.
+
+`summary.json` is schema v2; a v1 summary is v2 without the sampling's bounds, so the bound
+keys are `NotRequired`: the writer always writes them, a reader of both versions asks `in`
+first. `retried` is `NotRequired` too: v2 summaries written before resends were counted have
+none. `tests/report/test_analyze.py` checks that the writer writes every key the types name.
+
+This module keeps its annotations evaluated (no `from __future__ import annotations`), so
+that `__required_keys__` and `__optional_keys__` tell that test the truth.
+"""
+
+from typing import Literal, NotRequired, TypeAlias, TypedDict
+
+Metric: TypeAlias = Literal["reaction", "disruption"]
+
+
+class KeyFields(TypedDict):
+    """An LB x protocol x connection, as the enums' values."""
+
+    lb: str
+    protocol: str
+    connection: str
+
+
+class StreamFields(KeyFields):
+    stream: str
+
+
+# summary.json (`summary.build_summary`), v2; read back by `summary.load_run_facts`
+
+
+class WindowStreamEntry(StreamFields):
+    """One stream during one shutdown window."""
+
+    late: int
+    max_elapsed: float | None
+    reaction: float | None  # None: no late request
+    reaction_lo: NotRequired[float | None]  # v2
+    reaction_hi: NotRequired[float | None]  # v2
+    bound_by: NotRequired[str | None]  # v2: `failure`, `restarted`, `sampling`, or None
+    failures: int
+
+
+class WindowEntry(TypedDict):
+    """One shutdown window; times in run seconds."""
+
+    host: str
+    node: str | None
+    delay: float
+    t0: float
+    t0_lo: float
+    t0_hi: float
+    closed_by: str
+    streams: list[WindowStreamEntry]
+
+
+class IntervalEntry(TypedDict):
+    """One disruption interval of a stream; times in run seconds."""
+
+    start_t: float
+    end_t: float
+    start_lo: NotRequired[float | None]  # v2
+    start_hi: NotRequired[float | None]  # v2
+    end_lo: NotRequired[float | None]  # v2
+    end_hi: NotRequired[float | None]  # v2
+    start_ts: str
+    end_ts: str
+    error: str
+    detail: str
+    samples: int
+
+
+class StreamEntry(StreamFields):
+    samples: int
+    retried: NotRequired[dict[str, int]]  # reason -> requests sent again once
+    disruption_seconds: float
+    intervals: list[IntervalEntry]
+
+
+class WorstEntry(KeyFields):
+    """Per key, the largest reaction over every window, and the largest disruption."""
+
+    reaction: float | None
+    reaction_lo: NotRequired[float | None]  # v2
+    reaction_hi: NotRequired[float | None]  # v2
+    disruption_seconds: float
+
+
+class SummaryDocument(TypedDict):
+    v: Literal[1, 2]
+    run_id: str
+    platform: str
+    windows: list[WindowEntry]
+    streams: list[StreamEntry]
+    worst: list[WorstEntry]
+
+
+# thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`
+
+
+class ThresholdRow(KeyFields):
+    platform: str
+    metric: Metric
+    p50: float
+    p75: float
+    p95: float
+    p99: float
+    runs: int
+    usable: bool
+
+
+class ThresholdsDocument(TypedDict):
+    v: Literal[1]
+    entries: list[ThresholdRow]
+
+
+# recommendations.json (`prober recommend --out`), written only
+
+
+class RecommendationPart(TypedDict):
+    """The worst P99 reaction of one connection mode, and the delay it asks for."""
+
+    p99: float
+    lb: str
+    protocol: str
+    runs: int
+    delay: float
+
+
+class PlatformRecommendation(TypedDict):
+    platform: str
+    today: float
+    new: RecommendationPart | None
+    reused: RecommendationPart | None
+    why: str
+
+
+class RecommendationsDocument(TypedDict):
+    v: Literal[1]
+    rule: str
+    buffer: float
+    platforms: list[PlatformRecommendation]
+
+
+# regression.json (`prober thresholds --check`), written only
+
+
+class RegressionRow(KeyFields):
+    platform: str
+    metric: Metric
+    runs: int | None  # None: not tested (no usable history)
+    exceeding: int | None
+    threshold: float | None
+    p_value: float | None
+    regressed: bool
+    history: str
+
+
+class RegressionDocument(TypedDict):
+    v: Literal[1]
+    test: str
+    quantile: str
+    alpha: float
+    runs: int
+    results: list[RegressionRow]
+
+
+Document: TypeAlias = (
+    SummaryDocument | ThresholdsDocument | RecommendationsDocument | RegressionDocument
+)
