@@ -29,7 +29,7 @@ $(SYSDEPS): scripts/system-deps.sh
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict prober/core
+	$(BIN)/mypy --strict prober
 	$(BIN)/lint-imports
 
 unit: setup

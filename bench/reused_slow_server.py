@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from prober.common.clock import SystemClock  # noqa: E402
 from prober.core.models import LB, Connection, Protocol, Sample, StreamId  # noqa: E402
-from prober.daemon.clock import SystemClock  # noqa: E402
 from prober.daemon.scheduler import StreamScheduler  # noqa: E402
 from prober.probe import Prober, ProbeTarget, client_context  # noqa: E402
 from tests.support.certs import make_certs  # noqa: E402

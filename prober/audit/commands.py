@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -20,13 +20,15 @@ from prober.audit.files import InputError, discover, family_of
 from prober.audit.follow import Follower
 from prober.audit.output import render_table, write_outputs
 from prober.audit.run import FollowRunner
-from prober.audit.server import ListenError, MetricsServer, parse_listen
 from prober.audit.state import StateError, load_state, save_state
 from prober.audit.summary import summarize
 from prober.common.exits import ExitCode
-from prober.core.durations import DurationError, parse_go_duration
+from prober.common.logs import configure_logging
+from prober.common.statusserver import StatusServer
+from prober.common.values import Invalid, duration, host_port
 
 STATE_FILE = "audit-follow-state.json"
+T = TypeVar("T")
 
 
 def summarize_command(
@@ -83,43 +85,34 @@ def follow_command(
         if not directory.is_dir():
             raise InputError(f"{directory}: no such directory")
         families, notes = discover([directory], node)
-        host, port = parse_listen(listen)
-        seconds = _interval(interval)
+        host, port = _value("--listen", host_port, listen)
+        seconds = _value("--interval", duration(), interval)
         state = load_state(state_path)
-    except (InputError, ListenError, StateError) as exc:
+    except (InputError, StateError) as exc:
         print(f"prober audit follow: {exc}", file=stderr)
         return ExitCode.BAD_INPUT
     if not families:
         # An empty directory today may get its audit.log tomorrow: follow that.
         families = [family_of(directory / "audit.log", node, explicit=False)]
     follower = Follower(families, state, max_line_bytes=max_line_bytes)
-    log = structlog.wrap_logger(
-        structlog.PrintLogger(sys.stdout),
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.JSONRenderer(),
-        ],
-    )
+    configure_logging()
+    log = structlog.get_logger("prober.audit")
     for note in notes:
         log.warning("audit log problem", problem=note)
     try:
         asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
-    except ListenError as exc:
+    except InputError as exc:
         print(f"prober audit follow: {exc}", file=stderr)
         return ExitCode.BAD_INPUT
-    print(f"wrote {state_path}", file=sys.stdout)
+    log.info("wrote the follow state", path=str(state_path))
     return ExitCode.OK
 
 
-def _interval(text: str) -> float:
+def _value(name: str, parse: Callable[[object], T], text: str) -> T:
     try:
-        seconds = parse_go_duration(text)
-    except DurationError as exc:
-        raise InputError(f"--interval {text!r}: {exc}") from None
-    if seconds <= 0:
-        raise InputError(f"--interval {text!r}: must be positive")
-    return seconds
+        return parse(text)
+    except Invalid as exc:
+        raise InputError(f"{name}: {exc.problem}") from None
 
 
 async def _follow(
@@ -129,11 +122,11 @@ async def _follow(
     runner = FollowRunner(
         follower, state_path=state_path, registry=registry, interval=interval, log=log
     )
-    server = MetricsServer(registry, healthy=lambda: runner.last_poll_ok)
+    server = StatusServer(registry, healthz=runner.problems, readyz=runner.problems)
     try:
         bound = await server.start(host, port)
     except OSError as exc:
-        raise ListenError(f"--listen {host}:{port}: cannot listen: {exc.strerror}") from None
+        raise InputError(f"--listen {host}:{port}: cannot listen: {exc.strerror}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

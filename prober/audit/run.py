@@ -40,6 +40,10 @@ class FollowRunner:
         self._unsaved = False
         self._progress = asyncio.Condition()
 
+    def problems(self) -> list[str]:
+        """What keeps `/healthz` from 200: the last poll failed (it is retried)."""
+        return [] if self.last_poll_ok else ["the last poll of the audit logs failed"]
+
     @property
     def lines(self) -> int:
         return self.follower.lines_total

@@ -9,6 +9,8 @@ from typing import Any
 
 from prober.audit.commands import follow_command, summarize_command
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES
+from prober.common.exits import ExitCode
+from prober.common.values import flag, positive_int
 
 SUMMARIZE_EXAMPLE = """\
 examples:
@@ -38,13 +40,7 @@ def register(subparsers: Any) -> None:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
-    return 2
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
-    return int(text)
+    return ExitCode.BAD_INPUT
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +51,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=_positive,
+        type=flag(positive_int),
         default=DEFAULT_MAX_LINE_BYTES,
         metavar="N",
         help="count longer lines as bad without reading them into memory (default 4 MiB)",

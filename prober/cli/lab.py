@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.values import non_negative_float, positive_float, positive_int
+from prober.common.values import flag, non_negative_float, positive_float, positive_int
 
 EXAMPLE = """\
 examples:
@@ -42,18 +42,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--scenario", choices=SCENARIOS, default="rollout")
     parser.add_argument(
         "--time-scale",
-        type=positive_float,
+        type=flag(positive_float),
         metavar="FACTOR",
         help="multiply every delay and health-check interval (default: fit about 2 minutes)",
     )
     parser.add_argument(
-        "--repeat", type=positive_int, default=1, metavar="N", help="runs per platform"
+        "--repeat", type=flag(positive_int), default=1, metavar="N", help="runs per platform"
     )
     parser.add_argument("--out", type=Path, metavar="DIR", help="default ./lab-out/<timestamp>")
     parser.add_argument("--check", action="store_true", help="exit 1 when a measurement misses")
     parser.add_argument(
         "--tolerance",
-        type=positive_float,
+        type=flag(positive_float),
         default=0.1,
         metavar="SECONDS",
         help="how far the truth may lie outside a measured bound (clocks, LB processing;"
@@ -62,13 +62,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--interval", default="100ms", help="daemon: gap per worker (100ms)")
     parser.add_argument(
         "--quiet-interval",
-        type=non_negative_float,
+        type=flag(non_negative_float),
         metavar="SECONDS",
         help="daemon: a stream's gap while no apiserver shuts down (default: 1 s x the time "
         "scale); 0: the window rate throughout",
     )
     parser.add_argument(
-        "--workers", type=positive_int, default=2, help="daemon: workers per stream (2)"
+        "--workers", type=flag(positive_int), default=2, help="daemon: workers per stream (2)"
     )
     parser.add_argument(
         "--goaway-chance",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.common.values import flag, non_negative_float
 from prober.report.commands import recommend_command
 from prober.report.recommend import DEFAULT_BUFFER
 
@@ -20,13 +21,6 @@ Exit codes: 0 done, 2 bad usage or bad input.
 """
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "recommend",
@@ -39,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--platform", help="only this platform")
     parser.add_argument(
         "--buffer",
-        type=_seconds,
+        type=flag(non_negative_float),
         default=DEFAULT_BUFFER,
         metavar="SECONDS",
         help=f"margin after the worst late arrival (default {DEFAULT_BUFFER:g})",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.values import positive_int
+from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
 from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
 from prober.report.thresholds import DEFAULT_MIN_RUNS
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--min-runs",
-        type=positive_int,
+        type=flag(positive_int),
         default=DEFAULT_MIN_RUNS,
         metavar="N",
         help=f"runs a key needs to be usable for verdicts (default {DEFAULT_MIN_RUNS})",

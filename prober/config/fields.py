@@ -1,4 +1,6 @@
-"""One parser per kind of configuration value.
+"""The parsers of configuration values that only the configuration has (sizes, labels, URLs,
+enums); the kinds every command shares (durations, numbers, HOST:PORT) are in
+`prober.common.values`, re-exported here so the loader names one module.
 
 Each parser takes what YAML gave (a typed value) or what an environment variable or a flag
 gave (a string) and returns the typed value, or raises `Invalid` with the problem; the loader
@@ -14,7 +16,9 @@ from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from prober.core.durations import DurationError, format_go_duration, parse_go_duration
+from prober.common.values import Invalid, duration, host_port, positive_int, shown
+
+__all__ = ["Invalid", "duration", "host_port", "positive_int", "shown"]
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -39,51 +43,10 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-class Invalid(ValueError):
-    def __init__(self, problem: str, sub: str = "") -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.sub = sub
-
-
-def shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def duration(*, minimum: float = 0.0, allow_zero: bool = False) -> Callable[[object], float]:
-    def parse(value: object) -> float:
-        if not isinstance(value, str):
-            raise Invalid(f"expected a Go duration such as 100ms or 5s, got {shown(value)}")
-        try:
-            seconds = parse_go_duration(value)
-        except DurationError:
-            raise Invalid(f"{value!r} is not a Go duration such as 100ms or 5s") from None
-        if seconds == 0 and allow_zero:
-            return seconds
-        if seconds <= 0 or seconds < minimum:
-            least = format_go_duration(minimum) if minimum else "0s"
-            raise Invalid(f"{value!r} must be longer than {least}")
-        return seconds
-
-    return parse
-
-
 def optional_duration(value: object) -> float | None:
     if value is None or value == "":
         return None
     return duration()(value)
-
-
-def positive_int(value: object) -> int:
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value)
-    if number is None or number < 1:
-        raise Invalid(f"expected a whole number of at least 1, got {shown(value)}")
-    return number
 
 
 def boolean(value: object) -> bool:
@@ -115,6 +78,8 @@ def choice(options: tuple[str, ...]) -> Callable[[object], str]:
 
 def enum_value(cls: type[E], value: object) -> E:
     try:
+        if not isinstance(value, str):
+            raise ValueError(value)
         return cls(value)
     except ValueError:
         raise Invalid(f"{shown(value)} is not one of {', '.join(e.value for e in cls)}") from None
@@ -151,16 +116,6 @@ def labels(value: object) -> dict[str, str]:
             raise Invalid(f"label {key!r}: expected a string value, got {shown(val)}")
         out[key] = str(val)
     return out
-
-
-def listen(value: object) -> tuple[str, int]:
-    if not isinstance(value, str) or ":" not in value:
-        raise Invalid(f"expected HOST:PORT such as 0.0.0.0:9090, got {shown(value)}")
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    if not port.isdigit() or int(port) > 65535:
-        raise Invalid(f"{value!r}: port {port!r} is not a number from 0 to 65535")
-    return host, int(port)
 
 
 def size(value: object) -> int:

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from prober.common.logs import FORMATS, LEVELS
 from prober.config import fields as f
 from prober.config.model import (
     DEFAULT_TARGET_NAME,
     SERVICE_ACCOUNT_DIR,
     Config,
+    Credentials,
     Target,
+    with_credentials,
 )
 from prober.core.models import LB, Connection, Protocol
 
@@ -82,7 +85,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "connections": f.enum_list(Connection),
     "path": f.url_path,
     "labels": f.labels,
-    "listen": f.listen,
+    "listen": f.host_port,
     "event_log": f.optional_text,
     "event_log_max_size": f.size,
     "summary_interval": f.duration(minimum=1.0),
@@ -95,8 +98,8 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "kubeconfig": f.readable_file,
     "localhost": f.boolean,
     "node_refresh": f.duration(minimum=1.0),
-    "log_format": f.choice(("json", "console")),
-    "log_level": f.choice(("debug", "info", "warning", "error")),
+    "log_format": f.choice(FORMATS),
+    "log_level": f.choice(tuple(LEVELS)),
     "event_loop": f.choice(("uvloop", "asyncio")),
     "targets": _targets,
 }
@@ -179,30 +182,22 @@ def _check(config: Config, values: Mapping[str, _Value]) -> Config:
         )
     if config.localhost and not config.discovers:
         raise ConfigError(f"{where('localhost')}: only applies with --in-cluster or --kubeconfig")
-    if config.in_cluster:
-        config = _with_service_account(config)
-    return _inherit(config)
+    # The service account's files and the kubeconfig's CA are defaults only discovery brings
+    # (`in_cluster` is discovery): `with_discovered` applies them after it, in the same rule.
+    return with_credentials(config)
 
 
-def _inherit(config: Config) -> Config:
-    """Targets that name no CA or token file use the top-level ones."""
-    targets = tuple(
-        replace(
-            t, ca_file=t.ca_file or config.ca_file, token_file=t.token_file or config.token_file
-        )
-        for t in config.targets
-    )
-    return replace(config, targets=targets)
-
-
-def _with_service_account(config: Config) -> Config:
-    """In a pod, the service account's CA and token are the defaults."""
+def service_account(config: Config) -> tuple[Credentials, ...]:
+    """In a pod (`in_cluster`), the service account's CA and token are the last defaults."""
+    if not config.in_cluster:
+        return ()
     ca = os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt")
     token = os.path.join(SERVICE_ACCOUNT_DIR, "token")
-    return replace(
-        config,
-        ca_file=config.ca_file or (ca if os.path.isfile(ca) else None),
-        token_file=config.token_file or (token if os.path.isfile(token) else None),
+    return (
+        Credentials(
+            ca_file=ca if os.path.isfile(ca) else None,
+            token_file=token if os.path.isfile(token) else None,
+        ),
     )
 
 

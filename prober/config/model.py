@@ -86,17 +86,46 @@ class Config:
         raise KeyError(stream.name)
 
 
-def with_discovered(config: Config, targets: tuple[Target, ...], platform: str | None) -> Config:
-    """The config once the cluster told us its targets and platform. Configured targets and
-    a configured platform win; discovered targets inherit the top-level CA and token."""
-    new_targets = config.targets or tuple(
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """A CA file and a token file that a source offers to targets naming none."""
+
+    ca_file: str | None = None
+    token_file: str | None = None
+
+
+def with_credentials(config: Config, *defaults: Credentials) -> Config:
+    """The one precedence rule for each target's CA and token file, most specific first: the
+    target's own (`targets[].ca_file`); the top-level setting (`ca_file` in the file,
+    `PROBER_CA_FILE` or `--ca-file`, the later source winning as for every key); then the
+    first of `defaults` that has one, in the order given: what discovery read from the
+    kubeconfig, then the pod's service account. A default never overrides a setting."""
+    top = Credentials(config.ca_file, config.token_file)
+
+    def first(own: str | None, pick: str) -> str | None:
+        offered = (getattr(source, pick) for source in (top, *defaults))
+        return own or next((value for value in offered if value), None)
+
+    targets = tuple(
         dataclasses.replace(
-            t,
-            ca_file=config.ca_file or t.ca_file,
-            token_file=config.token_file or t.token_file,
+            t, ca_file=first(t.ca_file, "ca_file"), token_file=first(t.token_file, "token_file")
         )
-        for t in targets
+        for t in config.targets
     )
-    return dataclasses.replace(
-        config, targets=new_targets, platform=config.platform or platform or ""
+    return dataclasses.replace(config, targets=targets)
+
+
+def with_discovered(
+    config: Config,
+    targets: tuple[Target, ...],
+    platform: str | None,
+    *defaults: Credentials,
+) -> Config:
+    """The config once the cluster told us its targets and platform. Configured targets and
+    a configured platform win; every target gets its CA and token by `with_credentials`."""
+    chosen = dataclasses.replace(
+        config,
+        targets=config.targets or targets,
+        platform=config.platform or platform or "",
     )
+    return with_credentials(chosen, *defaults)

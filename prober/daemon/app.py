@@ -18,12 +18,12 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from prober import __version__
+from prober.common.clock import Clock, SystemClock
+from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.models import RunRecord, StreamId, rfc3339
 from prober.core.pace import PaceTracker
-from prober.daemon.clock import Clock, SystemClock
 from prober.daemon.eventlog import EventLogWriter
-from prober.daemon.http import StatusServer
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
 from prober.daemon.pacer import Pacer
@@ -117,7 +117,7 @@ class Daemon:
             on_pace=pacer.set,
         )
         self.metrics = metrics
-        status = StatusServer(self.registry, self._not_ready)
+        status = StatusServer(self.registry, readyz=self._not_ready)
         try:
             self.port = await status.start(*self.config.listen)
         except OSError as exc:
@@ -221,7 +221,14 @@ class Daemon:
             for sig in signals:
                 loop.remove_signal_handler(sig)
 
-    async def _drain(self, pipeline, schedulers, probers, writer, status) -> None:
+    async def _drain(
+        self,
+        pipeline: Pipeline,
+        schedulers: list[StreamScheduler],
+        probers: dict[StreamId, list[Prober]],
+        writer: EventLogWriter | None,
+        status: StatusServer,
+    ) -> None:
         log.info(
             "stopping", reason=self._stop_reason, in_flight=sum(s.in_flight for s in schedulers)
         )

@@ -12,9 +12,16 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from prober.common.exits import ExitCode
-from prober.config import Config, ConfigError, load_config, with_discovered
+from prober.common.logs import configure_logging
+from prober.config import (
+    Config,
+    ConfigError,
+    Credentials,
+    load_config,
+    service_account,
+    with_discovered,
+)
 from prober.daemon.app import Daemon, DaemonError
-from prober.daemon.logs import configure_logging
 from prober.k8s.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -48,8 +55,11 @@ async def discover(config: Config) -> tuple[Config, HostDecoder]:
 
     access = await asyncio.to_thread(ClusterAccess.connect, config.in_cluster, config.kubeconfig)
     infrastructure = await asyncio.to_thread(access.infrastructure)
-    targets = discover_targets(infrastructure, access, localhost=config.localhost)
-    resolved = with_discovered(config, targets, infrastructure.platform)
+    targets = discover_targets(infrastructure, localhost=config.localhost)
+    discovered = Credentials(ca_file=access.ca_file)  # the CA the kubeconfig trusts
+    resolved = with_discovered(
+        config, targets, infrastructure.platform, discovered, *service_account(config)
+    )
     if not resolved.targets:
         raise ConfigError("targets: none configured and none discovered")
     hosts = HostDecoder(access)

@@ -1,75 +1,19 @@
-"""structlog setup and the log sink: one line when a disruption starts and ends and when a
-shutdown window opens and closes, with the numbers, so the logs alone tell the story.
+"""The log sink: one line when a disruption starts and ends and when a shutdown window opens
+and closes, with the numbers, so the logs alone tell the story. (The set-up, shared with the
+audit follower, is `prober.common.logs`.)
 
-Logging never raises: a log line that cannot be written is dropped (`UnfailingOutput`).
-
-Nothing here ever sees a request header, so the bearer token cannot reach a log line; the
-libraries' own loggers (hpack, kubernetes, urllib3) are held at WARNING because at
-DEBUG some of them print request details.
+Nothing here ever sees a request header, so the bearer token cannot reach a log line.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, PaceChange, Summary, Window
 from prober.core.shutdown import WindowOpened
-
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
-LEVELS["error"] = logging.ERROR
-QUIET_LIBRARIES = ("hpack", "kubernetes", "urllib3", "asyncio")
-
-
-def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | None = None):
-    """JSON lines (default) or a console renderer for humans, on stdout."""
-    renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
-    )
-    processors: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
-    ]
-    if fmt == "json":
-        processors.append(structlog.processors.format_exc_info)
-    processors.append(renderer)
-    structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
-        logger_factory=structlog.WriteLoggerFactory(file=UnfailingOutput(stream or sys.stdout)),
-        cache_logger_on_first_use=False,
-    )
-    for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-class UnfailingOutput:
-    """The log stream, minus its failures: a line that cannot be written (stdout redirected
-    to a full disk, a reader gone) is dropped and counted. A log call raising would stop
-    whatever logged, the pipeline and the supervisor's restarts included."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self.dropped = 0
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except (OSError, ValueError):  # ValueError: the stream was closed
-            self.dropped += 1
-            return 0
-
-    def flush(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._stream.flush()
 
 
 class LogSink:

@@ -31,8 +31,8 @@ from typing import Protocol
 
 import structlog
 
+from prober.common.clock import Clock
 from prober.core.models import Sample, StreamId
-from prober.daemon.clock import Clock
 from prober.daemon.pacer import Pacer
 
 log = structlog.get_logger("prober.scheduler")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from prober.daemon.clock import Clock
+from prober.common.clock import Clock
 
 log = structlog.get_logger("prober.supervisor")
 

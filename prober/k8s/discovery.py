@@ -17,7 +17,8 @@ from prober.config import Target
 from prober.config.fields import Invalid, base_url
 from prober.config.model import DEFAULT_TARGET_NAME
 from prober.core.models import LB
-from prober.k8s.cluster import ClusterAccess, ClusterError, Infrastructure
+from prober.k8s.cluster import ClusterAccess, Infrastructure
+from prober.k8s.errors import ClusterError
 
 log = structlog.get_logger("prober.k8s")
 LOCALHOST_URL = "https://localhost:6443"
@@ -25,7 +26,6 @@ LOCALHOST_URL = "https://localhost:6443"
 
 def discover_targets(
     infrastructure: Infrastructure,
-    access: ClusterAccess,
     *,
     localhost: bool = False,
     env: Mapping[str, str] | None = None,
@@ -48,7 +48,7 @@ def discover_targets(
             normal = base_url(url)
         except Invalid as exc:
             raise ClusterError(f"discovered {lb} URL: {exc.problem}") from None
-        targets.append(Target(DEFAULT_TARGET_NAME, lb, normal, ca_file=access.ca_file))
+        targets.append(Target(DEFAULT_TARGET_NAME, lb, normal))
     return tuple(targets)
 
 

@@ -14,8 +14,9 @@ from prober.audit.event import DURING_GRACEFUL, SHUTDOWN, user_agent_product
 from prober.audit.files import discover
 from prober.audit.follow import Follower
 from prober.audit.summary import summarize
-from prober.lab.apiserver import ApiServer, ApiServerOptions, ManualClock
+from prober.lab.apiserver import ApiServer, ApiServerOptions
 from prober.lab.certs import LabCA
+from tests.support.clock import FakeClock
 
 PATH = "/api/v1/namespaces/default"
 
@@ -24,7 +25,7 @@ async def test_a_fake_apiserver_shutdown_is_summarised_and_followed_alike(tmp_pa
     ca = LabCA(tmp_path / "certs")
     cert = ca.issue("apiserver", ["localhost", "127.0.0.1"])
     logs = tmp_path / "audit"
-    clock = ManualClock()
+    clock = FakeClock()
     server = ApiServer(
         ApiServerOptions(
             cert=cert.cert,

@@ -16,11 +16,12 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
+from prober.audit.commands import STATE_FILE
 from prober.audit.files import discover
 from prober.audit.follow import Follower
 from prober.audit.run import FollowRunner
-from prober.audit.server import ListenError, MetricsServer, parse_listen
 from prober.audit.state import load_state
+from prober.common.statusserver import StatusServer
 from tests.audit.auditlog import OPERATOR, PROBER, append, event, graceful, line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,7 +121,7 @@ async def test_a_restart_exports_the_saved_totals_and_goes_on(logdir: Path, tmp_
 
 async def test_metrics_and_health_are_served_and_promtool_accepts_them(logdir, tmp_path):
     async with Running(logdir, tmp_path / "state.json") as running:
-        server = MetricsServer(running.registry, healthy=lambda: running.runner.last_poll_ok)
+        server = StatusServer(running.registry, healthz=running.runner.problems)
         port = await server.start("127.0.0.1", 0)
         try:
             append(logdir / "audit.log", late(1))
@@ -165,20 +166,6 @@ async def test_a_failing_poll_is_logged_turns_unhealthy_and_recovers(logdir, tmp
     assert (blocker / "state.json").exists()
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("127.0.0.1:9095", ("127.0.0.1", 9095)), ("[::1]:0", ("::1", 0)), (":80", ("0.0.0.0", 80))],
-)
-def test_parse_listen(text, expected):
-    assert parse_listen(text) == expected
-
-
-@pytest.mark.parametrize("text", ["9095", "host:", "host:http", "h:70000"])
-def test_parse_listen_rejects(text):
-    with pytest.raises(ListenError, match="expected HOST:PORT"):
-        parse_listen(text)
-
-
 async def _line(stream: asyncio.StreamReader, wanted: str) -> dict[str, object]:
     while True:
         raw = await asyncio.wait_for(stream.readline(), 20)
@@ -219,7 +206,10 @@ async def test_the_follow_command_serves_metrics_stops_on_sigterm_and_resumes(lo
             process.send_signal(signal.SIGTERM)
             rest = await asyncio.wait_for(process.stdout.read(), 20)
             assert await asyncio.wait_for(process.wait(), 20) == 0
-            assert f"wrote {out / 'audit-follow-state.json'}" in rest.decode()
+            wrote = [json.loads(raw) for raw in rest.splitlines() if raw.startswith(b"{")]
+            assert {"event": "wrote the follow state", "path": str(out / STATE_FILE)}.items() <= (
+                wrote[-1].items()
+            )
         finally:
             if process.returncode is None:
                 process.kill()
@@ -231,8 +221,11 @@ async def test_the_follow_command_serves_metrics_stops_on_sigterm_and_resumes(lo
     [
         (["{missing}"], "prober audit follow: {missing}: no such directory\n"),
         (["{logdir}", "--listen", "nowhere"],
-         "prober audit follow: --listen 'nowhere': expected HOST:PORT, e.g. 0.0.0.0:9090\n"),
-        (["{logdir}", "--interval", "soon"], None),
+         "prober audit follow: --listen: expected HOST:PORT such as 0.0.0.0:9090, got 'nowhere'\n"),
+        (["{logdir}", "--interval", "soon"],
+         "prober audit follow: --interval: 'soon' is not a Go duration such as 100ms or 5s\n"),
+        (["{logdir}", "--interval", "0s"],
+         "prober audit follow: --interval: '0s' must be longer than 0s\n"),
         (["{logdir}", "--listen", "192.0.2.1:0"], None),  # not an address of this machine
         (["{logdir}", "--state", "{bad_state}"], None),
     ],
@@ -249,3 +242,33 @@ def test_follow_bad_usage_is_one_line_and_exit_2(logdir, tmp_path, capsys, argv,
     assert err.startswith("prober audit follow: ")
     if message is not None:
         assert err == message.format(**fill)
+
+
+async def test_follow_with_stdout_on_a_full_disk_goes_on_and_says_nothing_twice(logdir, tmp_path):
+    """Its log lines find no room (stdout on a full device): before the follower shared the
+    daemon's logging set-up, the first one raised and the command died with no state saved."""
+    out = tmp_path / "out"
+    append(logdir / "audit.log", late(1), late(2))
+    code = "import sys; from tests.audit.cli import run; sys.exit(run(sys.argv[1:]))"
+    argv = [str(logdir), "--node", "master-0", "--listen", "127.0.0.1:0", "--interval", "20ms",
+            "--out", str(out)]  # fmt: skip
+    with Path("/dev/full").open("w") as full:  # noqa: ASYNC230 (opening a device does not block)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", code, "audit", "follow", *argv,
+            cwd=REPO, stdout=full, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+    try:
+        state = out / STATE_FILE
+        async with asyncio.timeout(30):
+            while not (state.exists() and b'"late":{"prober":2}' in state.read_bytes()):
+                assert process.returncode is None, "the follower died"
+                await asyncio.sleep(0.02)  # a condition polled, not a race: it is written once
+        process.send_signal(signal.SIGTERM)
+        assert process.stderr is not None
+        said = await asyncio.wait_for(process.stderr.read(), 20)
+        assert await asyncio.wait_for(process.wait(), 20) == 0, said.decode()
+        assert said == b""
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

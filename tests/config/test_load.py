@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from prober.config import Config, ConfigError, Target, load_config, with_discovered
+from prober.config import (
+    Config,
+    ConfigError,
+    Credentials,
+    Target,
+    load_config,
+    service_account,
+    with_discovered,
+)
 from prober.core.models import LB, Connection, Protocol
 
 MINIMAL = """
@@ -101,22 +109,52 @@ def test_targets_from_the_environment_as_yaml() -> None:
     assert config.targets == (Target("kube-api", LB.EXTERNAL, "https://api.example.com:443"),)
 
 
-def test_targets_inherit_the_top_level_ca_and_token(tmp_path: Path) -> None:
-    ca = write(tmp_path, "ca", name="ca.crt")
-    own = write(tmp_path, "own", name="own.crt")
-    text = MINIMAL + f"  - lb: external-lb\n    url: https://api.example.com\n    ca_file: {own}\n"
-    config = load_config(write(tmp_path, text), env={}, flags={"ca_file": ca})
-    assert [t.ca_file for t in config.targets] == [ca, own]
+CA_SOURCES = ["own", "flag", "env", "file", "discovered", "service account"]
 
 
-def test_discovered_targets_inherit_ca_and_token_and_platform(tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("t")
-    config = load_config(env={}, flags={"kubeconfig": str(token), "token_file": str(token)})
+@pytest.mark.parametrize("winner", CA_SOURCES)
+def test_one_precedence_rule_for_a_targets_ca_and_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: str
+) -> None:
+    """Each source offers its own CA and token; every source above `winner` is absent. The
+    rule, most specific first: the target's own, the top-level setting (flag, env, file),
+    what discovery read, the pod's service account."""
+    files = {}
+    for source in CA_SOURCES:
+        name = source.replace(" ", "-")
+        files[source] = (write(tmp_path, "ca", f"{name}.crt"), write(tmp_path, "t", f"{name}.tok"))
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "ca.crt").write_text("ca")
+    (account / "token").write_text("t")
+    files["service account"] = (str(account / "ca.crt"), str(account / "token"))
+    monkeypatch.setattr("prober.config.load.SERVICE_ACCOUNT_DIR", str(account))
+    present = CA_SOURCES[CA_SOURCES.index(winner) :]
+
+    def offered(source: str, key: str) -> dict[str, str]:
+        ca, token = files[source]
+        return {f"{key}ca_file": ca, f"{key}token_file": token} if source in present else {}
+
+    top = offered("file", "")
+    target = {"lb": "internal-lb", "url": "https://10.0.0.1", **offered("own", "")}
+    config_file = write(tmp_path, yaml_text({**top, "targets": [target], "in_cluster": True}))
+    env = {f"PROBER_{k.upper()}": v for k, v in offered("env", "").items()}
+    config = load_config(config_file, env=env, flags=offered("flag", ""))
+    discovered = Credentials(*files["discovered"]) if "discovered" in present else Credentials()
+    resolved = with_discovered(config, (), "aws", discovered, *service_account(config))
+    (chosen,) = resolved.targets
+    assert (chosen.ca_file, chosen.token_file) == files[winner]
+
+
+def yaml_text(document: dict[str, object]) -> str:
+    import json
+
+    return json.dumps(document)
+
+
+def test_discovered_targets_take_the_platform_unless_one_is_configured() -> None:
     found = (Target("kube-api", LB.SERVICE_NETWORK, "https://10.0.0.1:443"),)
-    resolved = with_discovered(config, found, "aws")
-    assert resolved.targets[0].token_file == str(token)
-    assert resolved.platform == "aws"
+    assert with_discovered(Config(), found, "aws").platform == "aws"
     configured = with_discovered(Config(platform="gcp", targets=found), (), "aws")
     assert configured.platform == "gcp"
 

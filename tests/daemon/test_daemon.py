@@ -13,11 +13,11 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
+from prober.common.logs import configure_logging
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import Interval, RunRecord, Summary, Window
 from prober.daemon.app import Daemon
-from prober.daemon.logs import configure_logging
 from tests.support.certs import Certs
 from tests.support.promtool import promtool_problems
 from tests.support.replay import read_log, replay

@@ -8,6 +8,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
+from prober.common.statusserver import StatusServer
 from prober.core.models import (
     LB,
     Connection,
@@ -19,7 +20,6 @@ from prober.core.models import (
     Window,
 )
 from prober.daemon.eventlog import EventLogWriter
-from prober.daemon.http import StatusServer
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
 from prober.daemon.pipeline import Pipeline
@@ -151,7 +151,7 @@ def test_the_logs_tell_the_story(tmp_path: Path) -> None:
 async def test_endpoints_and_promtool(tmp_path: Path) -> None:
     registry, _, _, _pipeline = run_pipeline(tmp_path, story(), end=40.0)
     waiting = ["kube-api-http1-localhost-new-connections: no sample yet"]
-    server = StatusServer(registry, lambda: waiting)
+    server = StatusServer(registry, readyz=lambda: waiting)
     port = await server.start("127.0.0.1", 0)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
         assert (await client.get("/healthz")).status_code == 200

@@ -56,14 +56,15 @@ def test_targets_from_the_cluster_and_the_pod_environment(
 ) -> None:
     access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
     env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
-    targets = discover_targets(access.infrastructure(), access, localhost=True, env=env)
+    targets = discover_targets(access.infrastructure(), localhost=True, env=env)
     assert [(t.lb, t.url) for t in targets] == [
         (LB.SERVICE_NETWORK, "https://[fd00::1]:443"),
         (LB.INTERNAL, "https://api-int.example.com:6443"),
         (LB.EXTERNAL, "https://api.example.com:6443"),
         (LB.LOCALHOST, "https://localhost:6443"),
     ]
-    assert {t.ca_file for t in targets} == {certs.ca_file}
+    assert {t.ca_file for t in targets} == {None}  # the kubeconfig's CA: `with_discovered`
+    assert access.ca_file == certs.ca_file
     assert {t.name for t in targets} == {"kube-api"}
 
 

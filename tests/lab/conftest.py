@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from prober.lab.apiserver import ApiServer, ApiServerOptions, BoundPorts, ManualClock
+from prober.lab.apiserver import ApiServer, ApiServerOptions, BoundPorts
 from prober.lab.apiserver.options import load_tokens
 from prober.lab.certs import LabCA, ServerCertificate
+from tests.support.clock import FakeClock
 
 TOKEN = "lab-token-0123456789"
 
@@ -62,7 +63,7 @@ def base_options(certs: LabCerts, tmp_path: Path, token_file: Path) -> ApiServer
 class Running:
     server: ApiServer
     ports: BoundPorts
-    clock: ManualClock | None
+    clock: FakeClock | None
 
     @property
     def url(self) -> str:
@@ -82,7 +83,7 @@ async def start_server(base_options: ApiServerOptions) -> AsyncIterator[StartSer
     started: list[ApiServer] = []
 
     async def start(manual_clock: bool = False, **changes: Any) -> Running:
-        clock = ManualClock() if manual_clock else None
+        clock = FakeClock() if manual_clock else None
         server = ApiServer(replace(base_options, **changes), clock=clock, keep_truth=True)
         ports = await server.start()
         started.append(server)

@@ -1,4 +1,6 @@
-"""A fake monotonic clock for scheduling logic: time moves only when a test advances it."""
+"""The fake clock of every timing test (the daemon's scheduler and supervisor, the fake
+apiserver's lifecycle): time moves only when a test advances it, and sleepers wake in
+deadline order, each let run before the next wakes."""
 
 from __future__ import annotations
 
@@ -8,13 +10,20 @@ import itertools
 
 
 class FakeClock:
-    def __init__(self, start: float = 1000.0) -> None:
+    def __init__(self, start: float = 1000.0, wall_offset: float = 1_700_000_000.0) -> None:
         self.now = start
+        self._wall_offset = wall_offset
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
 
     def monotonic(self) -> float:
         return self.now
+
+    def wall(self) -> float:
+        return self.now + self._wall_offset
+
+    async def sleep(self, seconds: float) -> None:
+        await self.sleep_until(self.now + seconds)
 
     async def sleep_until(self, deadline: float) -> None:
         if deadline <= self.now:
@@ -24,9 +33,14 @@ class FakeClock:
         heapq.heappush(self._sleepers, (deadline, next(self._seq), future))
         await future
 
+    @property
+    def sleepers(self) -> int:
+        return sum(1 for _, _, future in self._sleepers if not future.done())
+
     async def advance(self, seconds: float) -> None:
         """Move time forward, waking sleepers in deadline order and letting each settle."""
         target = self.now + seconds
+        await settle()  # let tasks that are about to sleep register first
         while self._sleepers and self._sleepers[0][0] <= target:
             deadline, _, future = heapq.heappop(self._sleepers)
             self.now = max(self.now, deadline)

@@ -10,7 +10,6 @@ Run it as a process (`python -m prober.lab.apiserver --help`) or in-process:
 
 from __future__ import annotations
 
-from prober.lab.apiserver.clock import Clock, ManualClock, SystemClock
 from prober.lab.apiserver.lifecycle import Signal
 from prober.lab.apiserver.options import ApiServerOptions, OptionsError, User, load_tokens
 from prober.lab.apiserver.server import ApiServer, BoundPorts
@@ -19,11 +18,8 @@ __all__ = [
     "ApiServer",
     "ApiServerOptions",
     "BoundPorts",
-    "Clock",
-    "ManualClock",
     "OptionsError",
     "Signal",
-    "SystemClock",
     "User",
     "load_tokens",
 ]

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
 
+from prober.common.clock import Clock
 from prober.core.durations import format_go_duration
 from prober.core.header import RESPONSE_HEADER, format_shutdown_header
 from prober.lab.apiserver import resources
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
-from prober.lab.apiserver.clock import Clock
 from prober.lab.apiserver.events import RequestStarted
 from prober.lab.apiserver.lifecycle import Lifecycle
 from prober.lab.apiserver.metrics import ServerMetrics

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from prober.lab.apiserver.clock import Clock
+from prober.common.clock import Clock
 
 LATE_FRACTION = 0.8  # OpenShift: connections accepted after 80 % of the delay are "late"
 WATCH_DRAIN_MIN_QPS = 200.0  # upstream floor for closing watches during shutdown

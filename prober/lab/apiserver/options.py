@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prober.core.durations import DurationError, parse_go_duration
+from prober.common.values import duration, flag
 from prober.core.header import apiserver_id
 
 MAX_GOAWAY_CHANCE = 0.02  # upstream's validation limit for --goaway-chance
@@ -83,9 +83,9 @@ class ApiServerOptions:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.set_alpn_protocols(["h2", "http/1.1"])
-        for flag, path in (("--cert", self.cert), ("--key", self.key)):
+        for option, path in (("--cert", self.cert), ("--key", self.key)):
             if not Path(path).is_file():
-                raise OptionsError(f"{flag} {path}: no such file")
+                raise OptionsError(f"{option} {path}: no such file")
         try:
             context.load_cert_chain(str(self.cert), str(self.key))
         except (ssl.SSLError, ValueError) as error:
@@ -119,14 +119,8 @@ def load_tokens(path: Path) -> dict[str, User]:
     return tokens
 
 
-def _duration(text: str) -> float:
-    try:
-        seconds = parse_go_duration(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return seconds
+# A Go duration, 0 allowed: the flags' defaults are upstream's, several of them 0s.
+_duration = flag(duration(allow_zero=True))
 
 
 EXAMPLE = """\

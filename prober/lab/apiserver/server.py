@@ -15,9 +15,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from prober.common.clock import Clock, SystemClock
 from prober.lab.apiserver.app import Application
 from prober.lab.apiserver.audit import MEGABYTE, AuditLog
-from prober.lab.apiserver.clock import Clock, SystemClock
 from prober.lab.apiserver.connection import ServerConnection, Watch
 from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
 from prober.lab.apiserver.listener import Listener

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
+from prober.common.clock import Clock
 from prober.core.models import rfc3339
-from prober.lab.apiserver.clock import Clock
 
 
 class TruthLog:

@@ -15,13 +15,13 @@ import pytest
 from prober.core.header import apiserver_id, find_header, parse_shutdown_header
 from prober.lab.apiserver.app import Application, ConnInfo, Response
 from prober.lab.apiserver.audit import AuditLog
-from prober.lab.apiserver.clock import ManualClock
 from prober.lab.apiserver.events import RequestStarted
 from prober.lab.apiserver.lifecycle import Lifecycle, Timing
 from prober.lab.apiserver.options import ApiServerOptions
 from prober.lab.apiserver.truth import TruthLog
 from tests.lab.apiserver.test_lifecycle import RecordingDrainer
 from tests.lab.conftest import TOKEN
+from tests.support.clock import FakeClock
 
 AUTH = [("authorization", f"Bearer {TOKEN}")]
 ASK = [("x-openshift-if-disruption", "true")]
@@ -30,7 +30,7 @@ ASK = [("x-openshift-if-disruption", "true")]
 @dataclass
 class Harness:
     app: Application
-    clock: ManualClock
+    clock: FakeClock
     lifecycle: Lifecycle
     audit_path: Path
     truth: TruthLog
@@ -74,7 +74,7 @@ def make_harness(base_options: ApiServerOptions, tmp_path: Path) -> Iterator[Mak
 
     def make(**changes: Any) -> Harness:
         options = replace(base_options, **changes)
-        clock = ManualClock(start=500.0)
+        clock = FakeClock(start=500.0)
         truth = TruthLog(None, clock, options.hostname, options.apiserver_id, keep=True)
         timing = Timing(options.shutdown_delay, options.send_retry_after)
         lifecycle = Lifecycle(timing, clock, lambda *_: None)

@@ -7,14 +7,14 @@ import asyncio
 
 import pytest
 
-from prober.lab.apiserver.clock import ManualClock
 from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
+from tests.support.clock import FakeClock
 
 
 class RecordingDrainer:
     """The server side of the lifecycle, recording what it was asked and when."""
 
-    def __init__(self, clock: ManualClock, watches: int = 0) -> None:
+    def __init__(self, clock: FakeClock, watches: int = 0) -> None:
         self.clock = clock
         self.calls: list[tuple[str, float]] = []
         self.in_flight = 0
@@ -46,8 +46,8 @@ class RecordingDrainer:
         self.calls.append(("abort", self.clock.monotonic()))
 
 
-def make(timing: Timing, watches: int = 0) -> tuple[ManualClock, Lifecycle, RecordingDrainer, list]:
-    clock = ManualClock(start=100.0)
+def make(timing: Timing, watches: int = 0) -> tuple[FakeClock, Lifecycle, RecordingDrainer, list]:
+    clock = FakeClock(start=100.0)
     fired: list[tuple[Signal, float, str]] = []
 
     def listener(signal: Signal, stamp: SignalTime, trigger: str) -> None:

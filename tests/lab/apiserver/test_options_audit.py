@@ -83,7 +83,7 @@ def test_bad_duration_and_missing_files_exit_2_without_traceback(
         main(args(certs, "--shutdown-delay-duration=10"))
     assert caught.value.code == 2
     assert capsys.readouterr().err.endswith(
-        "error: argument --shutdown-delay-duration: invalid duration '10': missing unit\n"
+        "error: argument --shutdown-delay-duration: '10' is not a Go duration such as 100ms or 5s\n"
     )
     missing = tmp_path / "missing.crt"
     code = main(["--cert", str(missing), "--key", str(certs.server.key), "--port", "0"])
