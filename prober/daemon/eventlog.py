@@ -37,6 +37,7 @@ import structlog
 from prober.common.segments import segment_path, segment_paths
 from prober.core.eventlog import EventLogError, encode
 from prober.core.models import Interval, PaceChange, Record, RunRecord, Sample, Summary, Window
+from prober.daemon.pipeline import Event, Observed
 
 # `read_lines` and `segment_paths` are the reading side of this file format; they live in
 # `prober.common.segments`, shared with the reports and the audit commands.
@@ -84,10 +85,17 @@ class EventLogWriter:
         if problem is not None:
             raise OSError(problem)
 
-    def handle(self, item: object) -> None:
-        """The pipeline's sink interface: kept samples and every interval, window, summary."""
-        if isinstance(item, Sample | Interval | Window | Summary | PaceChange):
-            self.write(item)
+    # The pipeline's sink interface: kept samples and every interval, window, summary and
+    # pace change; the samples the compactor drops and the live-only events are not logged.
+    def observe(self, observed: Observed) -> None:
+        pass
+
+    def keep(self, sample: Sample) -> None:
+        self.write(sample)
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, Interval | Window | Summary | PaceChange):
+            self.write(event)
 
     def write(self, record: Record) -> None:
         """Append one record as one whole line, or count it as dropped and say why, once."""

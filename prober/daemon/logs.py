@@ -12,8 +12,9 @@ from typing import Any
 import structlog
 
 from prober.core.disruption import DisruptionStarted
-from prober.core.models import Interval, PaceChange, Summary, Window
+from prober.core.models import Interval, PaceChange, Sample, Summary, Window
 from prober.core.shutdown import WindowOpened
+from prober.daemon.pipeline import Event, Observed
 
 
 class LogSink:
@@ -23,58 +24,64 @@ class LogSink:
         self._log = structlog.get_logger("prober.pipeline")
         self._node_of = node_of or (lambda _host: None)
 
-    def handle(self, item: object) -> None:
-        if isinstance(item, PaceChange):
+    def observe(self, observed: Observed) -> None:
+        pass  # a line per sample would drown the story
+
+    def keep(self, sample: Sample) -> None:
+        pass
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, PaceChange):
             self._log.info(
                 "sampling_pace",
-                pace=item.pace.value,
-                stream=item.stream or "all",
-                reason=item.reason,
-                t=item.t,
+                pace=event.pace.value,
+                stream=event.stream or "all",
+                reason=event.reason,
+                t=event.t,
             )
-        elif isinstance(item, DisruptionStarted):
+        elif isinstance(event, DisruptionStarted):
             self._log.warning(
                 "disruption_started",
-                stream=item.stream,
-                lb=item.lb.value,
-                protocol=item.protocol.value,
-                connection=item.connection.value,
-                error=item.error.value,
-                detail=item.detail,
-                t=item.start_t,
+                stream=event.stream,
+                lb=event.lb.value,
+                protocol=event.protocol.value,
+                connection=event.connection.value,
+                error=event.error.value,
+                detail=event.detail,
+                t=event.start_t,
             )
-        elif isinstance(item, Interval):
+        elif isinstance(event, Interval):
             self._log.warning(
                 "disruption_ended",
-                stream=item.stream,
-                lb=item.lb.value,
-                protocol=item.protocol.value,
-                connection=item.connection.value,
-                error=item.error.value,
-                seconds=round(item.seconds, 3),
-                samples=item.samples,
-                start_t=item.start_t,
-                end_t=item.end_t,
+                stream=event.stream,
+                lb=event.lb.value,
+                protocol=event.protocol.value,
+                connection=event.connection.value,
+                error=event.error.value,
+                seconds=round(event.seconds, 3),
+                samples=event.samples,
+                start_t=event.start_t,
+                end_t=event.end_t,
             )
-        elif isinstance(item, WindowOpened):
+        elif isinstance(event, WindowOpened):
             self._log.warning(
                 "shutdown_window_opened",
-                host=item.host,
-                node=item.node or self._node_of(item.host),
-                delay=item.delay,
-                first_seen_t=item.first_seen_t,
-                stream=item.stream,
-                elapsed=item.elapsed,
+                host=event.host,
+                node=event.node or self._node_of(event.host),
+                delay=event.delay,
+                first_seen_t=event.first_seen_t,
+                stream=event.stream,
+                elapsed=event.elapsed,
             )
-        elif isinstance(item, Window):
-            self._window_closed(item)
-        elif isinstance(item, Summary):
+        elif isinstance(event, Window):
+            self._window_closed(event)
+        elif isinstance(event, Summary):
             self._log.info(
                 "summary",
-                t=item.t,
-                samples=sum(s.samples for s in item.streams),
-                failures=sum(s.failures for s in item.streams),
-                late=sum(s.late for s in item.streams),
+                t=event.t,
+                samples=sum(s.samples for s in event.streams),
+                failures=sum(s.failures for s in event.streams),
+                late=sum(s.late for s in event.streams),
             )
 
     def _window_closed(self, window: Window) -> None:

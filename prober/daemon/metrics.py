@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import RECORD_TYPES, Interval, Pace, PaceChange, Sample, StreamId, Window
 from prober.core.shutdown import WindowOpened
-from prober.daemon.pipeline import Observed, Skipped
+from prober.daemon.pipeline import Event, Observed, Skipped
 from prober.daemon.scheduler import SKIP_REASONS
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -220,18 +220,14 @@ class Metrics:
             for gap in observed.gaps:
                 gaps.observe(gap)
 
-    def handle(self, item: object) -> None:
-        """The pipeline's sink interface."""
-        if isinstance(item, Observed):
-            self.observe(item)
-        elif isinstance(item, Skipped):
-            key = (item.stream.lb, item.stream.protocol, item.stream.connection)
-            self._child(self.skipped, *key, item.reason).inc(item.count)
-        elif not isinstance(item, Sample):  # kept samples were already observed
-            self.event(item)
+    def keep(self, sample: Sample) -> None:
+        pass  # counted when observed
 
-    def event(self, event: object) -> None:
-        if isinstance(event, Interval):
+    def event(self, event: Event) -> None:
+        if isinstance(event, Skipped):
+            key = (event.stream.lb, event.stream.protocol, event.stream.connection)
+            self._child(self.skipped, *key, event.reason).inc(event.count)
+        elif isinstance(event, Interval):
             key = (event.lb, event.protocol, event.connection)
             self._child(self.disruption_seconds, *key).inc(event.seconds)
             self._child(self.disruption_intervals, *key, event.error).inc()

@@ -1,14 +1,14 @@
 """The one fan-out point: every sample, in completion order, through the core trackers, then
 to the sinks (metrics, event log, logs). Sinks see plain records and know nothing of probes.
 
-What the sinks receive, in order, for each sample:
-`Observed(sample, gaps)` (every sample, with the sampling gaps it completed), then the
-samples the `Compactor` keeps for the event log (plain `Sample` records, possibly some held
-back from earlier), then the trackers' events (`DisruptionStarted`, `Interval`,
-`WindowOpened`, `Window`). `Summary` records come from
-`summary()`, `Skipped` records from `skipped()` (ticks a scheduler did not send), a
-`PaceChange` after the sample that changed the sampling rate (`core.pace`), and
-`close()` ends the run: open intervals and windows close as `end`.
+A sink has three typed channels (`Sink`), in this order for each sample:
+`observe(Observed(sample, gaps))` (every sample, with the sampling gaps it completed), then
+`keep(sample)` for each sample the `Compactor` keeps for the event log (possibly some held
+back from earlier), then `event(...)` for the trackers' events (`DisruptionStarted`,
+`Interval`, `WindowOpened`, `Window`). `event` also carries the `Summary` records of
+`summary()`, the `Skipped` ticks of `skipped()`, a `PaceChange` after the sample that changed
+the sampling rate (`core.pace`), and what `close()` closes at the end of the run (open
+intervals and windows, as `end`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,18 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from prober.core.compaction import Compactor
-from prober.core.disruption import DisruptionTracker
+from prober.core.disruption import DisruptionStarted, DisruptionTracker
 from prober.core.gaps import GapStats
-from prober.core.models import PaceChange, Sample, StreamCounters, StreamId, Summary, rfc3339
+from prober.core.models import (
+    Interval,
+    PaceChange,
+    Sample,
+    StreamCounters,
+    StreamId,
+    Summary,
+    Window,
+    rfc3339,
+)
 from prober.core.pace import PaceTracker
 from prober.core.shutdown import ShutdownTracker, WindowOpened
 
@@ -46,8 +55,18 @@ class Skipped:
     count: int
 
 
+Event = DisruptionStarted | Interval | WindowOpened | Window | Summary | PaceChange | Skipped
+
+
 class Sink(Protocol):
-    def handle(self, item: object) -> None: ...
+    def observe(self, observed: Observed) -> None:
+        """Every sample, as it completes."""
+
+    def keep(self, sample: Sample) -> None:
+        """A sample the event log keeps (failures, late answers, window edges)."""
+
+    def event(self, event: Event) -> None:
+        """What the trackers and the pipeline make of the samples."""
 
 
 @dataclass(slots=True)
@@ -106,9 +125,14 @@ class Pipeline:
         kept = self._compactor.select(sample, events, self.shutdown.open_hosts)
         gaps = self._count(sample)
         self.fed += 1
-        self._emit(Observed(sample, gaps))
-        for item in (*kept, *events):
-            self._emit(item)
+        observed = Observed(sample, gaps)
+        for sink in self._sinks:
+            sink.observe(observed)
+        for record in kept:
+            for sink in self._sinks:
+                sink.keep(record)
+        for event in events:
+            self._emit(event)
         if self._pace is not None:
             self._pace_after(sample, events)
 
@@ -185,9 +209,9 @@ class Pipeline:
         counts.results[sample.error.value if sample.error else "success"] += 1
         return tuple(counts.gaps.feed(sample.t))
 
-    def _emit(self, item: object) -> None:
+    def _emit(self, event: Event) -> None:
         for sink in self._sinks:
-            sink.handle(item)
+            sink.event(event)
 
 
 def _rounded(value: float | None) -> float | None:

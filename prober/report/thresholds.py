@@ -165,7 +165,7 @@ class Thresholds:
 
 def load_thresholds(path: Path) -> Thresholds:
     doc = read_json(path)
-    if doc.get("v") != THRESHOLDS_VERSION:
+    if type(doc.get("v")) is not int or doc.get("v") != THRESHOLDS_VERSION:  # not True, not 1.0
         raise BadInput(f"{path}: thresholds version {doc.get('v')!r}, this reader knows 1")
     rows = doc.get("entries")
     if not isinstance(rows, list):
@@ -182,7 +182,12 @@ def _entry(path: Path, index: int, raw: object) -> Entry:
         raise BadInput(f"{where}.metric: {raw.get('metric')!r} is not one of {list(METRICS)}")
     for name in QUANTILE_FIELDS:
         value = raw.get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        # json.loads takes NaN and Infinity; `recommend` cannot round them (it crashed).
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
             raise BadInput(f"{where}.{name}: expected a number, got {value!r:.40}")
     runs, usable, platform = raw.get("runs"), raw.get("usable"), raw.get("platform")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:

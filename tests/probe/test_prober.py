@@ -325,3 +325,23 @@ async def test_a_request_cut_off_in_the_tls_handshake_closes_its_socket(
     assert [s.error for s in samples] == [ErrorClass.TIMEOUT] * 3
     await tls_server.wait_for(lambda server: server.connections == 3)
     assert open_sockets_to(tls_server.port) == 0
+
+
+@pytest.mark.parametrize(("protocol", "connection"), MODES)
+async def test_a_bug_in_pure_code_is_no_network_fault(
+    tls_server: TLSServer, certs: Certs, monkeypatch: pytest.MonkeyPatch, protocol, connection
+) -> None:
+    """The shutdown-header parser raising is a bug: it leaves `sample()` as itself, for the
+    scheduler's task to fail and the supervisor to say so and restart it, never as a sample
+    of class `other` that would count as disruption."""
+
+    def broken(_raw: bytes) -> ShutdownHeader:
+        raise RuntimeError("a bug in the header parser")
+
+    monkeypatch.setattr("prober.probe.classify.parse_shutdown_header", broken)
+    prober = make_prober(tls_server, certs, protocol, connection)
+    try:
+        with pytest.raises(RuntimeError, match="a bug in the header parser"):
+            await prober.sample()
+    finally:
+        await prober.aclose()

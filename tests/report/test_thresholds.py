@@ -10,6 +10,7 @@ import pytest
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
+from prober.report.errors import BadInput
 from prober.report.summary import RunFacts, WorstOfRun, load_run_facts
 from prober.report.thresholds import Entry, Thresholds, aggregate, load_thresholds
 from tests.report.history import summary_doc, write_history
@@ -231,3 +232,46 @@ def test_a_history_of_v1_and_v2_summaries_gives_the_thresholds_of_its_points(
         return (out / "thresholds.json").read_text()
 
     assert thresholds("mixed", lambda i: 1 + i % 2) == thresholds("v1", lambda i: 1)
+
+
+GOOD_ROW = {
+    "platform": "aws", "lb": "internal-lb", "protocol": "http2", "connection": "new",
+    "metric": "reaction", "p50": 1.0, "p75": 1.5, "p95": 2.0, "p99": 3.0, "runs": 20,
+    "usable": True,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"v": true, "entries": []}', "thresholds version True, this reader knows 1"),
+        ('{"v": 1.0, "entries": []}', "thresholds version 1.0, this reader knows 1"),
+        ('{"v": 1, "entries": {}}', "field 'entries': expected a list"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "p99": None}]}),
+         "entries[0].p99: expected a number, got None"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "p99": float("nan")}]}),
+         "entries[0].p99: expected a number, got nan"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "p99": float("inf")}]}),
+         "entries[0].p99: expected a number, got inf"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "runs": 0}]}),
+         "entries[0].runs: expected a positive integer, got 0"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "usable": "yes"}]}),
+         "entries[0].usable: expected true or false, got 'yes'"),
+        (json.dumps({"v": 1, "entries": [{**GOOD_ROW, "platform": ""}]}),
+         "entries[0].platform: expected a platform name, got ''"),
+    ],
+)  # fmt: skip
+def test_a_bad_thresholds_file_is_one_line_naming_the_field(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "thresholds.json"
+    path.write_text(text)
+    with pytest.raises(BadInput) as caught:
+        load_thresholds(path)
+    assert str(caught.value) == f"{path}: {problem}"
+
+
+def test_a_good_row_loads(tmp_path: Path) -> None:
+    path = tmp_path / "thresholds.json"
+    path.write_text(json.dumps({"v": 1, "entries": [GOOD_ROW]}))
+    assert load_thresholds(path).lookup("aws", KEY, "reaction").entry.p99 == 3.0
