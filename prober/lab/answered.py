@@ -9,7 +9,9 @@ on any), and the resends that saved the others.
 
 One kind of LB makes such failures itself: one that resets the connections of a server it
 marks down (AWS NLB, HAProxy's `shutdown-sessions`) may cut an answer the server had written.
-Those are counted apart, as the LB's doing, and fail nothing.
+Those are counted apart, as the LB's doing, and fail nothing. So is an answer cut by a crash:
+a server SIGKILLed after it logged its answer and before the bytes reached the client (the
+kernel resets a killed process's connections); seen under CPU load, where that gap is wide.
 """
 
 from __future__ import annotations
@@ -24,31 +26,52 @@ from prober.audit.event import Line
 from prober.audit.files import discover, read_lines
 from prober.core.models import LB, Sample
 
+CLOCK_SLACK = 0.1  # seconds: the daemon's and the lab's wall clocks, compared
+
 
 @dataclass(frozen=True, slots=True)
 class AnsweredCheck:
     answered_failed: tuple[str, ...]  # "stream: error (detail)" per such sample
     retried: Counter[str] = field(default_factory=Counter)  # resends, by reason
     cut_by_lb: int = 0  # answered, then lost to an LB that resets connections
+    cut_by_crash: int = 0  # answered, then lost when its server was killed
 
     def describe(self) -> str:
         resent = ", ".join(f"{n} {why}" for why, n in sorted(self.retried.items())) or "none"
         return (
             f"answered by a server (2xx in its audit log) yet recorded as failed: "
             f"{len(self.answered_failed)} (and {self.cut_by_lb} cut by an LB resetting its "
-            f"connections); sent again once, as Go's transport would: {resent}"
+            f"connections, {self.cut_by_crash} by a crash); sent again once, as Go's "
+            f"transport would: {resent}"
         )
 
 
 def check_answered(
-    samples: Sequence[Sample], cluster: Path, resetting: Collection[LB] = ()
+    samples: Sequence[Sample],
+    cluster: Path,
+    resetting: Collection[LB] = (),
+    crashes: Collection[float] = (),
 ) -> AnsweredCheck:
-    """`resetting`: the LBs that reset the connections of a server they mark down."""
+    """`resetting`: the LBs that reset the connections of a server they mark down;
+    `crashes`: when servers were SIGKILLed, in run seconds (the samples' `t`)."""
     failed = {s.audit_id: s for s in samples if s.failed and not s.held}
     answered = [s for a, s in failed.items() if a in _answered_ids(cluster, set(failed))]
-    lost = tuple(f"{s.stream}: {s.error} ({s.detail})" for s in answered if s.lb not in resetting)
+    by_lb = [s for s in answered if s.lb in resetting]
+    by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, crashes)]
+    lost = tuple(
+        f"{s.stream}: {s.error} ({s.detail})"
+        for s in answered
+        if s not in by_lb and s not in by_crash
+    )
     retried = Counter(s.retried for s in samples if s.retried and not s.held)
-    return AnsweredCheck(lost, retried, cut_by_lb=len(answered) - len(lost))
+    return AnsweredCheck(lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash))
+
+
+def _in_flight(sample: Sample, crashes: Collection[float]) -> bool:
+    """Whether a crash fell while the request was out (the lab times a kill just before
+    its signal; the slack is for the two processes' clocks)."""
+    start, end = sample.t - CLOCK_SLACK, sample.t + sample.dur + CLOCK_SLACK
+    return any(start <= crash <= end for crash in crashes)
 
 
 def _answered_ids(cluster: Path, wanted: set[str]) -> set[str]:

@@ -60,6 +60,7 @@ class LabCluster:
     lbs: dict[LB, HaproxyLB] = field(default_factory=dict)
     ca_file: Path = Path()
     token_file: Path = Path()
+    crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -136,6 +137,7 @@ class LabCluster:
         assert server.process is not None
         sent = time.time()
         server.process.send_signal(signal.SIGKILL)
+        self.crashes.append(sent)
         self._after(endpoint_ttl, lambda: self._remove(server))
         return sent
 

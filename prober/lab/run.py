@@ -238,7 +238,8 @@ def _judge(
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
     resetting = {kind for kind, lb in cluster.lbs.items() if lb.profile.reset_on_down}
-    answered = check_answered(analysis.log.samples, out / "cluster", resetting)
+    crashes = [wall - offset for wall in cluster.crashes]
+    answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
     last = analysis.log.last_summary
     return LabResult(

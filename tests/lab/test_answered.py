@@ -36,7 +36,8 @@ def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> No
     assert check.retried == {"goaway": 1}
     assert check.describe() == (
         "answered by a server (2xx in its audit log) yet recorded as failed: 1 (and 0 cut by "
-        "an LB resetting its connections); sent again once, as Go's transport would: 1 goaway"
+        "an LB resetting its connections, 0 by a crash); sent again once, as Go's transport "
+        "would: 1 goaway"
     )
     by_a_resetting_lb = check_answered([lost], tmp_path, resetting={lost.lb})
     assert (by_a_resetting_lb.answered_failed, by_a_resetting_lb.cut_by_lb) == ((), 1)
@@ -45,3 +46,18 @@ def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> No
 def test_nothing_failed_nothing_to_read(tmp_path: Path) -> None:
     check = check_answered([ok(1.0)], tmp_path / "none")
     assert check.answered_failed == ()
+
+
+def test_an_answer_cut_by_its_servers_crash_is_counted_apart(tmp_path: Path) -> None:
+    """Answered, logged, then SIGKILLed before the bytes left: the crash's doing (seen under
+    CPU load in the crash scenario), not the client's; a crash outside the request is no
+    excuse."""
+    cut = fail(10.0, ErrorClass.CONNECTION_RESET, detail="server closed the connection")
+    cut = dataclasses.replace(cut, dur=0.3)
+    audit(tmp_path / "master-0" / "audit.log", [(cut.audit_id, "ResponseComplete", 200)])
+    during = check_answered([cut], tmp_path, crashes=[10.2])
+    assert (during.answered_failed, during.cut_by_crash) == ((), 1)
+    assert "0 cut by an LB resetting its connections, 1 by a crash" in during.describe()
+    for elsewhere in (9.5, 10.5):
+        check = check_answered([cut], tmp_path, crashes=[elsewhere])
+        assert (len(check.answered_failed), check.cut_by_crash) == (1, 0)
