@@ -17,7 +17,15 @@ from prober import __version__
 from prober.common.exits import ExitCode
 
 # Command modules, in the order `--help` lists them.
-COMMANDS: tuple[str, ...] = ("run", "lab", "analyze", "thresholds", "recommend", "audit")
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "lab",
+    "analyze",
+    "thresholds",
+    "recommend",
+    "export",
+    "audit",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from prober.common.exits import ExitCode
 from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
 from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
@@ -14,6 +16,7 @@ EXAMPLE = """\
 examples:
   prober thresholds history/ -o thresholds.json --out dashboard/
   prober thresholds --check thresholds.json last-10-runs/      # exit 1 if worse than history
+  prober thresholds --from-query-result result.json --out history/   # from the warehouse
 
 SUMMARY is a summary.json from `prober analyze`, or a directory searched for them.
 Builds thresholds.json (-o, default OUT/thresholds.json) and OUT/thresholds.html, a dashboard
@@ -42,7 +45,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    parser.add_argument("summaries", nargs="*", type=Path, metavar="SUMMARY")
+    parser.add_argument(
+        "--from-query-result",
+        type=Path,
+        metavar="FILE",
+        help="instead of summaries: the result of deploy/warehouse/thresholds.sql (JSON)",
+    )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="thresholds.json path")
     parser.add_argument(
         "--out", type=Path, default=Path("."), metavar="DIR", help="output directory (created)"
@@ -73,6 +82,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    if (args.from_query_result is None) == (not args.summaries):
+        print(
+            "prober thresholds: give SUMMARY files or --from-query-result, one of the two",
+            file=sys.stderr,
+        )
+        return ExitCode.BAD_INPUT
+    if args.check is not None and args.from_query_result is not None:
+        print("prober thresholds: --check takes SUMMARY files, not a query result", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     if args.check is not None:
         return check_command(
             args.summaries,
@@ -82,5 +100,9 @@ def _run(args: argparse.Namespace) -> int:
             alpha=args.alpha,
         )
     return thresholds_command(
-        args.summaries, output=args.output, out=args.out, min_runs=args.min_runs
+        args.summaries,
+        output=args.output,
+        out=args.out,
+        min_runs=args.min_runs,
+        query_result=args.from_query_result,
     )

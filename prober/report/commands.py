@@ -16,12 +16,14 @@ from prober.report.documents import (
     RegressionDocument,
 )
 from prober.report.errors import BadInput
+from prober.report.export import parse_labels, write_rows
 from prober.report.html_dashboard import render_dashboard
+from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
 from prober.report.summary import RunFacts, key_name, load_run_facts, write_json
 from prober.report.tables import seconds, table
-from prober.report.thresholds import aggregate, load_thresholds, to_document
+from prober.report.thresholds import aggregate, load_thresholds, period_of, to_document
 
 
 def summary_files(args: Sequence[Path]) -> list[Path]:
@@ -97,25 +99,64 @@ def analyze_command(
     return ExitCode.FAILED if any(a.failed for a in analyses) else ExitCode.OK
 
 
+def export_command(
+    summaries: Sequence[Path],
+    *,
+    labels: Sequence[str],
+    output: Path | None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Warehouse rows (JSON lines) of the summaries, on stdout or into `output`."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        parsed = parse_labels(labels)
+        paths = summary_files(summaries)
+        if output is None:
+            count = write_rows(paths, parsed, stdout)
+        else:
+            # Into a file beside it, renamed when whole: a load never takes half an export.
+            partial = output.with_name(output.name + ".partial")
+            with partial.open("w", encoding="utf-8") as stream:
+                count = write_rows(paths, parsed, stream)
+            partial.replace(output)
+    except BadInput as exc:
+        print(f"prober export: {exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    except OSError as exc:
+        print(f"prober export: cannot write {output}: {exc.strerror or exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    print(f"exported {count} rows from {len(paths)} summaries", file=stderr)
+    return ExitCode.OK
+
+
 def thresholds_command(
     summaries: Sequence[Path],
     *,
     output: Path | None,
     out: Path,
     min_runs: int,
+    query_result: Path | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
+    """From summaries, or from the warehouse query's result (`query_result`): the same
+    thresholds.json either way."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
-        facts = load_facts(summaries, stderr)
-        entries = aggregate(facts, min_runs)
+        if query_result is not None:
+            entries, period = load_query_result(query_result, min_runs)
+            runs = sources = runs_in(entries)
+        else:
+            facts = load_facts(summaries, stderr)
+            entries, period = aggregate(facts, min_runs), period_of(facts)
+            runs = sources = len(facts)
         out.mkdir(parents=True, exist_ok=True)
         json_path = output or out / "thresholds.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(json_path, to_document(entries))
+        write_json(json_path, to_document(entries, period))
         html_path = out / "thresholds.html"
-        html_path.write_text(render_dashboard(entries, len(facts), len(facts)), encoding="utf-8")
+        html_path.write_text(render_dashboard(entries, runs, sources), encoding="utf-8")
     except BadInput as exc:
         print(f"prober thresholds: {exc}", file=stderr)
         return ExitCode.BAD_INPUT

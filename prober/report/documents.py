@@ -95,6 +95,7 @@ class WorstEntry(KeyFields):
 class SummaryDocument(TypedDict):
     v: Literal[1, 2]
     run_id: str
+    started: NotRequired[str]  # RFC 3339, the run's start; summaries before the export had none
     platform: str
     windows: list[WindowEntry]
     streams: list[StreamEntry]
@@ -115,8 +116,16 @@ class ThresholdRow(KeyFields):
     usable: bool
 
 
+class Period(TypedDict):
+    """The runs' start times a history covers, RFC 3339: `to` is exclusive in a query."""
+
+    start: str
+    end: str
+
+
 class ThresholdsDocument(TypedDict):
     v: Literal[1]
+    period: NotRequired[Period]  # unknown for summaries written before they carried `started`
     entries: list[ThresholdRow]
 
 

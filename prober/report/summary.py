@@ -41,7 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar, cast
 
-from prober.core.models import LB, Connection, Interval, Protocol, StreamId, Window
+from prober.core.models import (
+    LB,
+    Connection,
+    Interval,
+    Protocol,
+    StreamId,
+    Window,
+    parse_rfc3339,
+)
 from prober.report.documents import (
     Document,
     IntervalEntry,
@@ -94,10 +102,11 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     summary: SummaryDocument = {
         "v": SUMMARY_VERSION,
         "run_id": log.run.run_id,
+        "started": log.run.ts,
         "platform": platform,
         "windows": windows,
         "streams": stream_entries,
-        "worst": _worst(streams, windows, seconds),
+        "worst": worst_entries(streams, windows, seconds),
     }
     return summary, warnings
 
@@ -182,7 +191,7 @@ def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int]
     return counts, warnings
 
 
-def _worst(
+def worst_entries(
     streams: list[StreamId], windows: list[WindowEntry], seconds: dict[str, float]
 ) -> list[WorstEntry]:
     # The window stream entry with the largest reaction per key: its bound goes with it.
@@ -250,6 +259,7 @@ class RunFacts:
     platform: str
     windows: int
     worst: tuple[WorstOfRun, ...]
+    started: str | None = None  # RFC 3339; summaries before the export had none
 
 
 def load_run_facts(path: Path) -> RunFacts:
@@ -266,7 +276,24 @@ def load_run_facts(path: Path) -> RunFacts:
         platform=_field(path, doc, "platform", str),
         windows=len(windows),
         worst=tuple(worst),
+        started=started_of(path, doc),
     )
+
+
+def started_of(path: Path, doc: Mapping[str, object]) -> str | None:
+    """A summary's run start time, checked; None in a summary written before it was kept."""
+    started = doc.get("started")
+    if started is None:
+        return None
+    if not isinstance(started, str):
+        raise BadInput(f"{path}: field 'started': expected a time, got {started!r:.40}")
+    try:
+        parse_rfc3339(started)
+    except ValueError:
+        raise BadInput(
+            f"{path}: field 'started': {started!r:.40} is not an RFC 3339 time"
+        ) from None
+    return started
 
 
 def _worst_of_run(path: Path, where: str, raw: object, version: int) -> WorstOfRun:

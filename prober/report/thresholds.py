@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, cast
 
-from prober.core.models import LB, Connection, Protocol
+from prober.core.models import LB, Connection, Protocol, parse_rfc3339
 from prober.core.stats import percentiles
-from prober.report.documents import Metric, ThresholdRow, ThresholdsDocument
+from prober.report.documents import Metric, Period, ThresholdRow, ThresholdsDocument
 from prober.report.errors import BadInput
 from prober.report.summary import Key, RunFacts, key_name, parse_key, read_json
 
@@ -87,8 +87,12 @@ def aggregate(runs: Iterable[RunFacts], min_runs: int = DEFAULT_MIN_RUNS) -> lis
         entries.append(
             Entry(platform, *key, metric, p.p50, p.p75, p.p95, p.p99, p.count, p.count >= min_runs)
         )
-    entries.sort(key=_order)
-    return entries
+    return sort_entries(entries)
+
+
+def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """Platforms by name, `all` last; then LB, protocol, connection, metric, as enumerated."""
+    return sorted(entries, key=_order)
 
 
 def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
@@ -102,8 +106,20 @@ def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
     )
 
 
-def to_document(entries: Iterable[Entry]) -> ThresholdsDocument:
-    return {"v": THRESHOLDS_VERSION, "entries": [_row(e) for e in entries]}
+def to_document(entries: Iterable[Entry], period: Period | None = None) -> ThresholdsDocument:
+    rows = [_row(e) for e in entries]
+    if period is None:
+        return {"v": THRESHOLDS_VERSION, "entries": rows}
+    return {"v": THRESHOLDS_VERSION, "period": period, "entries": rows}
+
+
+def period_of(runs: Iterable[RunFacts]) -> Period | None:
+    """The first and the last start time of the runs, when every summary says it."""
+    started = [facts.started for facts in runs]
+    if not started or None in started:
+        return None
+    known = sorted((s for s in started if s is not None), key=parse_rfc3339)
+    return {"start": known[0], "end": known[-1]}
 
 
 def _row(e: Entry) -> ThresholdRow:

@@ -1,0 +1,48 @@
+"""`prober export`: summaries -> warehouse rows (argument parsing only)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.commands import export_command
+from prober.report.export import LABELS
+
+EXAMPLE = """\
+examples:
+  prober export artifacts/prober/summary.json --label job_name="$JOB_NAME" \\
+      --label job_run_id="$BUILD_ID" --label release=4.21 --label upgrade=true \\
+      --label network_type=OVNKubernetes --label topology=HighlyAvailable -o rows.jsonl
+  bq load --source_format=NEWLINE_DELIMITED_JSON --time_partitioning_field=started \\
+      prober.run_rows rows.jsonl deploy/warehouse/rows.schema.json
+
+SUMMARY is a summary.json from `prober analyze`, or a directory searched for them.
+One JSON line per run x stream, per run x apiserver shutdown x stream and per disruption
+interval, each with the run's labels; deploy/warehouse/thresholds.sql turns them into the
+thresholds `prober thresholds --from-query-result` writes.
+Exit codes: 0 done, 2 bad usage or bad input.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="summaries to warehouse rows (newline-delimited JSON for BigQuery)",
+        description="Turn summary.json files into rows for the warehouse's run_rows table.",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)",
+    )
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return export_command(args.summaries, labels=args.label, output=args.output)

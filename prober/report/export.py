@@ -1,0 +1,184 @@
+"""`prober export`: summary.json files as warehouse rows, newline-delimited JSON that
+`bq load --source_format=NEWLINE_DELIMITED_JSON` takes with `deploy/warehouse/rows.schema.json`.
+
+One table, three kinds of row (`row_type`), each carrying the run's labels:
+- `stream`: one per run x stream: its samples and disruption seconds, and how many shutdown
+  windows the run saw (a run with none contributes no reaction to the history);
+- `shutdown`: one per run x apiserver shutdown x stream: the reaction with its bound and what
+  set it, late requests, failures, the window's T0 with its bound;
+- `interval`: one per disruption interval, with its edges' bounds.
+`deploy/warehouse/thresholds.sql` turns them into the same percentiles `prober thresholds`
+computes from the summaries (`tests/report/test_warehouse.py` holds the two equal).
+
+Field names are stable; a change to any is a new `schema_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from prober.report.errors import BadInput
+from prober.report.summary import parse_key, read_json, started_of, summary_version
+
+EXPORT_VERSION: Final = 1
+# The run's labels: what the release team slices the history by. `platform` comes from the
+# summary; the rest from `--label` (a CI step knows them from its environment).
+LABELS: Final = ("network_type", "topology", "upgrade", "release", "job_name", "job_run_id")
+BOOLEAN_LABELS: Final = frozenset({"upgrade"})
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
+
+Row = dict[str, Any]
+
+
+def parse_labels(pairs: Sequence[str]) -> dict[str, str | bool]:
+    """`KEY=VALUE` flags: known keys only, each once; `upgrade` is true or false."""
+    labels: dict[str, str | bool] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in LABELS:
+            raise BadInput(
+                f"--label {pair!r}: expected KEY=VALUE with KEY one of {', '.join(LABELS)}"
+            )
+        if key in labels:
+            raise BadInput(f"--label {key}: given twice")
+        if key in BOOLEAN_LABELS:
+            if value.lower() not in _TRUE | _FALSE:
+                raise BadInput(f"--label {pair!r}: expected true or false")
+            labels[key] = value.lower() in _TRUE
+        else:
+            labels[key] = value
+    return labels
+
+
+def export_rows(path: Path, labels: Mapping[str, str | bool]) -> Iterator[Row]:
+    """The rows of one summary.json, stream rows first, or BadInput naming what is wrong."""
+    doc = read_json(path)
+    summary_version(path, doc)
+    run = _run_fields(path, doc, labels)
+    windows = _list(path, doc, "windows")
+    for i, entry in enumerate(_list(path, doc, "streams")):
+        where = f"streams[{i}]"
+        stream = _object(path, entry, where)
+        yield {**run, **_stream_fields(path, stream, where), "row_type": "stream",
+               "samples": _get(path, stream, "samples", where, int),
+               "disruption_seconds": _get(path, stream, "disruption_seconds", where, float),
+               "windows": len(windows)}  # fmt: skip
+    for w, window in enumerate(windows):
+        yield from _shutdown_rows(path, run, window, f"windows[{w}]")
+    for i, entry in enumerate(_list(path, doc, "streams")):
+        stream = _object(path, entry, f"streams[{i}]")
+        ids = _stream_fields(path, stream, f"streams[{i}]")
+        for j, interval in enumerate(_get(path, stream, "intervals", f"streams[{i}]", list)):
+            yield {**run, **ids, "row_type": "interval",
+                   **_interval_fields(path, interval, f"streams[{i}].intervals[{j}]")}  # fmt: skip
+
+
+def write_rows(paths: Sequence[Path], labels: Mapping[str, str | bool], out: TextIO) -> int:
+    """Every summary's rows as JSON lines on `out`; the number of rows. A bad summary stops
+    the export before its first row is written, so a load never takes half a run."""
+    count = 0
+    for path in paths:
+        rows = list(export_rows(path, labels))
+        for row in rows:
+            out.write(json.dumps(row, allow_nan=False, separators=(",", ":")) + "\n")
+        count += len(rows)
+    return count
+
+
+def _run_fields(path: Path, doc: Mapping[str, object], labels: Mapping[str, str | bool]) -> Row:
+    started = started_of(path, doc)
+    if started is None:
+        raise BadInput(
+            f"{path}: no 'started' (written before summaries carried the run's start time):"
+            " run prober analyze on its event log again"
+        )
+    run: Row = {"schema_version": EXPORT_VERSION}
+    run["run_id"] = _get(path, doc, "run_id", "", str)
+    run["started"] = started
+    run["platform"] = _get(path, doc, "platform", "", str).lower()
+    for label in LABELS:
+        run[label] = labels.get(label)
+    return run
+
+
+def _stream_fields(path: Path, entry: object, where: str) -> Row:
+    entry = _object(path, entry, where)
+    lb, protocol, connection = parse_key(entry, f"{path}: {where}")
+    return {"stream": _get(path, entry, "stream", where, str), "lb": lb.value,
+            "protocol": protocol.value, "connection": connection.value}  # fmt: skip
+
+
+def _shutdown_rows(path: Path, run: Row, window: object, where: str) -> Iterator[Row]:
+    window = _object(path, window, where)
+    shared: Row = {"host": _get(path, window, "host", where, str),
+                   "node": _get(path, window, "node", where, str, optional=True),
+                   "delay": _get(path, window, "delay", where, float),
+                   "closed_by": _get(path, window, "closed_by", where, str)}  # fmt: skip
+    for name in ("t0", "t0_lo", "t0_hi"):
+        shared[name] = _get(path, window, name, where, float)
+    for s, stream in enumerate(_get(path, window, "streams", where, list)):
+        here = f"{where}.streams[{s}]"
+        row: Row = {**run, **_stream_fields(path, stream, here), "row_type": "shutdown", **shared}
+        for name in ("late", "failures"):
+            row[name] = _get(path, stream, name, here, int)
+        for name in ("max_elapsed", "reaction", "reaction_lo", "reaction_hi"):
+            row[name] = _get(path, stream, name, here, float, optional=True)
+        row["bound_by"] = _get(path, stream, "bound_by", here, str, optional=True)
+        yield row
+
+
+def _interval_fields(path: Path, entry: object, where: str) -> Row:
+    entry = _object(path, entry, where)
+    row: Row = {}
+    for name in ("start_t", "end_t"):
+        row[name] = _get(path, entry, name, where, float)
+    row["seconds"] = row["end_t"] - row["start_t"]  # as `Interval.seconds`
+    for name in ("start_lo", "start_hi", "end_lo", "end_hi"):
+        row[name] = _get(path, entry, name, where, float, optional=True)
+    row["error"] = _get(path, entry, "error", where, str)
+    row["detail"] = _get(path, entry, "detail", where, str)
+    row["interval_samples"] = _get(path, entry, "samples", where, int)
+    return row
+
+
+def _list(path: Path, doc: Mapping[str, object], name: str) -> list[object]:
+    value: list[object] = _get(path, doc, name, "", list)
+    return value
+
+
+def _object(path: Path, value: object, where: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise BadInput(f"{path}: {where}: expected an object")
+    return value
+
+
+def _get(
+    path: Path,
+    entry: Mapping[str, object],
+    name: str,
+    where: str,
+    kind: type,
+    *,
+    optional: bool = False,
+) -> Any:
+    """A field of the expected JSON type (a float field takes an int: JSON spells 5.0 as 5);
+    None only where `optional` (a v1 summary has no bounds: they export as null)."""
+    value = entry.get(name)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool):
+        pass
+    elif kind is float and isinstance(value, int | float):
+        if math.isfinite(value):
+            return float(value)
+    elif isinstance(value, kind):
+        return value
+    field = f"{where}.{name}" if where else f"field {name!r}"
+    raise BadInput(f"{path}: {field}: expected {_NAMES[kind]}, got {value!r:.40}")
+
+
+_NAMES = {int: "a whole number", float: "a number", str: "a string", list: "a list"}
