@@ -52,6 +52,11 @@ _SWITCHES = [
     ("--in-cluster", "in_cluster", "discover targets, platform and node names from the cluster"),
     ("--localhost", "localhost", "with discovery, also probe https://localhost:6443"),
     ("--insecure-skip-tls-verify", "insecure_skip_tls_verify", "do not verify certificates"),
+    (
+        "--consistent-reads",
+        "consistent_reads",
+        "read from etcd, not the watch cache (default: resourceVersion=0, as origin reads)",
+    ),
 ]
 
 

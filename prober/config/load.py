@@ -84,6 +84,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "protocols": f.enum_list(Protocol),
     "connections": f.enum_list(Connection),
     "path": f.url_path,
+    "consistent_reads": f.boolean,
     "labels": f.labels,
     "listen": f.host_port,
     "event_log": f.optional_text,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from prober.core.models import LB, Connection, Protocol, StreamId
 
 DEFAULT_PATH = "/api/v1/namespaces/default"  # what openshift/origin's samplers GET
+WATCH_CACHE_QUERY = "resourceVersion=0"  # served from the watch cache, not read from etcd
 DEFAULT_TARGET_NAME = "kube-api"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 MIB = 1024 * 1024
@@ -39,6 +40,10 @@ class Config:
     protocols: tuple[Protocol, ...] = (Protocol.HTTP1, Protocol.HTTP2)
     connections: tuple[Connection, ...] = (Connection.NEW, Connection.REUSED)
     path: str = DEFAULT_PATH
+    # False: every request asks for `resourceVersion=0`, which the apiserver's watch cache
+    # answers, as origin's samplers do; true: a quorum read from etcd, so an etcd leader
+    # change shows as failed requests that are no LB's doing.
+    consistent_reads: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
     listen: tuple[str, int] = ("0.0.0.0", 9090)
     event_log: str | None = None
@@ -56,6 +61,13 @@ class Config:
     log_format: str = "json"
     log_level: str = "info"
     event_loop: str = "uvloop"  # or "asyncio" (`bench/daemon_cpu.py` measures the two)
+
+    @property
+    def request_path(self) -> str:
+        """The path and query each request sends."""
+        if self.consistent_reads:
+            return self.path
+        return self.path + ("&" if "?" in self.path else "?") + WATCH_CACHE_QUERY
 
     @property
     def discovers(self) -> bool:

@@ -193,7 +193,7 @@ class Daemon:
                     target.token_file, TokenFile(target.token_file, _token_event)
                 )
             probe_target = ProbeTarget(
-                url=target.url + config.path,
+                url=target.url + config.request_path,
                 context=contexts[key],
                 server_name=target.server_name,
                 token=token,

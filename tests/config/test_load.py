@@ -39,6 +39,7 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert config.protocols == (Protocol.HTTP1, Protocol.HTTP2)
     assert config.connections == (Connection.NEW, Connection.REUSED)
     assert config.path == "/api/v1/namespaces/default"
+    assert config.request_path == "/api/v1/namespaces/default?resourceVersion=0"
     assert config.listen == ("0.0.0.0", 9090)
     assert config.event_loop == "uvloop"
     assert config.targets == (Target("kube-api", LB.INTERNAL, "https://api-int.example.com:6443"),)
@@ -247,3 +248,16 @@ def test_cross_field_rules(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "localhost: true\n")
     with pytest.raises(ConfigError, match=r"localhost: only applies with --in-cluster"):
         load_config(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("flags", "sent"),
+    [
+        ({"consistent_reads": True}, "/api/v1/namespaces/default"),
+        ({"path": "/readyz?verbose"}, "/readyz?verbose&resourceVersion=0"),
+        ({"path": "/version", "consistent_reads": "true"}, "/version"),
+    ],
+)
+def test_reads_come_from_the_watch_cache_unless_asked(tmp_path: Path, flags, sent: str) -> None:
+    config = load_config(write(tmp_path, MINIMAL), env={}, flags=flags)
+    assert config.request_path == sent

@@ -65,6 +65,7 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     show(result)
     if platform == "aws":
         audit_agrees(result, tmp_path / "audit")
+        assert reads_from_the_watch_cache(result.out / "cluster")
     assert result.problems == ()  # every truth, T0's included, inside its bound
     delay = result.platform.shutdown_delay
     by_key = {(r.lb, r.protocol, r.connection): r for r in rows(result)}
@@ -84,6 +85,18 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
     assert localhost.lo is not None
     assert localhost.lo > delay / 2
+
+
+def reads_from_the_watch_cache(cluster: Path) -> bool:
+    """Every request of the prober the apiservers logged asked for `resourceVersion=0`."""
+    uris = {
+        event["requestURI"]
+        for log in cluster.rglob("audit*.log")
+        for event in map(json.loads, log.read_text().splitlines())
+        if event.get("userAgent", "").startswith("prober/")
+    }
+    assert uris, "no request of the prober in the audit logs"
+    return uris == {"/api/v1/namespaces/default?resourceVersion=0"}
 
 
 async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
