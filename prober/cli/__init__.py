@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "thresholds",
     "recommend",
     "export",
+    "dashboard",
     "audit",
 )
 

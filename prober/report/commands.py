@@ -18,6 +18,7 @@ from prober.report.documents import (
 from prober.report.errors import BadInput
 from prober.report.export import parse_labels, write_rows
 from prober.report.html_dashboard import render_dashboard
+from prober.report.html_trend import load_snapshots, render_trend_page, span
 from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
@@ -377,3 +378,29 @@ def _recommend_document(found: Sequence[Recommendation], buffer: float) -> Recom
             for r in found
         ],
     }
+
+
+def dashboard_command(
+    paths: Sequence[Path],
+    *,
+    out: Path,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Many thresholds.json, one per period: the latest side by side, each LB's P99 over time."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        snapshots = load_snapshots(paths)
+        html = render_trend_page(snapshots)
+    except BadInput as exc:
+        print(f"prober dashboard: {exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    path = out / "dashboard.html"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        print(f"prober dashboard: cannot write {path}: {exc.strerror or exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    print(f"{span(snapshots)}\nwrote {path}", file=stdout)
+    return ExitCode.OK

@@ -7,7 +7,7 @@ stands out at a glance. Keys with too few runs are drawn faint and say so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from prober.core.models import LB, Connection, Protocol
 from prober.report.page import page
@@ -35,29 +35,57 @@ fewer runs than needed for a verdict. Platform <i>all</i> pools every platform.<
 
 
 def render_dashboard(entries: Sequence[Entry], runs: int, sources: int) -> str:
-    platforms = sorted({e.platform for e in entries} - {ALL_PLATFORMS})
-    if any(e.platform == ALL_PLATFORMS for e in entries):
-        platforms.append(ALL_PLATFORMS)
-    colours = {p: HOST_COLOURS[i % len(HOST_COLOURS)] for i, p in enumerate(platforms)}
-    legend = "".join(
-        f'<span><svg class="swatch" width="28" height="14"><rect x="2" y="3" width="24" '
-        f'height="8" fill="{colours[p]}"/></svg>{esc(p)}</span>'
-        for p in platforms
-    )
+    platforms = platform_order(entries)
+    colours = platform_colours(platforms)
     body = [
         "<h1>Load-balancer reaction and disruption across platforms</h1>",
         f'<p class="meta">{runs} runs from {sources} summaries · platforms: '
         f"{esc(', '.join(platforms))}</p>",
         _INTRO,
-        f'<div class="legend">{legend}</div>',
+        legend(platforms, colours),
+        *snapshot_charts(entries, platforms, colours, "h2"),
+        "<h2>All numbers</h2>",
+        numbers_table(entries),
     ]
+    return page("prober thresholds across platforms", "\n".join(body))
+
+
+# The pieces below are shared with `html_trend`, whose page shows the latest period this way.
+
+
+def platform_order(entries: Sequence[Entry]) -> list[str]:
+    """Platforms by name, then `all`: pooled numbers read as a reference below the others."""
+    platforms = sorted({e.platform for e in entries} - {ALL_PLATFORMS})
+    if any(e.platform == ALL_PLATFORMS for e in entries):
+        platforms.append(ALL_PLATFORMS)
+    return platforms
+
+
+def platform_colours(platforms: Sequence[str]) -> dict[str, str]:
+    return {p: HOST_COLOURS[i % len(HOST_COLOURS)] for i, p in enumerate(platforms)}
+
+
+def legend(platforms: Sequence[str], colours: Mapping[str, str], extra: str = "") -> str:
+    """One swatch per platform; `extra` appends swatches of other marks."""
+    swatches = "".join(
+        f'<span><svg class="swatch" width="28" height="14"><rect x="2" y="3" width="24" '
+        f'height="8" fill="{colours[p]}"/></svg>{esc(p)}</span>'
+        for p in platforms
+    )
+    return f'<div class="legend">{swatches}{extra}</div>'
+
+
+def snapshot_charts(
+    entries: Sequence[Entry], platforms: list[str], colours: Mapping[str, str], heading: str
+) -> list[str]:
+    """Per metric present, a `heading` and its chart of every key, platforms side by side."""
+    body = []
     for metric in METRICS:
         chosen = [e for e in entries if e.metric == metric]
         if chosen:
-            body.append(f"<h2>{esc(metric)}</h2>")
+            body.append(f"<{heading}>{esc(metric)}</{heading}>")
             body.append(_chart(metric, chosen, platforms, colours))
-    body += ["<h2>All numbers</h2>", _table(entries)]
-    return page("prober thresholds across platforms", "\n".join(body))
+    return body
 
 
 def _keys(entries: Sequence[Entry]) -> list[Key]:
@@ -69,7 +97,7 @@ def _keys(entries: Sequence[Entry]) -> list[Key]:
 
 
 def _chart(
-    metric: str, entries: Sequence[Entry], platforms: list[str], colours: dict[str, str]
+    metric: str, entries: Sequence[Entry], platforms: list[str], colours: Mapping[str, str]
 ) -> str:
     keys = _keys(entries)
     by = {(e.key, e.platform): e for e in entries}
@@ -124,7 +152,7 @@ def _distribution(e: Entry, scale: Scale, y: float, colour: str) -> str:
     )
 
 
-def _table(entries: Sequence[Entry]) -> str:
+def numbers_table(entries: Sequence[Entry]) -> str:
     head = (
         "<tr><th>platform</th><th>lb</th><th>protocol</th><th>connection</th><th>metric</th>"
         "<th>P50</th><th>P75</th><th>P95</th><th>P99</th><th>allowed</th><th>runs</th>"

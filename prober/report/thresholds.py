@@ -20,6 +20,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Final, cast
 
@@ -187,6 +188,34 @@ def load_thresholds(path: Path) -> Thresholds:
     if not isinstance(rows, list):
         raise BadInput(f"{path}: field 'entries': expected a list")
     return Thresholds((_entry(path, i, row) for i, row in enumerate(rows)), str(path))
+
+
+def load_period(path: Path) -> Period | None:
+    """The `period` of a thresholds.json, None if it has none (files written before it was
+    recorded); checked, as `load_thresholds` checks the entries, so that a trend over many
+    files orders them by real instants, not by however each file spells its dates."""
+    raw = read_json(path).get("period")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BadInput(f"{path}: field 'period': expected an object, got {raw!r:.40}")
+    for name in ("start", "end"):
+        value = raw.get(name)
+        if not isinstance(value, str) or not _is_rfc3339(value):
+            raise BadInput(f"{path}: period.{name}: expected an RFC 3339 time, got {value!r:.40}")
+    period = cast(Period, raw)
+    if parse_rfc3339(period["start"]) > parse_rfc3339(period["end"]):
+        raise BadInput(f"{path}: period: start {period['start']} is after end {period['end']}")
+    return {"start": period["start"], "end": period["end"]}
+
+
+def _is_rfc3339(text: str) -> bool:
+    """A date, a time and an offset: without the offset the instant depends on the reader."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return moment.tzinfo is not None
 
 
 def _entry(path: Path, index: int, raw: object) -> Entry:

@@ -1,0 +1,47 @@
+"""`prober dashboard`: many thresholds.json, one per period, as one page with a trend."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.commands import dashboard_command
+
+EXAMPLE = """\
+examples:
+  prober dashboard weekly/*/thresholds.json --out dashboard/
+  prober dashboard 2026-w40.json 2026-w41.json 2026-w42.json
+
+THRESHOLDS is a thresholds.json from `prober thresholds` (from summaries, or from the warehouse
+with --from-query-result), one per period; each must say its period. Writes OUT/dashboard.html:
+the latest period's platforms side by side, and per LB and metric each platform's P99 over the
+periods (of the LB's worst protocol and connection in each period).
+Exit codes: 0 done, 2 bad usage or bad input (a bad file, a file without a period, two files
+of the same period).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="many periods' thresholds.json to one page: latest snapshot and P99 trend",
+        description=(
+            "Draw the latest period's thresholds across platforms and, per LB, how each "
+            "platform's P99 reaction and disruption moved over the periods."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("thresholds", nargs="+", type=Path, metavar="THRESHOLDS")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where dashboard.html goes (created; default the current directory)",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return dashboard_command(args.thresholds, out=args.out)
