@@ -46,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="skip and count corrupt lines instead of refusing the log",
     )
+    parser.add_argument(
+        "--pod-logs",
+        action="store_true",
+        help="EVENTLOG are pod logs (files, or directories of *.log, as CI gathers them) of "
+        "daemons run with event_log_stdout: their event records are read, log lines passed over",
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -56,4 +62,5 @@ def _run(args: argparse.Namespace) -> int:
         thresholds_path=args.thresholds,
         out=args.out,
         skip_bad_lines=args.skip_bad_lines,
+        pod_logs=args.pod_logs,
     )

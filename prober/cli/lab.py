@@ -76,6 +76,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=0.0,
         help="apiservers: fraction of HTTP/2 requests answered with GOAWAY (OpenShift: 0.001)",
     )
+    parser.add_argument(
+        "--evict",
+        action="store_true",
+        help="kill the daemon inside the first shutdown window and start another, as a node "
+        "drain evicts it; judge what a CI gather step collects: the daemons' pod logs",
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -99,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         workers=args.workers,
         goaway_chance=args.goaway_chance,
         tolerance=args.tolerance,
+        evict=args.evict,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

@@ -53,6 +53,11 @@ _SWITCHES = [
     ("--localhost", "localhost", "with discovery, also probe https://localhost:6443"),
     ("--insecure-skip-tls-verify", "insecure_skip_tls_verify", "do not verify certificates"),
     (
+        "--event-log-stdout",
+        "event_log_stdout",
+        "also write every event-log record to stdout (CI collects pod logs, not files)",
+    ),
+    (
         "--consistent-reads",
         "consistent_reads",
         "read from etcd, not the watch cache (default: resourceVersion=0, as origin reads)",

@@ -23,6 +23,7 @@ from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.models import RunRecord, StreamId, rfc3339
 from prober.core.pace import PaceTracker
+from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
@@ -96,6 +97,8 @@ class Daemon:
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
         sinks: list[Sink] = [metrics, LogSink(node_of)]
+        if config.event_log_stdout:
+            sinks.append(RecordEcho(header))
         writer = None
         if self.config.event_log:
             writer = EventLogWriter(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +29,11 @@ from prober.lab.compare import (
     problems,
     wall_offset,
 )
+from prober.lab.eviction import DAEMON, EVICT_AT, evict, judge_pod_logs, start_daemon
 from prober.lab.haproxy import ServerEvent
 from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
-from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
+from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
 
@@ -56,6 +57,7 @@ class LabOptions:
     workers: int = 2
     goaway_chance: float = 0.0
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
+    evict: bool = False  # kill the daemon inside the first window and start another
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +118,21 @@ async def _measure(
     config_path = out / "prober.yaml"
     config = _daemon_config(cluster, options, out / "events.jsonl")
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    daemon = await group.start(
-        "prober-run", [sys.executable, "-m", "prober", "run", "--config", str(config_path)]
-    )
-    port = await _daemon_port(daemon)
+    daemon, port = await start_daemon(group, DAEMON, config_path)
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
     (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
     await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
-    await _play(options, cluster, platform, say)
+
+    async def eviction() -> None:
+        nonlocal daemon, port
+        await asyncio.sleep(EVICT_AT * platform.shutdown_delay)
+        _say(say, "the daemon: SIGKILL (evicted), and a new one in its place")
+        daemon, port = await evict(group, daemon, config, out)
+
+    await _play(options, cluster, platform, say, eviction if options.evict else None)
     await cluster.settle()
     await asyncio.sleep(2.0)  # the restarted server's first answers close its window
     load = meter.stop()
@@ -157,6 +163,7 @@ def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) ->
         "timeout": "5s",
         "listen": "127.0.0.1:0",
         "event_log": str(event_log),
+        "event_log_stdout": True,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
         "targets": [
@@ -172,13 +179,14 @@ def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) ->
     }
 
 
-async def _daemon_port(daemon: ManagedProcess) -> int:
-    line = await daemon.wait_for_line(lambda line: '"listening"' in line, READY_TIMEOUT)
-    return int(json.loads(line)["port"])
-
-
-async def _play(options: LabOptions, cluster: LabCluster, platform: Platform, say: object) -> None:
-    for server in cluster.apiservers[: options.shutdowns]:
+async def _play(
+    options: LabOptions,
+    cluster: LabCluster,
+    platform: Platform,
+    say: object,
+    after_first_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    for index, server in enumerate(cluster.apiservers[: options.shutdowns]):
         if options.scenario == "crash":
             _say(say, f"{server.hostname}: SIGKILL")
             await cluster.kill(server, ENDPOINT_TTL * platform.time_scale)
@@ -189,6 +197,8 @@ async def _play(options: LabOptions, cluster: LabCluster, platform: Platform, sa
                 say, f"{server.hostname}: SIGTERM (shutdown delay {platform.shutdown_delay:.1f} s)"
             )
             await cluster.shutdown(server)
+            if index == 0 and after_first_shutdown is not None:
+                await after_first_shutdown()
             await cluster.wait_exit(server, platform.graceful_termination + 30)
         _say(say, f"{server.hostname}: restarting, waiting until every LB routes to it")
         await cluster.restart(server)
@@ -218,11 +228,13 @@ def _judge(
     event_log: Path,
     load: Load,
 ) -> LabResult:
-    (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
-    written = write_outputs(analysis, stats, out)
     shutdowns: list[ShutdownTruth] = []
     for server in cluster.apiservers:
         shutdowns += read_shutdowns(server.truth_path)
+    if options.evict:
+        return _judge_evicted(options, platform, out, sorted(shutdowns, key=lambda s: s.t0), load)
+    (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
+    written = write_outputs(analysis, stats, out)
     offset = wall_offset(analysis.log.samples)
     # Tearing the lab down may start shutdowns of its own after the daemon stopped.
     during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
@@ -255,6 +267,26 @@ def _judge(
         streams=last.streams if last is not None else (),
         tolerance=options.tolerance,
         answered=answered,
+    )
+
+
+def _judge_evicted(
+    options: LabOptions, platform: Platform, out: Path, shutdowns: list[ShutdownTruth], load: Load
+) -> LabResult:
+    written: list[Path] = []
+    analyses, results, found = judge_pod_logs(
+        shutdowns, out, options.platform, options.tolerance, written
+    )
+    return LabResult(
+        platform,
+        options.scenario,
+        out,
+        analyses[-1],
+        tuple(results),
+        tuple(found),
+        tuple(written),
+        load=load,
+        tolerance=options.tolerance,
     )
 
 

@@ -44,8 +44,9 @@ def analyze_runs(
     platform: str | None = None,
     thresholds: Thresholds | None = None,
     skip_bad_lines: bool = False,
+    pod_logs: bool = False,
 ) -> tuple[list[RunAnalysis], ReadStats]:
-    logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines)
+    logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines, pod_logs=pod_logs)
     analyses = []
     for log in logs:
         result = replay(log)

@@ -68,6 +68,7 @@ def analyze_command(
     thresholds_path: Path | None,
     out: Path,
     skip_bad_lines: bool,
+    pod_logs: bool = False,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
@@ -75,7 +76,11 @@ def analyze_command(
     try:
         thresholds = load_thresholds(thresholds_path) if thresholds_path else None
         analyses, stats = analyze_runs(
-            paths, platform=platform, thresholds=thresholds, skip_bad_lines=skip_bad_lines
+            paths,
+            platform=platform,
+            thresholds=thresholds,
+            skip_bad_lines=skip_bad_lines,
+            pod_logs=pod_logs,
         )
         written = []
         for analysis in analyses:

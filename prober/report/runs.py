@@ -23,6 +23,7 @@ from prober.core.models import (
 )
 from prober.report.errors import BadInput
 from prober.report.eventfiles import LineSource, event_logs
+from prober.report.podlogs import RecordLines, pod_log_files
 
 
 @dataclass(slots=True)
@@ -61,13 +62,15 @@ class ReadStats:
     skipped: int = 0
     unknown_kinds: int = 0
     truncated: int = 0  # files whose last line (or gzip stream) was cut short
+    log_lines: int = 0  # pod logs: the daemon's log lines passed over between records
     problems: list[str] = field(default_factory=list)
 
 
 def load_runs(
-    args: Iterable[Path], *, skip_bad_lines: bool = False
+    args: Iterable[Path], *, skip_bad_lines: bool = False, pod_logs: bool = False
 ) -> tuple[list[RunLog], ReadStats]:
-    """Every run in the event logs the arguments name, in the order they first appear.
+    """Every run in the event logs the arguments name, in the order they first appear; with
+    `pod_logs`, in pod logs of daemons that echoed their records to stdout (`report.podlogs`).
 
     A corrupt line (not JSON, or not a valid v1 record) is bad input unless `skip_bad_lines`;
     a truncated last line and records of unknown kinds are skipped and counted either way.
@@ -75,13 +78,19 @@ def load_runs(
     runs: dict[str, RunLog] = {}
     stats = ReadStats()
     for arg in args:
-        for files in event_logs(arg):
-            _read_log(files, runs, stats, skip_bad_lines=skip_bad_lines)
+        logs = [[path] for path in pod_log_files(arg)] if pod_logs else event_logs(arg)
+        for files in logs:
+            _read_log(files, runs, stats, skip_bad_lines=skip_bad_lines, pod_log=pod_logs)
     return list(runs.values()), stats
 
 
 def _read_log(
-    files: list[Path], runs: dict[str, RunLog], stats: ReadStats, *, skip_bad_lines: bool
+    files: list[Path],
+    runs: dict[str, RunLog],
+    stats: ReadStats,
+    *,
+    skip_bad_lines: bool,
+    pod_log: bool = False,
 ) -> None:
     log_name = str(files[-1])
     current: RunLog | None = None
@@ -90,7 +99,8 @@ def _read_log(
     for path in files:
         stats.files.append(path)
         source = LineSource(path)
-        reader = EventLogReader(source, source=str(path), strict=not skip_bad_lines)
+        records_only = RecordLines(source) if pod_log else None
+        reader = EventLogReader(records_only or source, source=str(path), strict=not skip_bad_lines)
         try:
             for record in reader:
                 records += 1
@@ -106,12 +116,15 @@ def _read_log(
             hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
             raise BadInput(f"{exc}{hint}") from None
         stats.lines += reader.lines
+        stats.log_lines += records_only.passed if records_only is not None else 0
         stats.skipped += reader.skipped
         stats.unknown_kinds += reader.unknown_kinds
         stats.truncated += int(reader.truncated or source.truncated)
         stats.problems.extend(reader.problems)
         if source.truncated:
             stats.problems.append(f"{path}: gzip data ends early")
+    if records == 0 and pod_log:
+        raise BadInput(f"{log_name}: no event records in this pod log (event_log_stdout off?)")
     if records == 0:
         lines = stats.lines - lines_before
         why = f"no usable records in {lines} lines" if lines else "no records"

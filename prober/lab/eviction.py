@@ -1,0 +1,92 @@
+"""The daemon evicted in the middle of a shutdown window, as an upgrade's node drain evicts it:
+SIGKILLed (a drain's eviction past its grace period ends the same way, and a kill leaves the
+least behind), and a new daemon started in its place with a new event log (a new pod's
+emptyDir: the old one is gone with its pod). What the lab then judges is only what CI's gather
+step would collect: each daemon's stdout, its pod log, read by `prober analyze --pod-logs`.
+
+Judged per shutdown: some run saw its window, and every run that saw it holds the true T0
+inside the window's bound. Reactions are not judged here: a reaction that spans the kill is
+bounded by neither daemon alone (the rollout scenario judges them without an eviction).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
+from prober.lab.processes import ManagedProcess, ProcessGroup
+from prober.lab.truth import ShutdownTruth
+from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
+
+EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before its end
+READY_TIMEOUT = 60.0
+DAEMON = "prober-run"
+
+
+async def start_daemon(
+    group: ProcessGroup, name: str, config_path: Path
+) -> tuple[ManagedProcess, int]:
+    """`prober run` with this configuration, once it listens: the process and its port."""
+    argv = [sys.executable, "-m", "prober", "run", "--config", str(config_path)]
+    daemon = await group.start(name, argv)
+    line = await daemon.wait_for_line(lambda line: '"listening"' in line, READY_TIMEOUT)
+    return daemon, int(json.loads(line)["port"])
+
+
+async def evict(
+    group: ProcessGroup, daemon: ManagedProcess, config: dict[str, object], out: Path
+) -> tuple[ManagedProcess, int]:
+    """Kill `daemon`; start its replacement, ready to sample, with its own event log."""
+    daemon.send_signal(signal.SIGKILL)
+    await daemon.wait(10)
+    generation = len(daemon_logs(group.log_dir)) + 1
+    replacement = {**config, "event_log": str(out / f"events-{generation}.jsonl")}
+    path = out / f"prober-{generation}.yaml"
+    path.write_text(yaml.safe_dump(replacement, sort_keys=False))
+    new, port = await start_daemon(group, f"{DAEMON}-{generation}", path)
+    await new.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+    return new, port
+
+
+def daemon_logs(log_dir: Path) -> list[Path]:
+    """Every daemon's stdout, in the order they ran: the pod logs a gather step collects."""
+    found = sorted(log_dir.glob(f"{DAEMON}*.stdout.log"))
+    return sorted(found, key=lambda p: (len(p.name), p.name))  # prober-run before prober-run-2
+
+
+def judge_pod_logs(
+    shutdowns: Sequence[ShutdownTruth],
+    out: Path,
+    platform: str,
+    tolerance: float,
+    written: list[Path],
+) -> tuple[list[RunAnalysis], list[ShutdownResult], list[str]]:
+    """Each run of the daemons' pod logs (its reports written under OUT/pod-logs/RUN), every
+    shutdown matched with each run's window for it (replayed: a killed daemon never logged the
+    window it had open), and the problems."""
+    analyses, stats = analyze_runs(daemon_logs(out / "logs"), platform=platform, pod_logs=True)
+    offsets = [wall_offset(a.log.samples) for a in analyses]
+    first, last = offsets[0], offsets[-1] + analyses[-1].replay.end_t
+    results: list[ShutdownResult] = []
+    found: list[str] = []
+    # Tearing the lab down may start shutdowns of its own after the last daemon stopped.
+    for shutdown in (s for s in shutdowns if first <= s.t0 < last):
+        seen = []
+        for analysis, offset in zip(analyses, offsets, strict=True):
+            (result,) = compare([shutdown], analysis.replay.windows, {}, offset)
+            if result.window is not None:
+                seen.append(result)
+        if not seen:
+            found.append(f"{shutdown.hostname}: no run in the pod logs saw its shutdown window")
+        results += seen
+    found += problems(results, tolerance, expect_failures=False)
+    for analysis in analyses:
+        target = out / "pod-logs" / analysis.log.run.run_id
+        written += write_outputs(analysis, stats, target)
+    return analyses, results, found
