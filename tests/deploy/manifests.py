@@ -2,8 +2,9 @@
 
 `render` runs `kubectl kustomize` (the kubectl wheel in the venv); `restricted_violations`
 holds a pod spec against the Pod Security Standards' restricted profile, naming each rule it
-breaks; `SERVICE_MONITOR_SCHEMA` is the part of the Prometheus Operator's ServiceMonitor API
-these manifests use, strictly (no schema of that CRD ships with kubernetes-validate).
+breaks; `held_rules` lists what the prober's ServiceAccount may do; `SERVICE_MONITOR_SCHEMA`
+is the part of the Prometheus Operator's ServiceMonitor API these manifests use, strictly (no
+schema of that CRD ships with kubernetes-validate).
 """
 
 from __future__ import annotations
@@ -81,6 +82,17 @@ ALLOWED_VOLUMES = {
     "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
     "projected", "secret",
 }  # fmt: skip
+# The SELinux types the baseline (and so restricted) profile lets a pod ask for.
+ALLOWED_SELINUX_TYPES = {
+    "", "container_t", "container_init_t", "container_kvm_t", "container_engine_t",
+}  # fmt: skip
+
+
+def _selinux_violation(where: str, context: Obj) -> list[str]:
+    options = context.get("seLinuxOptions", {})
+    custom = options.get("type", "") not in ALLOWED_SELINUX_TYPES
+    asked = custom or options.get("user") or options.get("role")
+    return [f"{where}seLinuxOptions"] if asked else []
 
 
 def restricted_violations(spec: Obj) -> list[str]:
@@ -90,6 +102,7 @@ def restricted_violations(spec: Obj) -> list[str]:
         kinds = set(volume) - {"name"}
         found += [f"{kind} volume" for kind in sorted(kinds - ALLOWED_VOLUMES)]
     pod = spec.get("securityContext", {})
+    found += _selinux_violation("", pod)
     for container in [*spec.get("initContainers", []), *spec["containers"]]:
         context = container.get("securityContext", {})
         name = container["name"]
@@ -109,6 +122,7 @@ def restricted_violations(spec: Obj) -> list[str]:
         seccomp = context.get("seccompProfile", pod.get("seccompProfile", {}))
         if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
             found.append(f"{name}: seccompProfile")
+        found += _selinux_violation(f"{name}: ", context)
         for port in container.get("ports", []):
             if port.get("hostPort"):
                 found.append(f"{name}: hostPort")
@@ -119,6 +133,26 @@ def containers(objects: list[Obj]) -> Iterator[Obj]:
     for obj in objects:
         if obj["kind"] in ("Deployment", "DaemonSet"):
             yield from obj["spec"]["template"]["spec"]["containers"]
+
+
+def held_rules(objects: list[Obj]) -> set[tuple[str, str, str, str, str]]:
+    """(role namespace or *, api group, resource, resource names, verbs) the prober's
+    ServiceAccount holds through the roles bound to it."""
+    account = one(objects, "ServiceAccount")["metadata"]["name"]
+    roles = {(o["kind"], o["metadata"]["name"]): o for o in find(objects, "Role")}
+    roles |= {(o["kind"], o["metadata"]["name"]): o for o in find(objects, "ClusterRole")}
+    held = set()
+    for binding in [*find(objects, "RoleBinding"), *find(objects, "ClusterRoleBinding")]:
+        if not any(s["name"] == account for s in binding["subjects"]):
+            continue
+        role = roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]
+        where = role["metadata"].get("namespace", "*")
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    names = ",".join(rule.get("resourceNames", []))
+                    held.add((where, group, resource, names, ",".join(rule["verbs"])))
+    return held
 
 
 _DURATION = (

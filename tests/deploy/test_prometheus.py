@@ -81,7 +81,7 @@ def test_a_failing_unit_test_fails(tmp_path: Path) -> None:
 def test_the_prometheus_rule_holds_the_same_groups(tmp_path: Path) -> None:
     (rule,) = render(PROMETHEUS)
     assert rule["kind"] == "PrometheusRule"
-    namespace = one(render(DEPLOY / "overlays" / "pod-network"), "Namespace")
+    namespace = one(render(DEPLOY / "namespace"), "Namespace")
     assert rule["metadata"]["namespace"] == namespace["metadata"]["name"]
     groups = [group for path in RULE_FILES[::-1] for group in rule_groups(path)]
     by_name = {group["name"]: group for group in groups}
@@ -92,6 +92,44 @@ def test_the_prometheus_rule_holds_the_same_groups(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
     assert promtool("check", "rules", str(spec)).returncode == 0
+
+
+SEVERITIES = ("info", "warning", "critical")
+
+
+def _alerts(rule: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+
+
+def test_the_ci_variant_fires_nothing_above_info(tmp_path: Path) -> None:
+    """origin fails a CI job on a new alert above info firing ("No new alerts should be
+    firing"): deploy/prometheus/ci is the same rule with every alert at info, long-lived
+    clusters keep the warnings of deploy/prometheus."""
+    (long_lived,) = render(PROMETHEUS)
+    (ci,) = render(PROMETHEUS / "ci")
+    assert (ci["kind"], ci["metadata"]) == (long_lived["kind"], long_lived["metadata"])
+    assert (
+        set(_alerts(ci))
+        == set(_alerts(long_lived))
+        == {rule["alert"] for rule in all_rules() if "alert" in rule}
+    )
+    for rule in _alerts(long_lived).values():
+        assert rule["labels"]["severity"] == "warning"
+    for name, rule in _alerts(ci).items():
+        assert rule["labels"]["severity"] in SEVERITIES
+        assert SEVERITIES.index(rule["labels"]["severity"]) == 0, name
+        # Nothing else differs: the CI run measures and alerts as a long-lived cluster would.
+        assert {**rule, "labels": {**rule["labels"], "severity": "warning"}} == _alerts(long_lived)[
+            name
+        ]
+    recording = [[r for r in g["rules"] if "record" in r] for g in ci["spec"]["groups"]]
+    assert recording == [
+        [r for r in g["rules"] if "record" in r] for g in long_lived["spec"]["groups"]
+    ]
+    spec = tmp_path / "ci.yaml"
+    spec.write_text(yaml.safe_dump({"groups": ci["spec"]["groups"]}))
+    checked = promtool("check", "rules", str(spec))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 NAME = re.compile(
