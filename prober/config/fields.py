@@ -9,6 +9,7 @@ prefixes where the value came from. `Invalid.sub` locates a fault inside a neste
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -151,7 +152,7 @@ def readable_file(value: object) -> str | None:
 def base_url(value: object) -> str:
     """`https://host[:port]`, normalised to carry the port; a path is refused because the
     probed path is one setting for every target."""
-    raw = text(value)
+    raw = _bracketed(text(value))
     try:
         parts = urlsplit(raw)
         port = parts.port
@@ -163,6 +164,24 @@ def base_url(value: object) -> str:
         raise Invalid(f"{raw!r} has a path; set the probed path with `path`")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return f"https://{host}:{port or 443}"
+
+
+def _bracketed(url: str) -> str:
+    """`https://fd00::1:443` as `https://[fd00::1]:443`: what `https://$(HOST):$(PORT)` makes
+    of an IPv6 address in a pod (the Kubernetes service variables carry no brackets). Such a
+    URL must end in its port; anything else is left for `urlsplit` to judge."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if not sep or "[" in netloc or netloc.count(":") < 2:
+        return url
+    host, _, port = netloc.rpartition(":")
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        raise Invalid(
+            f"{url!r}: an IPv6 address in a URL needs brackets, or its port after it"
+        ) from None
+    return f"{scheme}://[{host}]:{port}{slash}{path}"
 
 
 def mapping(value: object, keys: Mapping[str, Any]) -> dict[str, Any]:

@@ -202,6 +202,11 @@ INVALID_TARGETS = [
     ("targets: [{lb: int-lb, url: 'https://a'}]", "targets[0].lb: 'int-lb' is not one of"),
     ("targets: [{lb: localhost, url: 'http://a'}]", "targets[0].url: 'http://a' is not an"),
     ("targets: [{lb: localhost, url: 'https://a/x'}]", "targets[0].url: 'https://a/x' has a path"),
+    (
+        "targets: [{lb: localhost, url: 'https://fd00::1'}]",
+        "targets[0].url: 'https://fd00::1': an IPv6 address in a URL needs brackets, or its port "
+        "after it",
+    ),
     ("targets: [{lb: localhost, url: 'https://a:x'}]", "targets[0].url: 'https://a:x' is not"),
     ("targets: [{lb: localhost, url: 'https://a', sni: b}]", "targets[0]: unknown key 'sni'"),
     (
@@ -261,3 +266,11 @@ def test_cross_field_rules(tmp_path: Path) -> None:
 def test_reads_come_from_the_watch_cache_unless_asked(tmp_path: Path, flags, sent: str) -> None:
     config = load_config(write(tmp_path, MINIMAL), env={}, flags=flags)
     assert config.request_path == sent
+
+
+def test_an_ipv6_service_address_as_a_pod_spells_it_is_bracketed(tmp_path: Path) -> None:
+    """`https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)` on a single-stack IPv6
+    cluster: the variables carry no brackets."""
+    flags = {"targets": [{"lb": "service-network", "url": "https://fd00:172:30::1:443"}]}
+    config = load_config(env={}, flags=flags)
+    assert config.targets[0].url == "https://[fd00:172:30::1]:443"
