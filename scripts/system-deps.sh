@@ -10,6 +10,7 @@ packages=(
     curl             # an independent HTTP/1.1 and HTTP/2 client
     iproute2         # network namespaces for tests that need more than loopback
     chromium         # renders the HTML report in a test
+    shellcheck       # lints deploy/ci's step scripts
 )
 
 missing=()

@@ -89,6 +89,8 @@ def analyze_command(
     except BadInput as exc:
         print(f"prober analyze: {exc}", file=stderr)
         return ExitCode.BAD_INPUT
+    for note in stats.notes:
+        print(f"note: {note}", file=stderr)
     if stats.skipped:
         print(
             f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "

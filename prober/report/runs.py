@@ -63,6 +63,7 @@ class ReadStats:
     unknown_kinds: int = 0
     truncated: int = 0  # files whose last line (or gzip stream) was cut short
     log_lines: int = 0  # pod logs: the daemon's log lines passed over between records
+    notes: list[str] = field(default_factory=list)  # pod logs: what was left out, and why
     problems: list[str] = field(default_factory=list)
 
 
@@ -81,6 +82,9 @@ def load_runs(
         logs = [[path] for path in pod_log_files(arg)] if pod_logs else event_logs(arg)
         for files in logs:
             _read_log(files, runs, stats, skip_bad_lines=skip_bad_lines, pod_log=pod_logs)
+    if pod_logs and not runs:
+        why = "; ".join(stats.notes[:3]) or "no run record"
+        raise BadInput(f"no run in the pod logs: {why}")
     return list(runs.values()), stats
 
 
@@ -94,7 +98,7 @@ def _read_log(
 ) -> None:
     log_name = str(files[-1])
     current: RunLog | None = None
-    records = 0
+    records = orphans = 0
     lines_before = stats.lines
     for path in files:
         stats.files.append(path)
@@ -106,6 +110,11 @@ def _read_log(
                 records += 1
                 if isinstance(record, RunRecord):
                     current = runs.setdefault(record.run_id, RunLog(record, log_name))
+                elif current is None and pod_log:
+                    # `oc logs` returns the kubelet's newest file only: once it rotated, the
+                    # log begins inside a run whose record went with an older file. The daemon
+                    # writes it again before every summary (`daemon/echo.py`): from there on.
+                    orphans += 1
                 elif current is None:
                     raise BadInput(
                         f"{path}:{reader.lines}: a {record.KIND} record before any run record"
@@ -124,7 +133,14 @@ def _read_log(
         if source.truncated:
             stats.problems.append(f"{path}: gzip data ends early")
     if records == 0 and pod_log:
-        raise BadInput(f"{log_name}: no event records in this pod log (event_log_stdout off?)")
+        # A container that died before its first record; the others may hold runs.
+        stats.notes.append(f"{log_name}: no event records (event_log_stdout off?): left out")
+        return
+    if orphans:
+        stats.skipped += orphans
+        stats.notes.append(
+            f"{log_name}: {orphans} records before its first run record (the log rotated): left out"
+        )
     if records == 0:
         lines = stats.lines - lines_before
         why = f"no usable records in {lines} lines" if lines else "no records"

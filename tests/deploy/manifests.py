@@ -2,9 +2,10 @@
 
 `render` runs `kubectl kustomize` (the kubectl wheel in the venv); `restricted_violations`
 holds a pod spec against the Pod Security Standards' restricted profile, naming each rule it
-breaks; `held_rules` lists what the prober's ServiceAccount may do; `SERVICE_MONITOR_SCHEMA`
-is the part of the Prometheus Operator's ServiceMonitor API these manifests use, strictly (no
-schema of that CRD ships with kubernetes-validate).
+breaks; `held_rules` lists what the prober's ServiceAccount may do; `measuring` and `named`
+pick a pod's containers, `flags` reads a container's `--name=value` arguments;
+`SERVICE_MONITOR_SCHEMA` is the part of the Prometheus Operator's ServiceMonitor API these
+manifests use, strictly (no schema of that CRD ships with kubernetes-validate).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OVERLAYS = ("pod-network", "host-network", "localhost", "audit")
+PROXY = "kube-rbac-proxy"  # the sidecar serving every overlay's /metrics over TLS
 KUBECTL = Path(sys.executable).parent / "kubectl"
 DASHBOARD = DEPLOY / "dashboards" / "prober.json"
 # Grafana's variables, as a query of every value would see them.
@@ -72,6 +74,25 @@ def workload(objects: list[Obj]) -> Obj:
 def pod_spec(objects: list[Obj]) -> Obj:
     spec: Obj = workload(objects)["spec"]["template"]["spec"]
     return spec
+
+
+def named(objects: list[Obj], name: str) -> Obj:
+    """The workload's container of this name."""
+    (found,) = [c for c in pod_spec(objects)["containers"] if c["name"] == name]
+    return found
+
+
+def measuring(objects: list[Obj]) -> Obj:
+    """The container that does the overlay's work (`prober run`, `prober audit follow`):
+    every one but the metrics proxy."""
+    (found,) = [c for c in pod_spec(objects)["containers"] if c["name"] != PROXY]
+    return found
+
+
+def flags(container: Obj) -> dict[str, str]:
+    """A container's `--name=value` arguments, by name."""
+    split = (arg.partition("=") for arg in container.get("args", []))
+    return {name: value for name, sep, value in split if sep}
 
 
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
@@ -159,6 +180,12 @@ _DURATION = (
     r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
 )
 _LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
+_SECRET_KEY = {
+    "type": "object",
+    "required": ["name", "key"],
+    "additionalProperties": False,
+    "properties": {"name": {"type": "string"}, "key": {"type": "string"}},
+}
 SERVICE_MONITOR_SCHEMA: Obj = {
     "type": "object",
     "required": ["apiVersion", "kind", "metadata", "spec"],
@@ -200,6 +227,24 @@ SERVICE_MONITOR_SCHEMA: Obj = {
                             "interval": {"type": "string", "pattern": _DURATION},
                             "scrapeTimeout": {"type": "string", "pattern": _DURATION},
                             "honorLabels": {"type": "boolean"},
+                            "bearerTokenFile": {"type": "string", "pattern": "^/"},
+                            "authorization": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "type": {"type": "string"},
+                                    "credentials": _SECRET_KEY,
+                                },
+                            },
+                            "tlsConfig": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "caFile": {"type": "string", "pattern": "^/"},
+                                    "serverName": {"type": "string"},
+                                    "insecureSkipVerify": {"type": "boolean"},
+                                },
+                            },
                         },
                     },
                 },

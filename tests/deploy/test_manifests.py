@@ -10,6 +10,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema  # kubernetes-validate's own validator
 import kubernetes_validate
@@ -21,12 +22,16 @@ from prober.config import Config, load_config
 from tests.deploy.manifests import (
     DEPLOY,
     OVERLAYS,
+    PROXY,
     ROOT,
     SERVICE_MONITOR_SCHEMA,
     Obj,
     containers,
     find,
+    flags,
     held_rules,
+    measuring,
+    named,
     one,
     pod_spec,
     render,
@@ -118,7 +123,12 @@ def test_the_restricted_check_names_each_rule() -> None:
     ]  # fmt: skip
 
 
-DAEMON_RULES = {
+# The kube-rbac-proxy's: who a scrape's token is, and whether it may GET /metrics.
+METRICS_AUTH_RULES = {
+    ("*", "authentication.k8s.io", "tokenreviews", "", "create"),
+    ("*", "authorization.k8s.io", "subjectaccessreviews", "", "create"),
+}
+DAEMON_RULES = METRICS_AUTH_RULES | {
     ("*", "", "namespaces", "default", "get"),
     ("*", "config.openshift.io", "infrastructures", "cluster", "get"),
     ("kube-system", "coordination.k8s.io", "leases", "", "get,list,watch"),
@@ -135,7 +145,7 @@ def _scc(name: str) -> tuple[str, str, str, str, str]:
         ("pod-network", DAEMON_RULES),
         ("host-network", DAEMON_RULES | {_scc("hostnetwork-v2")}),
         ("localhost", DAEMON_RULES | {_scc("hostnetwork-v2")}),
-        ("audit", {_scc("privileged")}),
+        ("audit", METRICS_AUTH_RULES | {_scc("privileged")}),
     ],
 )
 def test_rbac_is_least_privilege(
@@ -172,8 +182,10 @@ def test_service_monitor_and_policy_reach_this_overlays_pods_only(
             "matchLabels": {"kubernetes.io/metadata.name": "openshift-monitoring"}
         }
     }
-    (container,) = pod_spec(objects)["containers"]
-    names = {port["name"] for port in container["ports"]}
+    # The one port the pod declares is its kube-rbac-proxy's; the Service, the ServiceMonitor
+    # and the policy name it (the prober listens on loopback, for the proxy only).
+    names = {port["name"] for c in pod_spec(objects)["containers"] for port in c.get("ports", [])}
+    assert names == {port["name"] for port in named(objects, PROXY)["ports"]} == {"metrics"}
     assert service["spec"]["ports"][0]["targetPort"] in names
     assert rule["ports"][0]["port"] in names
 
@@ -190,9 +202,18 @@ def test_overlays_can_run_side_by_side(rendered: dict[str, list[Obj]]) -> None:
         port["containerPort"]
         for name in ("host-network", "localhost")
         for container in pod_spec(rendered[name])["containers"]
-        for port in container["ports"]
+        for port in container.get("ports", [])
     ]
     assert len(set(host_ports)) == len(host_ports)  # both may land on one control-plane node
+
+
+# Set by each overlay's `images:`; the kube-rbac-proxy's is a placeholder a CI job replaces
+# with the cluster's own (deploy/ci).
+IMAGES = {
+    "prober": f"ghcr.io/example/prober:{VERSION}",
+    "audit": f"ghcr.io/example/prober:{VERSION}",
+    PROXY: "quay.io/openshift/origin-kube-rbac-proxy:latest",
+}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -203,7 +224,7 @@ def test_every_container_has_requests_limits_and_the_released_image(
         resources = container["resources"]
         for kind in ("requests", "limits"):
             assert set(resources[kind]) == {"cpu", "memory"}, (container["name"], kind)
-        assert container["image"] == f"ghcr.io/example/prober:{VERSION}"
+        assert container["image"] == IMAGES[container["name"]]
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
@@ -236,7 +257,7 @@ def _parsed(container: Obj) -> tuple[argparse.Namespace, dict[str, str]]:
 def _loaded(objects: list[Obj], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     """The configuration `prober run` would load in this pod, through the real CLI and
     loader; the ServiceAccount files are stand-ins written here."""
-    (container,) = pod_spec(objects)["containers"]
+    container = measuring(objects)
     args, env = _parsed(container)
     assert args.command == "run"
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
@@ -258,8 +279,6 @@ def _loaded(objects: list[Obj], tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert args.handler(args) == 0
     config = load_config(str(config_file), env=env, flags=captured["flags"])
     assert Path(config.event_log or "").parent == Path(mounts["event-log"])
-    assert config.listen[1] == container["ports"][0]["containerPort"]
-    assert container["livenessProbe"]["httpGet"]["port"] == container["ports"][0]["name"]
     return config
 
 
@@ -287,7 +306,7 @@ def test_the_daemon_accepts_its_arguments_and_configuration(
 
 
 def test_the_audit_follower_accepts_its_arguments(rendered: dict[str, list[Obj]]) -> None:
-    (container,) = pod_spec(rendered["audit"])["containers"]
+    container = measuring(rendered["audit"])
     args, _ = _parsed(container)
     assert (args.command, args.audit_command) == ("audit", "follow")
     mounts = {m["name"]: m for m in container["volumeMounts"]}
@@ -295,7 +314,6 @@ def test_the_audit_follower_accepts_its_arguments(rendered: dict[str, list[Obj]]
     assert mounts["audit-logs"]["readOnly"] is True
     assert str(args.out) == mounts["state"]["mountPath"]
     assert args.node == "master-0"
-    assert args.listen.endswith(f":{container['ports'][0]['containerPort']}")
 
 
 def _strings(value: object) -> list[str]:
@@ -309,26 +327,82 @@ def _strings(value: object) -> list[str]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_nothing_listens_on_ipv4_only(rendered: dict[str, list[Obj]], overlay: str) -> None:
     """0.0.0.0 is every IPv4 address and no IPv6 one: a single-stack IPv6 cluster could not
-    scrape or probe the pod. Args, env values and the config file alike."""
+    scrape or probe the pod. Args, env values and the config file alike. (127.0.0.1, where
+    the prober listens for its proxy, is on every pod's and node's loopback, IPv6-only
+    clusters' too.)"""
     assert [s for o in rendered[overlay] for s in _strings(o) if "0.0.0.0" in s] == []
+
+
+def _upstream(objects: list[Obj]) -> tuple[str, int]:
+    """Where the pod's kube-rbac-proxy sends what it lets through."""
+    url = urlsplit(flags(named(objects, PROXY))["--upstream"])
+    assert (url.scheme, url.path) == ("http", "/")
+    return url.hostname or "", url.port or 80
 
 
 @pytest.mark.parametrize("pod_ip", ["10.128.0.7", "fd01:0:0:1::7"])
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_pod_listens_on_its_own_address_of_either_family(
+def test_the_prober_listens_on_loopback_for_its_proxy_only(
     rendered: dict[str, list[Obj]],
     overlay: str,
     pod_ip: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """What the daemon or the follower binds, through their own CLI and config loader: not
-    the daemon's default (0.0.0.0) and not [::], which the asyncio server makes IPv6-only."""
+    """What the daemon or the follower binds, through their own CLI and config loader,
+    whatever the pod's address: 127.0.0.1 (not the daemon's default, 0.0.0.0), on the port
+    its kube-rbac-proxy forwards to. It declares no port: nothing but the proxy reaches it."""
     monkeypatch.setitem(FIELDS, "status.podIP", pod_ip)
-    (container,) = pod_spec(rendered[overlay])["containers"]
-    port = container["ports"][0]["containerPort"]
+    objects = rendered[overlay]
+    container = measuring(objects)
     if overlay == "audit":
         args, _ = _parsed(container)
-        assert host_port(args.listen) == (pod_ip, port)
+        listen = host_port(args.listen)
     else:
-        assert _loaded(rendered[overlay], tmp_path, monkeypatch).listen == (pod_ip, port)
+        listen = _loaded(objects, tmp_path, monkeypatch).listen
+    assert listen == _upstream(objects)
+    assert listen[0] == "127.0.0.1"
+    assert container.get("ports", []) == []
+
+
+@pytest.mark.parametrize("pod_ip", ["10.128.0.7", "fd01:0:0:1::7"])
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_proxy_listens_on_the_pods_own_address_of_either_family(
+    rendered: dict[str, list[Obj]], overlay: str, pod_ip: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not 0.0.0.0 (no IPv6) and not [::] (IPv6 only, where the stack sets IPV6_V6ONLY): the
+    pod's own address from the downward API, bracketed, which either family parses."""
+    monkeypatch.setitem(FIELDS, "status.podIP", pod_ip)
+    proxy = named(rendered[overlay], PROXY)
+    env = _container_env(proxy)
+    address = _expand(flags(proxy)["--secure-listen-address"], env)
+    (port,) = proxy["ports"]
+    assert host_port(address) == (pod_ip, port["containerPort"])
+
+
+HOST_PORT_RANGE = range(9000, 10000)  # opened between nodes for host services
+
+
+def test_loopback_ports_on_the_host_network_are_the_nodes_own(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    """A host-network pod's loopback is its node's, shared with every other host-network pod
+    and host service there. The two host-network overlays may share a control-plane node:
+    their probers' ports differ, from each other and from every port either pod declares,
+    and lie outside 9000-9999, as OpenShift's host port registry asks of localhost-only
+    ports (openshift/enhancements, dev-guide/host-port-registry.md)."""
+    on_host = {o: rendered[o] for o in ("host-network", "localhost")}
+    assert all(pod_spec(objects).get("hostNetwork") for objects in on_host.values())
+    loopback = [_upstream(objects) for objects in on_host.values()]
+    assert {host for host, _ in loopback} == {"127.0.0.1"}
+    ports = [port for _, port in loopback]
+    declared = {
+        port["containerPort"]
+        for objects in on_host.values()
+        for container in pod_spec(objects)["containers"]
+        for port in container.get("ports", [])
+    }
+    assert len(set(ports)) == len(ports)
+    assert set(ports).isdisjoint(declared)
+    assert not [port for port in ports if port in HOST_PORT_RANGE]
+    assert declared <= set(HOST_PORT_RANGE)  # the proxies: reachable from the other nodes

@@ -58,8 +58,24 @@ def test_a_pod_log_without_records_is_one_line_and_exit_2(tmp_path: Path, capsys
     log.write_bytes(LOG_LINE * 3)
     assert main(["analyze", "--pod-logs", str(log), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == (
-        f"prober analyze: {log}: no event records in this pod log (event_log_stdout off?)\n"
+        f"prober analyze: no run in the pod logs: {log}: no event records "
+        "(event_log_stdout off?): left out\n"
     )
+
+
+def test_a_rotated_pod_log_starts_at_its_next_run_record(rollout_log, tmp_path: Path) -> None:
+    """`oc logs` after the kubelet rotated: the records before the run record comes again are
+    skipped and counted; the run is read from there."""
+    events, _ = rollout_log
+    records = records_of(events)
+    heads = [i for i, line in enumerate(records) if b'"kind":"run"' in line]
+    assert len(heads) >= 2, "the rollout log rotates: each segment begins with the run record"
+    cut = heads[1] - 5
+    log = tmp_path / "prober.log"
+    log.write_bytes(pod_log(records[cut:], b""))
+    out = tmp_path / "out"
+    assert main(["analyze", "--pod-logs", str(log), "--out", str(out)]) in (0, 1)
+    assert json.loads((out / "summary.json").read_text())["run_id"] == "run-1"
 
 
 def test_the_echo_names_its_run_again_before_every_summary() -> None:
