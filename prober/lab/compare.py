@@ -34,6 +34,7 @@ class Row:
     # The LB still routed after the server stopped taking requests, or it resets the
     # connections of a server it marks down, which may have had a request in flight.
     failures_expected: bool
+    bound_by: str | None = None  # what set hi (`core.reaction`): said when the truth is above it
 
     @property
     def error(self) -> float | None:
@@ -106,6 +107,7 @@ def compare(
                     late=ws.late,
                     failures=ws.failures,
                     failures_expected=truth >= refusing_from or lb.reset_on_down,
+                    bound_by=ws.bound_by,
                 )
             )
         t0_error = window.t0 + offset - shutdown.t0
@@ -151,9 +153,10 @@ def problems(
             where = f"{name} {row.lb} {row.protocol} {row.connection}"
             off = row.outside(tolerance)
             if off is not None:
+                by = f", hi set by {row.bound_by}" if off > 0 and row.bound_by else ""
                 found.append(
                     f"{where}: truth {row.truth:.3f} s, outside the bound {_bound(row)} "
-                    f"by {off:+.3f} s (measured {_seconds(row.measured)})"
+                    f"by {off:+.3f} s (measured {_seconds(row.measured)}{by})"
                 )
             if row.failures and not (row.failures_expected or expect_failures):
                 found.append(f"{where}: {row.failures} failed requests inside the window")
