@@ -61,10 +61,10 @@ class Rotation:
     def add_miss(self, sample: Sample) -> None:
         bisect.insort(self.misses, (sample.t, sample.end))  # nearly in order: cheap
 
-    def bound(self, server: str, after: float | None) -> float | None:
+    def bound(self, server: str, after: float) -> float | None:
         """The end of the m-th fresh connection sent elsewhere after `after` (None: m not
         reached), m for the servers seen: where the LB had `server` out of rotation."""
-        first = 0 if after is None else bisect.bisect_right(self.misses, (after, math.inf))
+        first = bisect.bisect_right(self.misses, (after, math.inf))
         index = first + misses_needed(len(self.hosts | {server})) - 1
         return self.misses[index][1] if index < len(self.misses) else None
 
@@ -99,16 +99,22 @@ class StreamReaction:
         port = sample.local_port if kind == FAILURE and sample.reused is True else None
         self.after.append((sample.t, sample.end, kind, port))
 
-    def witness(self, rotation: Rotation, server: str) -> tuple[float, str] | None:
+    def witness(
+        self, rotation: Rotation, server: str, since: float = -math.inf
+    ) -> tuple[float, str] | None:
         """The earliest end among the requests after the last late one that show the LB had
         stopped, and its kind; None if none does. Never before the last late one's end: the
-        LB chose the server for it at some instant up to then."""
+        LB chose the server for it at some instant up to then. Only requests sent at or after
+        `since` (T0's lower bound) count: the LB chose the server of one sent before T0
+        before the shutdown began, so it shows nothing of the LB's reaction (on a loaded
+        machine such a request may end well inside the window)."""
         found = [
             (end, kind)
-            for _, end, kind, port in self.after
-            if port is None or port == self.last_late_port
+            for t, end, kind, port in self.after
+            if t >= since and (port is None or port == self.last_late_port)
         ]
-        sampled = rotation.bound(server, self.last_late_t)
+        after = since if self.last_late_t is None else max(self.last_late_t, since)
+        sampled = rotation.bound(server, after)
         if sampled is not None:
             found.append((sampled, SAMPLING))
         if not found:
@@ -116,10 +122,12 @@ class StreamReaction:
         end, kind = min(found)
         return max(end, self.last_late_end), kind
 
-    def settled(self, rotation: Rotation, server: str, reused: bool) -> bool:
+    def settled(
+        self, rotation: Rotation, server: str, reused: bool, since: float = -math.inf
+    ) -> bool:
         """Whether more samples could still move this stream's bound: False while its
         reaction is not bounded above. A reused stream that met the window only over kept
         connections to other servers has no reaction to bound."""
         if reused and self.last_late_t is None:
             return self.kept_elsewhere
-        return self.witness(rotation, server) is not None
+        return self.witness(rotation, server, since) is not None

@@ -51,6 +51,7 @@ from prober.core.models import (
     LB,
     ClosedBy,
     Connection,
+    ErrorClass,
     Protocol,
     Sample,
     StreamId,
@@ -188,7 +189,8 @@ class ShutdownTracker:
                     rotation.add_miss(sample)
                 else:
                     seen.kept_elsewhere = True
-            elif sample.failed:
+            elif sample.failed and sample.error is not ErrorClass.TIMEOUT:
+                # A request that timed out may have reached the server: no witness.
                 seen.note_witness(sample, FAILURE)
 
     def settled(self, stream: str) -> bool:
@@ -203,7 +205,8 @@ class ShutdownTracker:
             rotation = window.rotations.get((target, lb))
             if seen is None or rotation is None:
                 return False  # nothing of it since the window opened
-            if not seen.settled(rotation, window.host, connection is Connection.REUSED):
+            reused = connection is Connection.REUSED
+            if not seen.settled(rotation, window.host, reused, window.bounds()[0]):
                 return False
         return True
 
@@ -303,7 +306,7 @@ class ShutdownTracker:
         last = seen.last_late_t
         reaction = None if last is None else last - t0
         rotation = window.rotations.get((target, lb), Rotation())
-        witness = seen.witness(rotation, window.host)
+        witness = seen.witness(rotation, window.host, lo)
         if connection is Connection.REUSED and last is None:
             witness = None  # its kept connections were all elsewhere: no reaction to bound
         return WindowStream(

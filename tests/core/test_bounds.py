@@ -178,6 +178,37 @@ CASES = [
         None,
     ),
     Case(
+        "a request that timed out may have reached the server: no witness",
+        [late(10.0), fail(10.2, ErrorClass.TIMEOUT, dur=1.0), fail(11.5)],
+        10.0,
+        11.5 + DUR,
+        "failure",
+    ),
+    Case(
+        "a request sent before T0 that fails inside the window is no witness: the LB chose "
+        "its server before the shutdown began (seen on a loaded machine)",
+        [
+            late(10.0, stream=dataclasses.replace(STREAM, target="other")),
+            fail(8.0, ErrorClass.CONNECTION_RESET, dur=2.8),
+            fail(11.0),
+        ],
+        None,
+        11.0 + DUR,
+        "failure",
+    ),
+    Case(
+        "fresh connections sent elsewhere before T0 and answered inside the window are no "
+        "misses of its rotation",
+        [
+            late(10.2, elapsed=0.0, stream=dataclasses.replace(STREAM, target="other")),
+            *misses(6.0, K3),
+            *misses(10.3, 1),
+        ],
+        None,
+        None,
+        None,
+    ),
+    Case(
         "held samples (written late to the log) are no witnesses",
         [late(10.0), dataclasses.replace(fail(10.5), held=True)],
         10.0,
