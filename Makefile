@@ -25,7 +25,7 @@ $(SYSDEPS): scripts/system-deps.sh
 	scripts/system-deps.sh
 	touch $@
 
-# Static checks only: style, format, strict types of the core, the layer contracts.
+# Static checks only: style, format, strict types of all of prober, the layer contracts.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

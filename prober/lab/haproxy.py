@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import random
 import re
 import signal
 import socket
@@ -126,11 +127,39 @@ def render_config(
     return "\n".join(lines + servers) + "\n"
 
 
+FIRST_PORT = 10000  # below: the well-known and registered ports other software expects
+_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A port no socket holds now, below the kernel's ephemeral range. The lab's apiservers
+    and LBs bind theirs seconds later (a Python process starting on a loaded machine), and
+    again after every restart; a port from the ephemeral range may meanwhile become the
+    source port of one of the many connections the daemon and the LBs' health checks open
+    (an apiserver's bind failed with EADDRINUSE beside two CPU burners). A port is handed
+    out once per process: two labs in one process (a test runs two side by side) never
+    share one."""
+    below = _ephemeral_low()
+    for _ in range(1000):
+        port = random.randrange(FIRST_PORT, below)
+        if port in _given:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
         return port
+    raise OSError(f"no free port in [{FIRST_PORT}, {below}) after 1000 tries")
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as stream:
+            return int(stream.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 class HaproxyLB:

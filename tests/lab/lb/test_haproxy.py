@@ -121,3 +121,12 @@ async def test_haproxy_logs_state_changes_and_obeys_the_runtime_api(tmp_path: Pa
         assert maint.reason == "maintenance"
     assert lb.config_path.exists()
     assert (tmp_path / "logs" / "haproxy-internal-lb.stdout.log").read_text().count("is DOWN") >= 2
+
+
+def test_free_ports_lie_below_the_ephemeral_range_and_are_given_once() -> None:
+    """No connection's source port can take one between its choice and its bind."""
+    from prober.lab.haproxy import FIRST_PORT, _ephemeral_low, free_port
+
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == 50
+    assert all(FIRST_PORT <= port < _ephemeral_low() for port in ports)
