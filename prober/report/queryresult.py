@@ -16,7 +16,7 @@ from pathlib import Path
 
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
-from prober.report.summary import parse_key
+from prober.report.summary import parse_key, read_text
 from prober.report.thresholds import ALL_PLATFORMS, METRICS, QUANTILE_FIELDS, Entry, sort_entries
 
 COLUMNS = ("platform", "lb", "protocol", "connection", "metric", *QUANTILE_FIELDS, "runs")
@@ -35,12 +35,7 @@ def load_query_result(path: Path, min_runs: int) -> tuple[list[Entry], Period | 
 
 
 def _rows(path: Path) -> list[Mapping[str, object]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+    text = read_text(path)
     stripped = text.lstrip()
     found: object
     try:

@@ -344,13 +344,18 @@ def parse_key(entry: Mapping[str, object], where: str) -> Key:
         raise BadInput(f"{where}: {exc}") from None
 
 
-def read_json(path: Path) -> dict[str, object]:
+def read_text(path: Path) -> str:
+    """A report input's text, or BadInput naming the file and why not."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not UTF-8 text") from None
+
+
+def read_json(path: Path) -> dict[str, object]:
+    text = read_text(path)
     try:
         doc = json.loads(text)
     except ValueError as exc:
