@@ -27,7 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb
 
 from prober.cli import main
-from tests.report.warehouse import FIRST_START, load_rows, run_query, write_summaries
+from tests.report.warehouse import (
+    FIRST_START,
+    as_bq_json,
+    load_rows,
+    run_query,
+    write_summaries,
+)
 
 END = datetime(2100, 1, 1, tzinfo=UTC)
 
@@ -44,15 +50,6 @@ def quiet(call: Callable[[], int]) -> int:
         return call()
 
 
-def bq_json(rows: list[dict[str, object]]) -> str:
-    def text(value: object) -> str:
-        if isinstance(value, datetime):
-            return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return value if isinstance(value, str) else repr(value)
-
-    return json.dumps([{k: text(v) for k, v in row.items()} for row in rows])
-
-
 def run(runs: int, work: Path) -> int:
     times: dict[str, float] = {}
     history, rows, result = work / "history", work / "rows.jsonl", work / "result.json"
@@ -67,7 +64,7 @@ def run(runs: int, work: Path) -> int:
             load_rows(connection, rows)
         with timed("thresholds.sql (DuckDB)", times):
             found = run_query(connection, FIRST_START, END)
-    result.write_text(bq_json(found))
+    result.write_text(as_bq_json(found))
     args = ["thresholds", "--from-query-result", str(result), "--out", str(work / "warehouse")]
     with timed("prober thresholds --from-query-result", times):
         assert quiet(lambda: main(args)) == 0

@@ -16,8 +16,6 @@ and per sample, RSS at the end and at its peak.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import signal
 import subprocess
@@ -32,13 +30,11 @@ from typing import IO
 from prober.lab.certs import make_certificates
 
 ROOT = Path(__file__).resolve().parents[1]
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(ROOT / "bench"))  # the helpers the daemon benchmarks share
+
+from _support import cpu_seconds, json_line, metric_total  # noqa: E402
+
 LBS = ("external-lb", "internal-lb", "service-network", "localhost")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
 def memory_mb(pid: int, field: str) -> float:
@@ -49,19 +45,7 @@ def memory_mb(pid: int, field: str) -> float:
 
 def samples_done(port: int) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    return sum(float(m[1]) for m in re.finditer(r"^prober_requests_total\{.*\} (\S+)$", text, re.M))
-
-
-def json_line(stream: IO[str], event: str) -> dict[str, object]:
-    for raw in stream:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(line, dict) and line.get("event") == event:
-            return line
-    raise RuntimeError(f"no {event!r} line")
+        return metric_total(answer.read().decode())
 
 
 def drain(stream: IO[str]) -> None:

@@ -17,7 +17,8 @@ from typing import TextIO
 
 from prober.common.logs import UnfailingOutput
 from prober.core.eventlog import EventLogError, encode
-from prober.core.models import Interval, PaceChange, Record, RunRecord, Sample, Summary, Window
+from prober.core.models import Record, RunRecord, Sample, Summary
+from prober.daemon.eventlog import LOGGED_EVENTS
 from prober.daemon.pipeline import Event, Observed
 
 
@@ -38,7 +39,7 @@ class RecordEcho:
     def event(self, event: Event) -> None:
         if isinstance(event, Summary):
             self.write(self._header)
-        if isinstance(event, Interval | Window | Summary | PaceChange):
+        if isinstance(event, LOGGED_EVENTS):
             self.write(event)
 
     def write(self, record: Record) -> None:

@@ -44,6 +44,8 @@ from prober.daemon.pipeline import Event, Observed
 
 log = structlog.get_logger("prober.eventlog")
 
+# What the log keeps of the pipeline's events (the rest are live-only), besides kept samples.
+LOGGED_EVENTS = (Interval, Window, Summary, PaceChange)
 RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this often
 
 
@@ -94,7 +96,7 @@ class EventLogWriter:
         self.write(sample)
 
     def event(self, event: Event) -> None:
-        if isinstance(event, Interval | Window | Summary | PaceChange):
+        if isinstance(event, LOGGED_EVENTS):
             self.write(event)
 
     def write(self, record: Record) -> None:

@@ -14,7 +14,14 @@ import duckdb
 import pytest
 
 from prober.cli import main
-from tests.report.warehouse import FIRST_START, load_rows, run_query, schema, write_summaries
+from tests.report.warehouse import (
+    FIRST_START,
+    as_bq_json,
+    load_rows,
+    run_query,
+    schema,
+    write_summaries,
+)
 
 RUNS = 400
 END = datetime(2027, 1, 1, tzinfo=UTC)
@@ -38,17 +45,6 @@ def query(rows: Path, start: datetime = FIRST_START, end: datetime = END) -> lis
     with duckdb.connect() as connection:
         load_rows(connection, rows)
         return run_query(connection, start, end)
-
-
-def as_bq_json(result: list[dict[str, Any]]) -> str:
-    """What `bq query --format=json` prints: an array, every value a string."""
-
-    def text(value: object) -> str:
-        if isinstance(value, datetime):
-            return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return value if isinstance(value, str) else repr(value)
-
-    return json.dumps([{k: text(v) for k, v in row.items()} for row in result])
 
 
 def thresholds(tmp_path: Path, name: str, *args: str) -> dict[str, Any]:

@@ -163,3 +163,14 @@ def run_query(connection: Any, start: datetime, end: datetime) -> list[dict[str,
     cursor = connection.execute(thresholds_query(), {"start": start, "end": end})
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def as_bq_json(result: list[dict[str, Any]]) -> str:
+    """What `bq query --format=json` prints: an array, every value a string."""
+
+    def text(value: object) -> str:
+        if isinstance(value, datetime):
+            return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return value if isinstance(value, str) else repr(value)
+
+    return json.dumps([{k: text(v) for k, v in row.items()} for row in result])
