@@ -50,8 +50,13 @@ async def evict(
     path = out / f"prober-{generation}.yaml"
     path.write_text(yaml.safe_dump(replacement, sort_keys=False))
     new, port = await start_daemon(group, f"{DAEMON}-{generation}", path)
-    await new.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+    await wait_ready(new)
     return new, port
+
+
+async def wait_ready(daemon: ManagedProcess) -> None:
+    """Until every stream of the daemon has sampled (its `ready` log line)."""
+    await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
 
 
 def daemon_logs(log_dir: Path) -> list[Path]:

@@ -29,7 +29,14 @@ from prober.lab.compare import (
     problems,
     wall_offset,
 )
-from prober.lab.eviction import DAEMON, EVICT_AT, evict, judge_pod_logs, start_daemon
+from prober.lab.eviction import (
+    DAEMON,
+    EVICT_AT,
+    evict,
+    judge_pod_logs,
+    start_daemon,
+    wait_ready,
+)
 from prober.lab.haproxy import ServerEvent
 from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
@@ -39,7 +46,6 @@ from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
 
 SCENARIOS = ("rollout", "crash", "slow-lb")
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
-READY_TIMEOUT = 60.0
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
 QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
@@ -121,7 +127,7 @@ async def _measure(
     daemon, port = await start_daemon(group, DAEMON, config_path)
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
     (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
-    await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+    await wait_ready(daemon)
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
