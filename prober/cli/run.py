@@ -53,11 +53,6 @@ _SWITCHES = [
     ("--localhost", "localhost", "with discovery, also probe https://localhost:6443"),
     ("--insecure-skip-tls-verify", "insecure_skip_tls_verify", "do not verify certificates"),
     (
-        "--event-log-stdout",
-        "event_log_stdout",
-        "also write every event-log record to stdout (CI collects pod logs, not files)",
-    ),
-    (
         "--consistent-reads",
         "consistent_reads",
         "read from etcd, not the watch cache (default: resourceVersion=0, as origin reads)",
@@ -80,6 +75,15 @@ def register(subparsers: Any) -> None:
     for flag, key, text in _SWITCHES:
         parser.add_argument(flag, dest=key, action="store_const", const=True, help=text)
     parser.add_argument(
+        "--event-log-stdout",
+        dest="event_log_stdout",
+        nargs="?",
+        const="all",
+        metavar="MODE",
+        help="also write the event log's records to stdout (CI collects pod logs, not files): "
+        "all of them (no MODE), or compact: windows, intervals, pace, summaries, no samples",
+    )
+    parser.add_argument(
         "--label", dest="labels", action="append", metavar="KEY=VALUE", help="constant label"
     )
     parser.add_argument(
@@ -96,7 +100,8 @@ def _handle(args: argparse.Namespace) -> int:
     # Imported on use: the daemon's libraries would slow every other `prober` command.
     from prober.daemon.commands import run_command  # noqa: PLC0415
 
-    flags: dict[str, object] = {key: getattr(args, key) for _, key, _ in _VALUE_FLAGS + _SWITCHES}
+    keys = [key for _, key, _ in _VALUE_FLAGS + _SWITCHES] + ["event_log_stdout"]
+    flags: dict[str, object] = {key: getattr(args, key) for key in keys}
     if args.labels:
         flags["labels"] = ",".join(args.labels)
     if args.targets:

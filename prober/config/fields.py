@@ -58,6 +58,19 @@ def boolean(value: object) -> bool:
     raise Invalid(f"expected true or false, got {shown(value)}")
 
 
+STDOUT_RECORDS = ("off", "all", "compact")
+
+
+def stdout_records(value: object) -> str:
+    """`event_log_stdout`: off, all, compact; a boolean as before (true: all)."""
+    if value in STDOUT_RECORDS:
+        return str(value)
+    try:
+        return "all" if boolean(value) else "off"
+    except Invalid:
+        raise Invalid(f"{shown(value)} is not one of {', '.join(STDOUT_RECORDS)}") from None
+
+
 def text(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid(f"expected a non-empty string, got {shown(value)}")

@@ -85,7 +85,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "connections": f.enum_list(Connection),
     "path": f.url_path,
     "consistent_reads": f.boolean,
-    "event_log_stdout": f.boolean,
+    "event_log_stdout": f.stdout_records,
     "labels": f.labels,
     "listen": f.host_port,
     "event_log": f.optional_text,

@@ -48,7 +48,9 @@ class Config:
     listen: tuple[str, int] = ("0.0.0.0", 9090)
     event_log: str | None = None
     event_log_max_size: int = 32 * MIB
-    event_log_stdout: bool = False  # every event-log record on stdout too, for CI's pod logs
+    # The event log's records on stdout too, for CI's pod logs: `all` of them, or `compact`
+    # (what was measured: windows, intervals, pace changes, summaries; no samples), or `off`.
+    event_log_stdout: str = "off"
     summary_interval: float = 60.0
     duration: float | None = None  # None: until SIGTERM
     drain_timeout: float = 5.0

@@ -97,8 +97,8 @@ class Daemon:
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
         sinks: list[Sink] = [metrics, LogSink(node_of)]
-        if config.event_log_stdout:
-            sinks.append(RecordEcho(header))
+        if config.event_log_stdout != "off":
+            sinks.append(RecordEcho(header, samples=config.event_log_stdout == "all"))
         writer = None
         if self.config.event_log:
             writer = EventLogWriter(

@@ -5,9 +5,12 @@ container) and none of a pod's files; a pod evicted by an upgrade's node drain t
 emptyDir with it, and a step that fails never copies one. On stdout, every record is out of the
 pod the moment it is made. `prober analyze --pod-logs` reads them back from such logs.
 
-The kubelet rotates a container's log (10 MiB by default) and `oc logs` returns only the
-newest file, so the run record is written again before every summary record: any stretch of
-the log long enough to hold a summary names its run.
+The kubelet rotates a container's log (10 MiB by default, 50 MiB on OpenShift nodes) and
+`oc logs` returns only the newest file, so the run record is written again before every summary
+record: any stretch of the log long enough to hold a summary names its run. Every sample the
+trackers need is tens of MB over an upgrade, more than one rotation keeps; `compact` writes what
+was measured instead (windows, intervals, pace changes, summaries: what `prober analyze` reports),
+tens of kB, which no rotation of a whole job's log reaches (`deploy/README.md`).
 """
 
 from __future__ import annotations
@@ -25,16 +28,20 @@ from prober.daemon.pipeline import Event, Observed
 class RecordEcho:
     """A pipeline sink writing what the event log keeps (`EventLogWriter`) to a stream."""
 
-    def __init__(self, header: RunRecord, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, header: RunRecord, stream: TextIO | None = None, *, samples: bool = True
+    ) -> None:
         self._out = UnfailingOutput(stream or sys.stdout)
         self._header = header
+        self._samples = samples  # False: compact, the measurements only
         self.write(header)
 
     def observe(self, observed: Observed) -> None:
         pass
 
     def keep(self, sample: Sample) -> None:
-        self.write(sample)
+        if self._samples:
+            self.write(sample)
 
     def event(self, event: Event) -> None:
         if isinstance(event, Summary):

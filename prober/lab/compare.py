@@ -13,8 +13,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prober.core.models import LB, Connection, Sample, Window, parse_rfc3339
+from prober.core.models import LB, Connection, Window, parse_rfc3339
 from prober.lab.truth import LbTruth, ShutdownTruth, expected_reaction, first_down
+from prober.report.runs import RunLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +64,12 @@ class ShutdownResult:
     offset: float = 0.0  # wall-clock seconds at the daemon's run time 0
 
 
-def wall_offset(samples: Sequence[Sample]) -> float:
-    """Wall-clock seconds at run time 0: the median of `ts - t` over the samples."""
-    if not samples:
-        raise ValueError("no samples to relate run time to wall time")
-    return statistics.median(parse_rfc3339(s.ts) - s.t for s in samples)
+def wall_offset(log: RunLog) -> float:
+    """Wall-clock seconds at run time 0: the median of `ts - t` over the samples; without
+    samples (a compact record stream), the run record's own start, which is that instant."""
+    if not log.samples:
+        return parse_rfc3339(log.run.ts)
+    return statistics.median(parse_rfc3339(s.ts) - s.t for s in log.samples)
 
 
 def compare(

@@ -76,7 +76,7 @@ def judge_pod_logs(
     shutdown matched with each run's window for it (replayed: a killed daemon never logged the
     window it had open), and the problems."""
     analyses, stats = analyze_runs(daemon_logs(out / "logs"), platform=platform, pod_logs=True)
-    offsets = [wall_offset(a.log.samples) for a in analyses]
+    offsets = [wall_offset(a.log) for a in analyses]
     first, last = offsets[0], offsets[-1] + analyses[-1].replay.end_t
     results: list[ShutdownResult] = []
     found: list[str] = []

@@ -241,7 +241,7 @@ def _judge(
         return _judge_evicted(options, platform, out, sorted(shutdowns, key=lambda s: s.t0), load)
     (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
     written = write_outputs(analysis, stats, out)
-    offset = wall_offset(analysis.log.samples)
+    offset = wall_offset(analysis.log)
     # Tearing the lab down may start shutdowns of its own after the daemon stopped.
     during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
     shutdowns = sorted(during, key=lambda s: s.t0)

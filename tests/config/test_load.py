@@ -179,6 +179,7 @@ INVALID = [
     ("event_log_max_size: lots", "event_log_max_size: expected a size such as 32MiB"),
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
+    ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
     ("log_format: xml", "log_format: 'xml' is not one of json, console"),
     ("event_loop: trio", "event_loop: 'trio' is not one of uvloop, asyncio"),
     ("ca_file: /nonexistent/ca.crt", "ca_file: /nonexistent/ca.crt: no such file"),
@@ -266,6 +267,17 @@ def test_cross_field_rules(tmp_path: Path) -> None:
 def test_reads_come_from_the_watch_cache_unless_asked(tmp_path: Path, flags, sent: str) -> None:
     config = load_config(write(tmp_path, MINIMAL), env={}, flags=flags)
     assert config.request_path == sent
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [("true", "all"), ("false", "off"), ("all", "all"), ("compact", "compact"), ("off", "off")],
+)
+def test_event_records_on_stdout_all_compact_or_off(tmp_path: Path, value: str, mode: str) -> None:
+    path = write(tmp_path, MINIMAL + f"event_log_stdout: {value}\n")
+    assert load_config(path, env={}).event_log_stdout == mode
+    flagged = load_config(write(tmp_path, MINIMAL), env={}, flags={"event_log_stdout": value})
+    assert flagged.event_log_stdout == mode
 
 
 def test_an_ipv6_service_address_as_a_pod_spells_it_is_bracketed(tmp_path: Path) -> None:

@@ -88,3 +88,34 @@ def test_the_echo_names_its_run_again_before_every_summary() -> None:
         echo.event(Summary(ts="2026-12-01T10:01:00Z", t=t, streams=()))
     kinds = [json.loads(line)["kind"] for line in out.getvalue().splitlines()]
     assert kinds == ["run", "run", "summary", "run", "summary"]
+
+
+def test_a_compact_pod_log_gives_the_same_measurements(rollout_log, tmp_path: Path) -> None:
+    """`event_log_stdout: compact` writes what was measured and no sample: the summary read
+    from it holds the same windows, bounds, intervals and counters as the full event log's."""
+    events, _ = rollout_log
+    records = records_of(events)
+    compact = [line for line in records if b'"kind":"sample"' not in line]
+    assert len(compact) < len(records) / 10, "the samples are most of a full log"
+    log = tmp_path / "pods" / "prober-abc" / "prober.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(pod_log(compact, PREFIXES[2]))
+    from_events, from_pods = tmp_path / "events-out", tmp_path / "pods-out"
+    assert main(["analyze", str(events), "--out", str(from_events)]) == 1
+    assert main(["analyze", "--pod-logs", str(tmp_path / "pods"), "--out", str(from_pods)]) == 1
+    expected = json.loads((from_events / "summary.json").read_text())
+    found = json.loads((from_pods / "summary.json").read_text())
+    assert found["windows"]
+    assert any(s["intervals"] for s in found["streams"])
+    assert found == expected
+
+
+def test_the_compact_echo_writes_no_sample(rollout_samples) -> None:
+    out = io.StringIO()
+    header = RunRecord("run-1", "2026-12-01T10:00:00Z", "aws", ("s",), "0.1.0")
+    echo = RecordEcho(header, out, samples=False)
+    for sample in rollout_samples[:50]:
+        echo.keep(sample)
+    echo.event(Summary(ts="2026-12-01T10:01:00Z", t=60.0, streams=()))
+    kinds = [json.loads(line)["kind"] for line in out.getvalue().splitlines()]
+    assert kinds == ["run", "run", "summary"]
