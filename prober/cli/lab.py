@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from prober.common.values import flag, non_negative_float, positive_float, positive_int
+from prober.config.fields import size
 
 EXAMPLE = """\
 examples:
@@ -13,11 +14,14 @@ examples:
   prober lab --platform gcp --scenario slow-lb --check
   prober lab --platform aws,gcp,azure,metal --repeat 5 --out history/
   prober lab --platform metal --time-scale 1   # real durations: the full shutdown delay
+  prober lab --platform gcp --scenario upgrade --time-scale 0.05 --check
 
 Stands up three fake kube-apiservers behind real HAProxy load balancers configured like the
 platform's LBs, runs `prober run` against them through every LB, plays the scenario, and holds
 what the daemon measured against the ground truth (the apiservers' own records and HAProxy's
-log). Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
+log). --scenario upgrade runs the probers as pods through a rollout, node drains and
+reboots, and judges only what a gather step could read of them (OUT/gathered/).
+Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
 to stand the lab up.
 """
 
@@ -68,7 +72,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "scale); 0: the window rate throughout",
     )
     parser.add_argument(
-        "--workers", type=flag(positive_int), default=2, help="daemon: workers per stream (2)"
+        "--workers",
+        type=flag(positive_int),
+        help="daemon: workers per stream (2; upgrade: 1 for each of its three daemons)",
     )
     parser.add_argument(
         "--goaway-chance",
@@ -81,6 +87,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="kill the daemon inside the first shutdown window and start another, as a node "
         "drain evicts it; judge what a CI gather step collects: the daemons' pod logs",
+    )
+    parser.add_argument(
+        "--container-log-max-size",
+        type=flag(size),
+        default=10 * 1024 * 1024,
+        metavar="SIZE",
+        help="upgrade: where the kubelet rotates a container's log (containerLogMaxSize; "
+        "10MiB, OpenShift nodes 50MiB); a gather reads only the newest file",
     )
     parser.set_defaults(handler=_run)
 
@@ -106,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         goaway_chance=args.goaway_chance,
         tolerance=args.tolerance,
         evict=args.evict,
+        log_max_size=args.container_log_max_size,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

@@ -17,6 +17,8 @@ from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.processes import ProcessError
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
+from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
+from prober.lab.survival import rows as survival_rows
 from prober.lab.truth import TruthError
 from prober.report.analyze import describe
 from prober.report.errors import BadInput
@@ -98,6 +100,12 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    if result.fates:
+        print("", file=stdout)
+        print(
+            "what each prober container measured, and what a gather could still read:", file=stdout
+        )
+        print("\n".join(table(SURVIVAL_HEADERS, survival_rows(result.fates))), file=stdout)
     path = result.out / "lab-result.json"
     path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     for finding in result.findings:
@@ -105,7 +113,8 @@ def report(result: LabResult, stdout: TextIO) -> None:
     for problem in result.problems:
         print(f"CHECK {problem}", file=stdout)
     print("", file=stdout)
-    for written in (*result.written, path, result.out / "events.jsonl", result.out / "logs"):
+    logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
+    for written in (*result.written, path, *logs, result.out / "logs"):
         print(f"wrote {written}", file=stdout)
 
 
@@ -181,6 +190,7 @@ def to_json(result: LabResult) -> dict[str, Any]:
         "findings": list(result.findings),
         "tolerance": result.tolerance,
         "load": None if result.load is None else dataclasses.asdict(result.load),
+        "containers": [dataclasses.asdict(f) for f in result.fates],
         "answered_failed": [] if result.answered is None else list(result.answered.answered_failed),
         "retried": {} if result.answered is None else dict(result.answered.retried),
         "sampling": [

@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from prober.core.models import LB
 from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
-from prober.lab.processes import ManagedProcess, ProcessGroup
-from prober.lab.truth import ShutdownTruth
+from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
+from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
 
 EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before its end
@@ -30,11 +32,14 @@ DAEMON = "prober-run"
 
 
 async def start_daemon(
-    group: ProcessGroup, name: str, config_path: Path
+    group: ProcessGroup, name: str, config_path: Path, tee: Tee | None = None, nice: int = 0
 ) -> tuple[ManagedProcess, int]:
-    """`prober run` with this configuration, once it listens: the process and its port."""
+    """`prober run` with this configuration, once it listens: the process and its port.
+    `nice`: below the cluster's processes, as a pod with a small CPU request is."""
     argv = [sys.executable, "-m", "prober", "run", "--config", str(config_path)]
-    daemon = await group.start(name, argv)
+    if nice:
+        argv = ["nice", "-n", str(nice), *argv]  # nice execs: the pid stays the daemon's
+    daemon = await group.start(name, argv, tee=tee)
     line = await daemon.wait_for_line(lambda line: '"listening"' in line, READY_TIMEOUT)
     return daemon, int(json.loads(line)["port"])
 
@@ -67,31 +72,40 @@ def daemon_logs(log_dir: Path) -> list[Path]:
 
 def judge_pod_logs(
     shutdowns: Sequence[ShutdownTruth],
-    out: Path,
-    platform: str,
-    tolerance: float,
+    logs: Sequence[Path],
+    reports: Path,
+    options: PodLogJudgement,
     written: list[Path],
 ) -> tuple[list[RunAnalysis], list[ShutdownResult], list[str]]:
-    """Each run of the daemons' pod logs (its reports written under OUT/pod-logs/RUN), every
-    shutdown matched with each run's window for it (replayed: a killed daemon never logged the
-    window it had open), and the problems."""
-    analyses, stats = analyze_runs(daemon_logs(out / "logs"), platform=platform, pod_logs=True)
+    """Each run of these pod logs (its reports written under REPORTS/RUN), every shutdown
+    matched with each run's window for it (replayed where the log has samples: a killed daemon
+    never logged the window it had open), and the problems."""
+    analyses, stats = analyze_runs(logs, platform=options.platform, pod_logs=True)
     offsets = [wall_offset(a.log) for a in analyses]
-    first, last = offsets[0], offsets[-1] + analyses[-1].replay.end_t
+    first = min(offsets)
+    last = max(offset + a.replay.end_t for a, offset in zip(analyses, offsets, strict=True))
     results: list[ShutdownResult] = []
     found: list[str] = []
     # Tearing the lab down may start shutdowns of its own after the last daemon stopped.
     for shutdown in (s for s in shutdowns if first <= s.t0 < last):
         seen = []
         for analysis, offset in zip(analyses, offsets, strict=True):
-            (result,) = compare([shutdown], analysis.replay.windows, {}, offset)
+            (result,) = compare([shutdown], analysis.replay.windows, options.lbs, offset)
             if result.window is not None:
                 seen.append(result)
         if not seen:
             found.append(f"{shutdown.hostname}: no run in the pod logs saw its shutdown window")
         results += seen
-    found += problems(results, tolerance, expect_failures=False)
+    found += problems(results, options.tolerance, expect_failures=False)
     for analysis in analyses:
-        target = out / "pod-logs" / analysis.log.run.run_id
-        written += write_outputs(analysis, stats, target)
+        written += write_outputs(analysis, stats, reports / analysis.log.run.run_id)
     return analyses, results, found
+
+
+@dataclass(frozen=True, slots=True)
+class PodLogJudgement:
+    platform: str
+    tolerance: float
+    # The LBs' truth, to judge each reaction too; empty: T0 alone (a reaction that spans a
+    # SIGKILL is bounded by neither daemon alone).
+    lbs: Mapping[LB, LbTruth] = field(default_factory=dict)

@@ -25,8 +25,13 @@ class Load:
     cpus: int
 
     def describe(self) -> str:
-        if self.daemon_core_share is None or self.machine_busy is None:
+        if self.machine_busy is None:
             return f"load: not measurable here (no /proc), over {self.seconds:.0f} s"
+        if self.daemon_core_share is None:  # several daemons, one after another
+            return (
+                f"load over {self.seconds:.0f} s: the machine's {self.cpus} CPUs were "
+                f"{self.machine_busy:.0%} busy"
+            )
         return (
             f"load over {self.seconds:.0f} s: the daemon used {self.daemon_core_share:.0%} of "
             f"a core; the machine's {self.cpus} CPUs were {self.machine_busy:.0%} busy"

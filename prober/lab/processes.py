@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 LineHandler = Callable[[str], None]
+Tee = Callable[[str, bytes], None]  # ("stdout" or "stderr", the line): a container log, say
 
 
 class ProcessError(RuntimeError):
@@ -33,8 +34,10 @@ class ManagedProcess:
         env: dict[str, str] | None = None,
         on_line: LineHandler | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
+        tee: Tee | None = None,
     ) -> None:
         self.name = name
+        self._tee = tee
         self.stop_signal = stop_signal
         self.argv = list(argv)
         self.stdout_path = log_dir / f"{name}.stdout.log"
@@ -70,10 +73,12 @@ class ManagedProcess:
         assert self._proc.stderr is not None
         self._pumps = [
             asyncio.create_task(
-                self._pump(self._proc.stdout, self.stdout_path, True), name=f"{self.name}-stdout"
+                self._pump(self._proc.stdout, self.stdout_path, "stdout"),
+                name=f"{self.name}-stdout",
             ),
             asyncio.create_task(
-                self._pump(self._proc.stderr, self.stderr_path, False), name=f"{self.name}-stderr"
+                self._pump(self._proc.stderr, self.stderr_path, "stderr"),
+                name=f"{self.name}-stderr",
             ),
         ]
 
@@ -117,11 +122,14 @@ class ManagedProcess:
                 self.send_signal(signal.SIGKILL)
         return await self.wait(grace)
 
-    async def _pump(self, stream: asyncio.StreamReader, path: Path, watched: bool) -> None:
+    async def _pump(self, stream: asyncio.StreamReader, path: Path, name: str) -> None:
+        watched = name == "stdout"
         with path.open("ab") as sink:
             while line := await stream.readline():
                 sink.write(line)
                 sink.flush()
+                if self._tee is not None:
+                    self._tee(name, line)
                 if watched:
                     self._dispatch(line.decode("utf-8", "replace").rstrip("\n"))
         if not watched:
@@ -157,9 +165,10 @@ class ProcessGroup:
         env: dict[str, str] | None = None,
         on_line: LineHandler | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
+        tee: Tee | None = None,
     ) -> ManagedProcess:
         proc = ManagedProcess(
-            name, argv, self.log_dir, env=env, on_line=on_line, stop_signal=stop_signal
+            name, argv, self.log_dir, env=env, on_line=on_line, stop_signal=stop_signal, tee=tee
         )
         self._members.append(proc)
         await proc.start()

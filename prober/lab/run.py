@@ -11,7 +11,7 @@ import asyncio
 import json
 import signal
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,19 +32,25 @@ from prober.lab.compare import (
 from prober.lab.eviction import (
     DAEMON,
     EVICT_AT,
+    PodLogJudgement,
+    daemon_logs,
     evict,
     judge_pod_logs,
     start_daemon,
     wait_ready,
 )
 from prober.lab.haproxy import ServerEvent
+from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.processes import ProcessError, ProcessGroup
+from prober.lab.survival import ContainerFate, survival
+from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
+from prober.lab.upgrade import PODS, QUIET_FLOOR, Pod, UpgradeLab, play_upgrade
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
 
-SCENARIOS = ("rollout", "crash", "slow-lb")
+SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
@@ -60,10 +66,11 @@ class LabOptions:
     shutdowns: int | None = None  # how many of the servers the scenario takes down (all)
     interval: str = "100ms"
     quiet_interval: float | None = None  # seconds; None: the daemon's default, scaled; 0: off
-    workers: int = 2
+    workers: int | None = None  # per stream; None: 2 (1 for each of the upgrade's daemons)
     goaway_chance: float = 0.0
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
     evict: bool = False  # kill the daemon inside the first window and start another
+    log_max_size: int = DEFAULT_MAX_SIZE  # upgrade: the kubelet's containerLogMaxSize
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,7 @@ class LabResult:
     streams: tuple[StreamCounters, ...] = ()  # per stream at the end: the gaps achieved
     tolerance: float = TOLERANCE
     answered: AnsweredCheck | None = None  # failed samples the servers had answered
+    fates: tuple[ContainerFate, ...] = ()  # upgrade: what each container kept, by the gather
 
 
 def default_scale(platform: Platform) -> float:
@@ -107,20 +115,29 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
         cluster = LabCluster(
             platform, out / "cluster", group, options.servers, options.goaway_chance
         )
+        pods: list[Pod] = []  # the upgrade's prober pods, filled as they start
         try:
-            load = await _measure(options, cluster, group, out, say)
+            load = await _measure(options, cluster, group, out, say, pods=pods)
         finally:
             cluster.close()
-    return _judge(options, platform, cluster, out, event_log=event_log, load=load)
+    return _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
 
 
 async def _measure(
-    options: LabOptions, cluster: LabCluster, group: ProcessGroup, out: Path, say: object
+    options: LabOptions,
+    cluster: LabCluster,
+    group: ProcessGroup,
+    out: Path,
+    say: object,
+    *,
+    pods: list[Pod],
 ) -> Load:
     """Stand the cluster up, run the daemon through the scenario, stop the daemon."""
     platform = cluster.platform
     _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} HAProxy LBs")
     await cluster.start()
+    if options.scenario == "upgrade":
+        return await _measure_upgrade(options, cluster, group, out, say, pods=pods)
     config_path = out / "prober.yaml"
     config = _daemon_config(cluster, options, out / "events.jsonl")
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -150,26 +167,87 @@ async def _measure(
     return load
 
 
+async def _measure_upgrade(
+    options: LabOptions,
+    cluster: LabCluster,
+    group: ProcessGroup,
+    out: Path,
+    say: object,
+    *,
+    pods: list[Pod],
+) -> Load:
+    def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
+        return _daemon_config(cluster, options, event_log, lbs=lbs, stdout=stdout)
+
+    lab = UpgradeLab(
+        cluster,
+        group,
+        out,
+        config_for,
+        log_max_size=options.log_max_size,
+        say=lambda text: _say(say, text),
+        pods=pods,
+    )
+    _say(say, f"starting prober pods: {', '.join(p.name for p in PODS)}")
+    await lab.start()
+    meter = CpuMeter(None)
+    meter.start()
+    await asyncio.sleep(WARM_UP * cluster.platform.time_scale + 1.0)
+    await play_upgrade(lab, options.shutdowns)
+    await cluster.settle()
+    await asyncio.sleep(2.0)  # the restarted server's first answers close its window
+    load = meter.stop()
+    await lab.stop()
+    gathered = lab.gather(out / "gathered" / "pods")
+    _say(say, f"gathered {len(gathered)} pod logs, as oc logs (and --previous) read them")
+    (out / "gathered" / "pods.json").write_text(json.dumps(_pods_json(lab), indent=2) + "\n")
+    return load
+
+
+def _pods_json(lab: UpgradeLab) -> list[dict[str, object]]:
+    return [
+        {
+            "pod": pod.name,
+            "workload": pod.workload,
+            "node": pod.node,
+            "containers": pod.containers,
+            "deleted": pod.deleted,
+        }
+        for pod in lab.pods
+    ]
+
+
 def _say(say: object, text: str) -> None:
     if callable(say):
         say(text)
 
 
-def _daemon_config(cluster: LabCluster, options: LabOptions, event_log: Path) -> dict[str, object]:
-    lbs = [*cluster.lbs, LB.LOCALHOST]
+def _daemon_config(
+    cluster: LabCluster,
+    options: LabOptions,
+    event_log: Path,
+    *,
+    lbs: Sequence[LB] | None = None,
+    stdout: str = "all",
+) -> dict[str, object]:
+    lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
     scale = cluster.platform.time_scale
     quiet = QUIET_INTERVAL * scale if options.quiet_interval is None else options.quiet_interval
+    workers = options.workers or 2
+    if options.scenario == "upgrade":  # three daemons: see `upgrade.QUIET_FLOOR`
+        quiet = max(quiet, QUIET_FLOOR) if options.quiet_interval is None else quiet
+        workers = options.workers or 1
     return {
         "platform": options.platform,
         "interval": options.interval,
         # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
         "quiet_interval": f"{quiet * 1000:.0f}ms",
         "settle": f"{SETTLE * scale * 1000:.0f}ms",
-        "workers": options.workers,
+        "workers": workers,
         "timeout": "5s",
         "listen": "127.0.0.1:0",
         "event_log": str(event_log),
-        "event_log_stdout": True,  # what a gather step collects: judged after an eviction
+        "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
         "targets": [
@@ -233,24 +311,28 @@ def _judge(
     *,
     event_log: Path,
     load: Load,
+    pods: Sequence[Pod],
 ) -> LabResult:
     shutdowns: list[ShutdownTruth] = []
     for server in cluster.apiservers:
         shutdowns += read_shutdowns(server.truth_path)
-    if options.evict:
-        return _judge_evicted(options, platform, out, sorted(shutdowns, key=lambda s: s.t0), load)
-    (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
-    written = write_outputs(analysis, stats, out)
-    offset = wall_offset(analysis.log)
-    # Tearing the lab down may start shutdowns of its own after the daemon stopped.
-    during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
-    shutdowns = sorted(during, key=lambda s: s.t0)
     lbs = {
         kind: _lb_truth(kind, lb.events, lb.profile.reset_on_down)
         for kind, lb in cluster.lbs.items()
     }
     first = frozenset({cluster.apiservers[0].hostname})
     lbs[LB.LOCALHOST] = LbTruth(LB.LOCALHOST, (), reset_on_down=False, reaches=first)
+    shutdowns.sort(key=lambda s: s.t0)
+    if options.evict:
+        return _judge_evicted(options, platform, out, shutdowns, load)
+    if options.scenario == "upgrade":
+        return _judge_gathered(options, platform, out, shutdowns, lbs=lbs, load=load, pods=pods)
+    (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
+    written = write_outputs(analysis, stats, out)
+    offset = wall_offset(analysis.log)
+    # Tearing the lab down may start shutdowns of its own after the daemon stopped.
+    during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
+    shutdowns = sorted(during, key=lambda s: s.t0)
     results = compare(shutdowns, analysis.log.windows, lbs, offset)
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     if options.scenario == "crash" and not analysis.replay.intervals:
@@ -280,9 +362,9 @@ def _judge_evicted(
     options: LabOptions, platform: Platform, out: Path, shutdowns: list[ShutdownTruth], load: Load
 ) -> LabResult:
     written: list[Path] = []
-    analyses, results, found = judge_pod_logs(
-        shutdowns, out, options.platform, options.tolerance, written
-    )
+    judgement = PodLogJudgement(options.platform, options.tolerance)
+    logs = daemon_logs(out / "logs")
+    analyses, results, found = judge_pod_logs(shutdowns, logs, out / "pod-logs", judgement, written)
     return LabResult(
         platform,
         options.scenario,
@@ -293,6 +375,45 @@ def _judge_evicted(
         tuple(written),
         load=load,
         tolerance=options.tolerance,
+    )
+
+
+def _judge_gathered(
+    options: LabOptions,
+    platform: Platform,
+    out: Path,
+    shutdowns: list[ShutdownTruth],
+    *,
+    lbs: Mapping[LB, LbTruth],
+    load: Load,
+    pods: Sequence[Pod],
+) -> LabResult:
+    """The truth against what the gather read, and only that: every shutdown seen by some
+    prober, every window's T0 and reactions inside their bounds."""
+    written: list[Path] = []
+    judgement = PodLogJudgement(options.platform, options.tolerance, lbs)
+    gathered = out / "gathered"
+    logs = sorted((gathered / "pods").glob("*.log"))
+    if not logs:
+        raise LabError(f"{gathered}: the gather found no pod log")
+    analyses, results, found = judge_pod_logs(
+        shutdowns, logs, gathered / "analysis", judgement, written
+    )
+    fates = survival(pods, out / "logs", analyses)
+    found += survival_problems(fates)
+    best = max(analyses, key=lambda a: len(a.replay.windows))
+    return LabResult(
+        platform,
+        options.scenario,
+        out,
+        best,
+        tuple(results),
+        tuple(found),
+        tuple(written),
+        findings=tuple(findings(results)),
+        load=load,
+        tolerance=options.tolerance,
+        fates=tuple(fates),
     )
 
 

@@ -1,0 +1,54 @@
+"""`prober lab --scenario upgrade`: the probers through a rollout, a drain and a reboot of every
+node, and kubelet log rotation; judged from what a gather step could read alone (`gathered/`).
+
+Each claim of `deploy/README.md` ("What survives") is held here, measured on one run:
+- drain: a Deployment's pod is deleted with its log (its windows are gone), a DaemonSet's stays;
+- reboot: the DaemonSet pod's container restarts, and `oc logs --previous` still holds what the
+  container before it measured;
+- rotation: every record on stdout (`all`) rotates past the size, the compact stream does not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prober.lab.compare import TOLERANCE
+from prober.lab.run import LabOptions, run_lab
+
+MAX_SIZE = 256 * 1024  # a small containerLogMaxSize, so that one lab run can pass it
+
+
+async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None:
+    options = LabOptions(platform="gcp", scenario="upgrade", time_scale=0.05, log_max_size=MAX_SIZE)
+    result = await run_lab(options, tmp_path / "lab", say=None)
+    assert result.problems == ()  # every shutdown seen in gathered/, T0 and reactions in bounds
+    seen = [r.truth.hostname for r in result.results if r.window is not None]
+    assert set(seen) == {"master-0", "master-1", "master-2"}  # the rollout and the reboots
+
+    fates = {(f.pod, f.container): f for f in result.fates}
+    daemonsets = [f for f in result.fates if f.workload == "DaemonSet"]
+    assert all(f.gathered == f.measured for f in daemonsets)
+    assert all(f.rotations == 0 and f.written < MAX_SIZE for f in daemonsets)
+    before_reboot = fates["prober-master-1", 0]
+    assert before_reboot.fate == "stopped by a reboot (oc logs --previous)"
+    assert before_reboot.measured >= 3  # the three rolled apiservers, read through --previous
+
+    drained = fates["prober-deployment", 0]
+    assert drained.fate == "pod deleted by a drain"
+    assert drained.measured >= 3
+    assert drained.gathered == 0
+    replacement = next(f for f in result.fates if f.workload == "Deployment" and f is not drained)
+    assert replacement.rotations > 0  # every record on stdout passes the size within minutes
+
+    gathered = sorted(p.name for p in (result.out / "gathered" / "pods").iterdir())
+    assert gathered == [
+        f"{replacement.pod}_prober.log",
+        "prober-master-0_prober.log",
+        "prober-master-0_prober.previous.log",
+        "prober-master-1_prober.log",
+        "prober-master-1_prober.previous.log",
+    ]
+    pods = json.loads((result.out / "gathered" / "pods.json").read_text())
+    assert [p["deleted"] for p in pods] == [False, False, True, False]
+    assert result.tolerance == TOLERANCE
