@@ -161,7 +161,9 @@ case "$*" in
     "get infrastructure cluster "*) echo "https://api.ci.example.test:6443" ;;
     "-n prober create configmap prober-cluster "*) echo "kind: ConfigMap" ;;
     "-n openshift-monitoring get daemonset node-exporter "*) echo "$FAKE_PROXY_IMAGE" ;;
-    "-n prober get deployment,daemonset "*) all="$*"; echo "deployment/prober-${all##*=}" ;;
+    "-n prober get deployment,daemonset "*) all="$*"; echo "daemonset/prober-${all##*=}" ;;
+    "get nodes -l node-role.kubernetes.io/worker -o name") printf 'node/w-0\nnode/w-1\nnode/w-2\n' ;;
+    "label --overwrite "*) ;;
     "-n prober rollout status "*) [[ "$5" != "$FAKE_NOT_READY" ]] ;;
     "-n prober get pods "*) ;;
     *) echo "fake oc: unexpected: $*" >&2; exit 3 ;;
@@ -206,10 +208,17 @@ def test_prober_deploy_applies_the_namespace_first_then_the_overlays_with_the_jo
     tmp_path: Path,
 ) -> None:
     done, calls = _deploy(
-        tmp_path, PROBER_IMAGE=PROBER_IMAGE, FAKE_NOT_READY="deployment/prober-host-network"
+        tmp_path, PROBER_IMAGE=PROBER_IMAGE, FAKE_NOT_READY="daemonset/prober-host-network"
     )
     assert done.returncode == 0, done.stderr
-    applies = [c for c in (calls / "calls").read_text().splitlines() if c.startswith("apply")]
+    recorded_calls = (calls / "calls").read_text().splitlines()
+    # The LB probers' DaemonSets select these: two workers, so that one reboot leaves one.
+    labelled = [c for c in recorded_calls if c.startswith("label ")]
+    assert labelled == [
+        "label --overwrite node w-0 prober/node=true",
+        "label --overwrite node w-1 prober/node=true",
+    ]
+    applies = [c for c in recorded_calls if c.startswith("apply")]
     assert applies[0] == "apply -k deploy/namespace"
     assert applies[1] == "apply -f -"  # the pod-network overlay's API URL
     assert applies[-1] == "apply -k deploy/prometheus/ci"
@@ -228,8 +237,8 @@ def test_prober_deploy_applies_the_namespace_first_then_the_overlays_with_the_jo
     recorded = (tmp_path / "shared" / "prober-deploy.env").read_text()
     assert "PROBER_DEPLOYED_OVERLAYS=pod-network\\ host-network\\ localhost\\ audit" in recorded
     # Not ready in time: reported, not fatal.
-    assert "PROBER_NOT_READY=deployment/prober-host-network" in recorded
-    assert "deployment/prober-host-network not ready" in done.stderr
+    assert "PROBER_NOT_READY=daemonset/prober-host-network" in recorded
+    assert "daemonset/prober-host-network not ready" in done.stderr
 
 
 def test_prober_deploy_refuses_an_unknown_overlay_before_applying_anything(

@@ -66,8 +66,8 @@ def test_every_object_is_valid_against_the_kubernetes_schemas(
 
 
 def test_the_validators_do_reject(rendered: dict[str, list[Obj]]) -> None:
-    deployment = workload(rendered["pod-network"])
-    broken = {**deployment, "spec": {**deployment["spec"], "replicas": "two"}}
+    daemonset = workload(rendered["pod-network"])
+    broken = {**daemonset, "spec": {**daemonset["spec"], "minReadySeconds": "two"}}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[0], strict=True)
     monitor = one(rendered["pod-network"], "ServiceMonitor")

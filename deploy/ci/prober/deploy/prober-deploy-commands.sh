@@ -47,6 +47,21 @@ cluster_proxy_image() {
         -o jsonpath='{.spec.template.spec.containers[?(@.name=="kube-rbac-proxy")].image}'
 }
 
+# The nodes the LB probers (DaemonSets with nodeSelector prober/node=true) run on: those of
+# PROBER_NODES, or the first two workers (on a compact cluster the masters are workers too).
+# Two nodes: while one reboots in the upgrade, the other measures.
+label_nodes() {
+    local nodes=${PROBER_NODES:-}
+    if [[ -z $nodes ]]; then
+        nodes=$(oc get nodes -l node-role.kubernetes.io/worker -o name | head -n 2)
+    fi
+    [[ -n $nodes ]] || { echo "prober-deploy: no worker node to label prober/node=true" >&2; return; }
+    local node
+    for node in $nodes; do
+        oc label --overwrite node "${node#node/}" prober/node=true
+    done
+}
+
 main() {
     local prober_image=${PROBER_IMAGE:-} proxy_image=${KUBE_RBAC_PROXY_IMAGE:-}
     local overlay workload not_ready=()
@@ -61,6 +76,7 @@ main() {
 
     # Once, on its own: no overlay creates or deletes the namespace.
     oc apply -k "$deploy_dir/namespace"
+    label_nodes
     # The pod-network overlay's external API URL; harmless for the others.
     oc -n "$namespace" create configmap prober-cluster --dry-run=client -o yaml \
         --from-literal=api-url="$(oc get infrastructure cluster -o jsonpath='{.status.apiServerURL}')" |
