@@ -162,7 +162,7 @@ case "$*" in
     "-n prober create configmap prober-cluster "*) echo "kind: ConfigMap" ;;
     "-n openshift-monitoring get daemonset node-exporter "*) echo "$FAKE_PROXY_IMAGE" ;;
     "-n prober get deployment,daemonset "*) all="$*"; echo "daemonset/prober-${all##*=}" ;;
-    "get nodes -l node-role.kubernetes.io/worker -o name") printf 'node/w-0\nnode/w-1\nnode/w-2\n' ;;
+    "get nodes -l node-role.kubernetes.io/worker -o name") printf 'node/w-%s\n' 0 1 2 ;;
     "label --overwrite "*) ;;
     "-n prober rollout status "*) [[ "$5" != "$FAKE_NOT_READY" ]] ;;
     "-n prober get pods "*) ;;

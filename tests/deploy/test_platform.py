@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, find, pod_spec, render, selects, workload
+from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, find, pod_spec, render, workload
 from tests.deploy.scc import REQUIRED_SCC, SCCS
 
 KUSTOMIZATIONS = sorted(path.parent for path in DEPLOY.rglob("kustomization.yaml"))
