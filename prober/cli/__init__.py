@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "thresholds",
     "recommend",
     "export",
+    "origin",
     "dashboard",
     "audit",
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from prober.common.exits import ExitCode
 from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
@@ -14,15 +14,17 @@ from prober.report.documents import (
     RecommendationPart,
     RecommendationsDocument,
     RegressionDocument,
+    SummaryDocument,
 )
 from prober.report.errors import BadInput
-from prober.report.export import parse_labels, write_rows
+from prober.report.export import export_rows, parse_labels, write_rows
 from prober.report.html_dashboard import render_dashboard
 from prober.report.html_trend import load_snapshots, render_trend_page, span
+from prober.report.origin import write_origin_files
 from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
-from prober.report.summary import RunFacts, key_name, load_run_facts, write_json
+from prober.report.summary import RunFacts, key_name, load_run_facts, read_json, write_json
 from prober.report.tables import seconds, table
 from prober.report.thresholds import aggregate, load_thresholds, period_of, to_document
 
@@ -410,4 +412,38 @@ def dashboard_command(
         print(f"prober dashboard: cannot write {path}: {exc.strerror or exc}", file=stderr)
         return ExitCode.BAD_INPUT
     print(f"{span(snapshots)}\nwrote {path}", file=stdout)
+    return ExitCode.OK
+
+
+def origin_command(
+    summaries: Sequence[Path],
+    *,
+    labels: Sequence[str],
+    out: Path,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Each summary's results in OpenShift CI's own files (`origin.write_origin_files`), in
+    `out`, or in one directory per run there when there are several."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    written: list[Path] = []
+    target = out
+    try:
+        parsed = parse_labels(labels)
+        paths = summary_files(summaries)
+        for path in paths:
+            # The export's reading checks every field the files are built from, naming the
+            # file: what it passed is a document `write_origin_files` can build from.
+            list(export_rows(path, parsed))
+            summary = cast(SummaryDocument, read_json(path))
+            target = run_dir(out, summary["run_id"], len(paths) > 1)
+            written += write_origin_files(summary, target, labels=parsed)
+    except BadInput as exc:
+        print(f"prober origin: {exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    except OSError as exc:
+        print(f"prober origin: cannot write into {target}: {exc.strerror or exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    for path in written:
+        print(f"wrote {path}", file=stdout)
     return ExitCode.OK

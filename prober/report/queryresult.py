@@ -4,27 +4,47 @@ as the same thresholds.json `prober thresholds` writes from summaries.
 Read as BigQuery hands it out: `bq query --format=json` (one JSON array, every value a
 string), or newline-delimited JSON (the console's download, `bq extract`), numbers as numbers
 or as strings. Timestamps as RFC 3339 or as BigQuery prints them (`2026-11-01 00:00:00 UTC`).
+
+Also origin's `query_results.json` (rows with `BackendName`, told by its first row): the
+allowed disruption origin computes from CI's BackendDisruption table, where the prober's
+`backend-disruption_prober_*.json` files land (docs/ci-formats.md). Only the prober's
+backends (`prober-<stream>`) become entries, metric `disruption`; origin's own are skipped
+and counted in a note. Its rows are per release, architecture, network and topology too,
+which thresholds.json has no place for: of the rows of one platform x LB x protocol x
+connection, the one of the most job runs is kept (a tie: the larger P99), the others counted.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
-from prober.report.summary import parse_key, read_text
+from prober.report.origin_types import BACKEND_PREFIX, parse_backend_name
+from prober.report.summary import Key, parse_key, read_text
 from prober.report.thresholds import ALL_PLATFORMS, METRICS, QUANTILE_FIELDS, Entry, sort_entries
 
 COLUMNS = ("platform", "lb", "protocol", "connection", "metric", *QUANTILE_FIELDS, "runs")
+# origin's allowed disruption rows (`MasterNodesUpdated` is optional: older files lack it).
+ORIGIN_COLUMNS = ("BackendName", "Release", "FromRelease", "Platform", "Architecture",
+                  "Network", "Topology", "JobRuns", "P50", "P75", "P95", "P99")  # fmt: skip
 
 
-def load_query_result(path: Path, min_runs: int) -> tuple[list[Entry], Period | None]:
-    """The entries, in `prober thresholds`' order, and the period the query covered."""
+def load_query_result(
+    path: Path, min_runs: int, note: Callable[[str], None] | None = None
+) -> tuple[list[Entry], Period | None]:
+    """The entries, in `prober thresholds`' order, and the period the query covered (None
+    for origin's file, which does not say). `note` hears what was skipped; by default it
+    goes to stderr."""
     rows = _rows(path)
+    if rows and "BackendName" in rows[0]:
+        return _origin_entries(path, rows, min_runs, note or _note_on_stderr), None
     entries = [_entry(path, i, row, min_runs) for i, row in enumerate(rows)]
     periods = {_period(path, i, row) for i, row in enumerate(rows)}
     if len(periods) > 1:
@@ -68,7 +88,7 @@ def _entry(path: Path, index: int, row: Mapping[str, object], min_runs: int) -> 
     if not isinstance(platform, str):
         raise BadInput(f"{where}.platform: expected a string, got {platform!r:.40}")
     p50, p75, p95, p99 = (_number(where, row, name) for name in QUANTILE_FIELDS)
-    runs = _count(where, row)
+    runs = _count(where, row, "runs")
     checked: Metric = "reaction" if metric == "reaction" else "disruption"
     return Entry(
         platform.lower(), lb, protocol, connection, checked,
@@ -88,13 +108,81 @@ def _number(where: str, row: Mapping[str, object], name: str) -> float:
     return number
 
 
-def _count(where: str, row: Mapping[str, object]) -> int:
-    value = row["runs"]
+def _count(where: str, row: Mapping[str, object], name: str) -> int:
+    value = row[name]
     if isinstance(value, str) and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadInput(f"{where}.runs: expected a positive integer, got {value!r:.40}")
+        raise BadInput(f"{where}.{name}: expected a positive integer, got {value!r:.40}")
     return value
+
+
+def _origin_entries(
+    path: Path, rows: list[Mapping[str, object]], min_runs: int, note: Callable[[str], None]
+) -> list[Entry]:
+    kept: dict[tuple[str, Key], Entry] = {}
+    others: Counter[str] = Counter()  # origin's own backends, by name
+    aside = unplaced = 0
+    for index, row in enumerate(rows):
+        entry = _origin_entry(f"{path}: row {index}", row, min_runs)
+        if isinstance(entry, str):
+            others[entry] += 1
+            continue
+        if not entry.platform:  # origin's history has rows of jobs of no known platform
+            unplaced += 1
+            continue
+        ident = (entry.platform, entry.key)
+        current = kept.get(ident)
+        if current is not None:
+            aside += 1
+        if current is None or (entry.runs, entry.p99) > (current.runs, current.p99):
+            kept[ident] = entry
+    if not kept:
+        raise BadInput(
+            f"{path}: none of its {len(rows)} rows is a prober backend ({BACKEND_PREFIX}<stream>)"
+        )
+    if others:
+        note(
+            f"{path}: skipped {others.total()} rows of {len(others)} backends not the "
+            f"prober's (origin's own, e.g. {min(others)})"
+        )
+    if unplaced:
+        note(f"{path}: skipped {unplaced} rows of the prober's without a Platform")
+    if aside:
+        note(
+            f"{path}: {aside} rows of a platform x LB x protocol x connection read before "
+            "(another release, architecture, network, topology or target): kept the row of "
+            "the most job runs"
+        )
+    return sort_entries(kept.values())
+
+
+def _origin_entry(where: str, row: Mapping[str, object], min_runs: int) -> Entry | str:
+    """A prober backend's row as an entry, or the name of a backend that is not ours."""
+    missing = [c for c in ORIGIN_COLUMNS if c not in row]
+    if missing:
+        raise BadInput(f"{where}: no column {missing[0]!r} (is this origin's query_results.json?)")
+    name, platform = _string(where, row, "BackendName"), _string(where, row, "Platform")
+    stream = parse_backend_name(name)
+    if stream is None:
+        return name
+    p50, p75, p95, p99 = (_number(where, row, q.upper()) for q in QUANTILE_FIELDS)
+    runs = _count(where, row, "JobRuns")
+    return Entry(
+        platform.lower(), stream.lb, stream.protocol, stream.connection, "disruption",
+        p50=p50, p75=p75, p95=p95, p99=p99, runs=runs, usable=runs >= min_runs,
+    )  # fmt: skip
+
+
+def _string(where: str, row: Mapping[str, object], name: str) -> str:
+    value = row[name]
+    if not isinstance(value, str):
+        raise BadInput(f"{where}.{name}: expected a string, got {value!r:.40}")
+    return value
+
+
+def _note_on_stderr(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
 
 
 def _period(path: Path, index: int, row: Mapping[str, object]) -> tuple[str, str] | None:

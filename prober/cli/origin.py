@@ -1,0 +1,53 @@
+"""`prober origin`: summaries -> OpenShift CI's own files (argument parsing only)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prober.report.commands import origin_command
+from prober.report.export import LABELS
+
+EXAMPLE = """\
+examples:
+  prober origin artifacts/prober/summary.json --out "$ARTIFACT_DIR" \\
+      --label job_name="$JOB_NAME" --label job_run_id="$BUILD_ID" --label release=4.21
+  prober origin history/ --out origin-files/    # one directory per run
+
+SUMMARY is a summary.json from `prober analyze`, or a directory searched for them.
+Writes, per run, stamped with its start (UTC):
+  e2e-timelines_prober_<YYYYMMDD-HHMMSS>.json      monitor intervals (Sippy's chart)
+  backend-disruption_prober_<YYYYMMDD-HHMMSS>.json per stream, its disruption (ci-tools)
+  prober-<row type>-<YYYYMMDD-HHMMSS>-autodl.json  the warehouse rows (ci-data-loader)
+Backends are named prober-<stream>, never one of origin's names. See docs/ci-formats.md.
+Exit codes: 0 done, 2 bad usage or bad input.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "origin",
+        help="summaries to OpenShift CI's own files (intervals, backend disruption, autodl)",
+        description=(
+            "Write each summary.json's results in the files openshift/origin leaves in a "
+            "job's artifacts, which Sippy, ci-tools and ci-data-loader pick up."
+        ),
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="output directory (created)"
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"a run label for the autodl rows, KEY one of {', '.join(LABELS)}",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return origin_command(args.summaries, labels=args.label, out=args.out)
