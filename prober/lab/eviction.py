@@ -25,6 +25,8 @@ from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
+from prober.report.origin import write_origin_files
+from prober.report.runs import ReadStats
 
 EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before its end
 READY_TIMEOUT = 60.0
@@ -98,8 +100,13 @@ def judge_pod_logs(
         results += seen
     found += problems(results, options.tolerance, expect_failures=False)
     for analysis in analyses:
-        written += write_outputs(analysis, stats, reports / analysis.log.run.run_id)
+        written += write_reports(analysis, stats, reports / analysis.log.run.run_id)
     return analyses, results, found
+
+
+def write_reports(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Path]:
+    """What `prober analyze` writes, and beside it OpenShift CI's own files (`prober origin`)."""
+    return [*write_outputs(analysis, stats, out), *write_origin_files(analysis.summary, out)]
 
 
 @dataclass(frozen=True, slots=True)

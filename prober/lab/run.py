@@ -38,6 +38,7 @@ from prober.lab.eviction import (
     judge_pod_logs,
     start_daemon,
     wait_ready,
+    write_reports,
 )
 from prober.lab.haproxy import ServerEvent
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
@@ -48,7 +49,7 @@ from prober.lab.survival import ContainerFate, survival
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
 from prober.lab.upgrade import PODS, QUIET_FLOOR, Pod, UpgradeLab, play_upgrade
-from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
+from prober.report.analyze import RunAnalysis, analyze_runs
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
@@ -328,7 +329,7 @@ def _judge(
     if options.scenario == "upgrade":
         return _judge_gathered(options, platform, out, shutdowns, lbs=lbs, load=load, pods=pods)
     (analysis, *_), stats = analyze_runs([event_log], platform=options.platform)
-    written = write_outputs(analysis, stats, out)
+    written = write_reports(analysis, stats, out)
     offset = wall_offset(analysis.log)
     # Tearing the lab down may start shutdowns of its own after the daemon stopped.
     during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]

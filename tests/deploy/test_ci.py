@@ -16,7 +16,9 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -252,7 +254,8 @@ def test_prober_deploy_refuses_an_unknown_overlay_before_applying_anything(
 
 @pytest.fixture
 async def pod_log(tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path) -> bytes:
-    """What `oc logs` gives of a prober container (event_log_stdout, as the overlays run it):
+    """What `oc logs` gives of a prober container (event_log_stdout compact, as the overlays
+    run it):
     the real daemon's stdout over two apiserver shutdowns of the test server's rolling
     restart (each host ready for 2 s, then shutting down for 2 s), ended by SIGTERM."""
     tls_server.plan.header = cycling_header(4.0)
@@ -264,7 +267,7 @@ async def pod_log(tls_server: TLSServer, certs: Certs, token_file: Path, tmp_pat
         "--quiet-interval=0",
         "--listen=127.0.0.1:0",
         f"--event-log={tmp_path / 'events.jsonl'}",
-        "--event-log-stdout",
+        "--event-log-stdout=compact",
         "--platform=aws",
     )
     try:
@@ -407,6 +410,7 @@ def test_prober_gather_collects_and_judges_a_real_daemons_pod_log(
          "HighlyAvailable")
     }  # fmt: skip
     assert {row["row_type"] for row in rows} >= {"stream", "shutdown"}
+    _holds_origins_files(tmp_path / "artifacts", summary)
 
     # Against a history whose LBs all reacted within a second: the ~2 s reactions fail.
     strict = _thresholds(tmp_path, 0.1)
@@ -425,8 +429,11 @@ def test_prober_gather_collects_and_judges_a_real_daemons_pod_log(
     # with records whose run record went with an older one. Judged from the run record that
     # comes again before the summary, the lines before it left out.
     lines = pod_log.splitlines(keepends=True)
-    first_sample = next(i for i, line in enumerate(lines) if line.startswith(b'{"v":1,"kind":"s'))
-    rotated = _collected(tmp_path / "rotated", b"".join(lines[first_sample:]))
+    record, run = b'{"v":1,"kind":"', b'{"v":1,"kind":"run"'
+    inside = next(
+        i for i, ln in enumerate(lines) if ln.startswith(record) and not ln.startswith(run)
+    )
+    rotated = _collected(tmp_path / "rotated", b"".join(lines[inside:]))
     done = _judge(rotated, PROBER_GATE="true")
     assert done.returncode == 0, done.stderr
     assert (
@@ -453,3 +460,23 @@ def test_prober_gather_never_fails_on_a_prober_problem(tmp_path: Path) -> None:
     assert "no file" in done.stderr
     assert "prober analyze exited 2" in done.stderr
     assert not (corrupt / "rows.jsonl").exists()
+
+
+def _holds_origins_files(artifacts: Path, summary: dict[str, Any]) -> None:
+    """OpenShift CI's own files at the top of the artifacts, each fitting the schema written
+    from origin's types (tests/report/origin/), stamped with the run's start."""
+    stamp = summary["started"][:19].replace("-", "").replace(":", "").replace("T", "-")
+    schemas = ROOT / "tests" / "report" / "origin"
+    kinds = {
+        f"e2e-timelines_prober_{stamp}.json": "intervals",
+        f"backend-disruption_prober_{stamp}.json": "backend-disruption",
+        f"prober-stream-{stamp}-autodl.json": "autodl",
+        f"prober-shutdown-{stamp}-autodl.json": "autodl",
+    }
+    for name, kind in kinds.items():
+        document = json.loads((artifacts / name).read_text())
+        jsonschema.validate(document, json.loads((schemas / f"{kind}.schema.json").read_text()))
+    disruptions = json.loads((artifacts / f"backend-disruption_prober_{stamp}.json").read_text())
+    assert all(name.startswith("prober-") for name in disruptions["BackendDisruptions"])
+    items = json.loads((artifacts / f"e2e-timelines_prober_{stamp}.json").read_text())["items"]
+    assert "APIServer" in {item["locator"]["type"] for item in items}

@@ -49,6 +49,11 @@ async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None
         "prober-master-1_prober.log",
         "prober-master-1_prober.previous.log",
     ]
+    # OpenShift CI's own files beside each run's summary.json, from what was gathered.
+    for summary in (result.out / "gathered" / "analysis").glob("*/summary.json"):
+        names = [p.name for p in summary.parent.iterdir()]
+        assert any(n.startswith("backend-disruption_prober_") for n in names)
+        assert any(n.startswith("e2e-timelines_prober_") for n in names)
     pods = json.loads((result.out / "gathered" / "pods.json").read_text())
     assert [p["deleted"] for p in pods] == [False, False, True, False]
     assert result.tolerance == TOLERANCE

@@ -108,6 +108,13 @@ judge() {
         warn "prober export failed"
         return 2
     fi
+    # OpenShift CI's own files, where its tools look (docs/ci-formats.md): the monitor
+    # intervals (Sippy), backend-disruption (ci-tools' BackendDisruption table) and autodl
+    # (ci-data-loader), at the top of the artifacts, beside origin's.
+    if ! prober origin "$dir" "${labels[@]}" --out "$(dirname "$dir")"; then
+        warn "prober origin failed"
+        return 2
+    fi
     return "$status"
 }
 
