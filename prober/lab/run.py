@@ -48,7 +48,7 @@ from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.survival import ContainerFate, survival
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
-from prober.lab.upgrade import PODS, QUIET_FLOOR, Pod, UpgradeLab, play_upgrade
+from prober.lab.upgrade import QUIET_FLOOR, Pod, UpgradeLab, run_upgrade
 from prober.report.analyze import RunAnalysis, analyze_runs
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
@@ -108,6 +108,8 @@ class LabError(RuntimeError):
 
 async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabResult:
     platform = profile_for(options)
+    if options.evict and options.scenario == "upgrade":
+        raise LabError("--evict: the upgrade scenario drains and reboots its own probers")
     if out.exists() and any(out.iterdir()):
         raise LabError(f"{out}: output directory is not empty; each run needs its own")
     out.mkdir(parents=True, exist_ok=True)
@@ -189,33 +191,7 @@ async def _measure_upgrade(
         say=lambda text: _say(say, text),
         pods=pods,
     )
-    _say(say, f"starting prober pods: {', '.join(p.name for p in PODS)}")
-    await lab.start()
-    meter = CpuMeter(None)
-    meter.start()
-    await asyncio.sleep(WARM_UP * cluster.platform.time_scale + 1.0)
-    await play_upgrade(lab, options.shutdowns)
-    await cluster.settle()
-    await asyncio.sleep(2.0)  # the restarted server's first answers close its window
-    load = meter.stop()
-    await lab.stop()
-    gathered = lab.gather(out / "gathered" / "pods")
-    _say(say, f"gathered {len(gathered)} pod logs, as oc logs (and --previous) read them")
-    (out / "gathered" / "pods.json").write_text(json.dumps(_pods_json(lab), indent=2) + "\n")
-    return load
-
-
-def _pods_json(lab: UpgradeLab) -> list[dict[str, object]]:
-    return [
-        {
-            "pod": pod.name,
-            "workload": pod.workload,
-            "node": pod.node,
-            "containers": pod.containers,
-            "deleted": pod.deleted,
-        }
-        for pod in lab.pods
-    ]
+    return await run_upgrade(lab, options.shutdowns, warm_up=WARM_UP * cluster.platform.time_scale)
 
 
 def _say(say: object, text: str) -> None:

@@ -19,6 +19,8 @@ alone (`lab.run`), and `survival` holds it against what each container wrote.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 import time
 import uuid
@@ -33,6 +35,7 @@ from prober.core.models import LB
 from prober.lab.cluster import Apiserver, LabCluster
 from prober.lab.eviction import start_daemon, wait_ready
 from prober.lab.kubelet import PodLogs
+from prober.lab.load import CpuMeter, Load
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
 Workload = Literal["DaemonSet", "Deployment"]
@@ -100,7 +103,7 @@ class UpgradeLab:
         self.cluster, self.group, self.out = cluster, group, out
         self._config_for = config_for
         self._max_size = log_max_size
-        self._say = say
+        self.say = say
         self.pods: list[Pod] = [] if pods is None else pods  # every pod that ran, deleted too
 
     def _new_pod(self, spec: PodSpec, name: str, node: str) -> Pod:
@@ -148,14 +151,14 @@ class UpgradeLab:
         """Evict what a drain evicts: Deployment pods (deleted, replaced elsewhere)."""
         for pod in self.on(node):
             if pod.workload != "Deployment":
-                self._say(f"drain {node}: {pod.name} ({pod.workload}) stays")
+                self.say(f"drain {node}: {pod.name} ({pod.workload}) stays")
                 continue
             await self._stop_container(pod)
             pod.logs.delete()
             pod.deleted = True
             elsewhere = self._other_node(node)
             replacement = self._new_pod(pod.spec, f"{pod.spec.name}-{len(self.pods)}", elsewhere)
-            self._say(
+            self.say(
                 f"drain {node}: {pod.name} evicted and deleted, {replacement.name} on {elsewhere}"
             )
             await self._start_container(replacement)
@@ -168,19 +171,19 @@ class UpgradeLab:
         """The node goes down with its apiserver and every container on it, and comes back."""
         node = server.hostname
         delay = self.cluster.platform.shutdown_delay
-        self._say(f"reboot {node}: its apiserver shuts down (delay {delay:.1f} s), its pods stop")
+        self.say(f"reboot {node}: its apiserver shuts down (delay {delay:.1f} s), its pods stop")
         await self.cluster.shutdown(server)
         for pod in self.on(node):
             await self._stop_container(pod)
         await self.cluster.wait_exit(server, self.cluster.platform.graceful_termination + 30)
         await self.cluster.restart(server)
         for pod in self.on(node):
-            self._say(f"reboot {node}: {pod.name}'s container restarts")
+            self.say(f"reboot {node}: {pod.name}'s container restarts")
             await self._start_container(pod)
 
     async def roll(self, server: Apiserver) -> None:
         """The kube-apiserver operator's new revision: one apiserver terminates and returns."""
-        self._say(f"{server.hostname}: new revision, SIGTERM")
+        self.say(f"{server.hostname}: new revision, SIGTERM")
         await self.cluster.shutdown(server)
         await self.cluster.wait_exit(server, self.cluster.platform.graceful_termination + 30)
         await self.cluster.restart(server)
@@ -208,6 +211,39 @@ class UpgradeLab:
                     path.write_bytes(data)
                     written.append(path)
         return written
+
+    def describe(self) -> list[dict[str, object]]:
+        """Every pod that ran, for `gathered/pods.json`: what a gather's `oc get pods` and a
+        reader of the artifacts would know of them (deleted ones were gone by then)."""
+        return [
+            {
+                "pod": pod.name,
+                "workload": pod.workload,
+                "node": pod.node,
+                "containers": pod.containers,
+                "deleted": pod.deleted,
+            }
+            for pod in self.pods
+        ]
+
+
+async def run_upgrade(lab: UpgradeLab, rollouts: int | None, warm_up: float) -> Load:
+    """Start the pods, play the upgrade, stop them and gather; how busy the machine was."""
+    lab.say(f"starting prober pods: {', '.join(p.name for p in PODS)}")
+    await lab.start()
+    meter = CpuMeter(None)  # several daemons, one after another: the machine's share only
+    meter.start()
+    await asyncio.sleep(warm_up + 1.0)  # samples before the first shutdown bound T0
+    await play_upgrade(lab, rollouts)
+    await lab.cluster.settle()
+    await asyncio.sleep(2.0)  # the restarted server's first answers close its window
+    load = meter.stop()
+    await lab.stop()
+    gathered = lab.out / "gathered"
+    found = lab.gather(gathered / "pods")
+    lab.say(f"gathered {len(found)} pod logs, as oc logs (and --previous) read them")
+    (gathered / "pods.json").write_text(json.dumps(lab.describe(), indent=2) + "\n")
+    return load
 
 
 async def play_upgrade(lab: UpgradeLab, rollouts: int | None) -> None:
