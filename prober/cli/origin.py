@@ -1,4 +1,5 @@
-"""`prober origin`: summaries -> OpenShift CI's own files (argument parsing only)."""
+"""`prober origin`: summaries or event logs -> OpenShift CI's own files (argument parsing
+only)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ examples:
   prober origin artifacts/prober/summary.json --out "$ARTIFACT_DIR" \\
       --label job_name="$JOB_NAME" --label job_run_id="$BUILD_ID" --label release=4.21
   prober origin history/ --out origin-files/    # one directory per run
+  prober origin --events /var/log/prober/events.jsonl --out origin-files/
+  prober origin --pod-logs artifacts/prober/pods/ --out "$ARTIFACT_DIR"
 
-SUMMARY is a summary.json from `prober analyze`, or a directory searched for them.
+INPUT is a summary.json from `prober analyze`, or a directory searched for them; with
+--events, event logs (as `prober analyze` takes them), with --pod-logs, pod logs of daemons
+run with event_log_stdout; each run is replayed as `prober analyze` does.
 Writes, per run, stamped with its start (UTC):
   e2e-timelines_prober_<YYYYMMDD-HHMMSS>.json      monitor intervals (Sippy's chart)
   backend-disruption_prober_<YYYYMMDD-HHMMSS>.json per stream, its disruption (ci-tools)
@@ -27,15 +32,19 @@ Exit codes: 0 done, 2 bad usage or bad input.
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "origin",
-        help="summaries to OpenShift CI's own files (intervals, backend disruption, autodl)",
+        help="summaries or event logs to OpenShift CI's own files (intervals, backend "
+        "disruption, autodl)",
         description=(
-            "Write each summary.json's results in the files openshift/origin leaves in a "
-            "job's artifacts, which Sippy, ci-tools and ci-data-loader pick up."
+            "Write each run's results in the files openshift/origin leaves in a job's "
+            "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
         ),
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--events", action="store_true", help="INPUT: event logs")
+    kind.add_argument("--pod-logs", action="store_true", help="INPUT: pod logs")
     parser.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="output directory (created)"
     )
@@ -50,4 +59,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    return origin_command(args.summaries, labels=args.label, out=args.out)
+    return origin_command(
+        args.inputs, labels=args.label, out=args.out, events=args.events, pod_logs=args.pod_logs
+    )

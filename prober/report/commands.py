@@ -416,27 +416,26 @@ def dashboard_command(
 
 
 def origin_command(
-    summaries: Sequence[Path],
+    inputs: Sequence[Path],
     *,
     labels: Sequence[str],
     out: Path,
+    events: bool = False,
+    pod_logs: bool = False,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Each summary's results in OpenShift CI's own files (`origin.write_origin_files`), in
-    `out`, or in one directory per run there when there are several."""
+    """Each run's results in OpenShift CI's own files (`origin.write_origin_files`), in `out`,
+    or in one directory per run there when there are several. The runs come from summaries,
+    or from event logs (`events`) or pod logs (`pod_logs`) replayed as `prober analyze` does."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     written: list[Path] = []
     target = out
     try:
         parsed = parse_labels(labels)
-        paths = summary_files(summaries)
-        for path in paths:
-            # The export's reading checks every field the files are built from, naming the
-            # file: what it passed is a document `write_origin_files` can build from.
-            list(export_rows(path, parsed))
-            summary = cast(SummaryDocument, read_json(path))
-            target = run_dir(out, summary["run_id"], len(paths) > 1)
+        runs = _origin_runs(inputs, parsed, events or pod_logs, pod_logs)
+        for summary in runs:
+            target = run_dir(out, summary["run_id"], len(runs) > 1)
             written += write_origin_files(summary, target, labels=parsed)
     except BadInput as exc:
         print(f"prober origin: {exc}", file=stderr)
@@ -447,3 +446,18 @@ def origin_command(
     for path in written:
         print(f"wrote {path}", file=stdout)
     return ExitCode.OK
+
+
+def _origin_runs(
+    inputs: Sequence[Path], labels: dict[str, str | bool], logs: bool, pod_logs: bool
+) -> list[SummaryDocument]:
+    if logs:
+        analyses, _ = analyze_runs(inputs, pod_logs=pod_logs)
+        return [analysis.summary for analysis in analyses]
+    summaries = []
+    for path in summary_files(inputs):
+        # The export's reading checks every field the files are built from, naming the
+        # file: what it passed is a document `write_origin_files` can build from.
+        list(export_rows(path, labels))
+        summaries.append(cast(SummaryDocument, read_json(path)))
+    return summaries

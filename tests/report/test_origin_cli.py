@@ -223,3 +223,24 @@ def test_origins_own_rows_alone_are_no_thresholds(tmp_path, capsys) -> None:
     assert capsys.readouterr().err == (
         f"prober thresholds: {path}: none of its 3 rows is a prober backend (prober-<stream>)\n"
     )
+
+
+@pytest.mark.parametrize("kind", ["--events", "--pod-logs"])
+def test_event_and_pod_logs_give_the_files_their_summary_gives(
+    summary, tmp_path, kind: str
+) -> None:
+    """One command from event logs or summaries: the replay is `prober analyze`'s, so the
+    files equal those written from the summary it writes."""
+    log = summary.parent.parent / "events.jsonl"
+    source = log
+    if kind == "--pod-logs":  # the records as a container's stdout holds them, CRI prefixed
+        source = tmp_path / "prober.log"
+        lines = log.read_bytes().splitlines(keepends=True)
+        source.write_bytes(b"".join(b"2026-11-30T10:00:00Z stdout F " + ln for ln in lines))
+    assert main(["origin", str(summary), "--out", str(tmp_path / "from-summary")]) == 0
+    assert main(["origin", kind, str(source), "--out", str(tmp_path / "from-log")]) == 0
+    expected = sorted((tmp_path / "from-summary").iterdir())
+    found = sorted((tmp_path / "from-log").iterdir())
+    assert [p.name for p in found] == [p.name for p in expected]
+    for mine, theirs in zip(found, expected, strict=True):
+        assert document(mine) == document(theirs)
