@@ -103,6 +103,15 @@ def run(path: Path, hours: float, *, failing: bool = False) -> tuple[int, int, i
     writer = EventLogWriter(str(path), config.event_log_max_size, header)
     writer.open()
     pipeline = Pipeline(names, [writer], run_start=0.0, wall_start=WALL0)
+    n = feed(pipeline, hours, failing=failing)
+    files = writer.close()
+    return n, writer.records, sum(f.stat().st_size for f in files if f.exists())
+
+
+def feed(pipeline: Pipeline, hours: float, *, failing: bool = False) -> int:
+    """The synthetic run's samples and summaries into `pipeline`, then closed; how many."""
+    config = Config()
+    names = streams()
     events = [] if failing else shutdowns(hours)
     gap = config.interval / config.workers
     end, n, t, next_summary = hours * 3600, 0, 0.0, config.summary_interval
@@ -119,8 +128,7 @@ def run(path: Path, hours: float, *, failing: bool = False) -> tuple[int, int, i
             pipeline.summary(round(t, 6))
             next_summary += config.summary_interval
     pipeline.close(round(end, 6))
-    files = writer.close()
-    return n, writer.records, sum(f.stat().st_size for f in files if f.exists())
+    return n
 
 
 def _failed(sample: Sample) -> Sample:

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from daemon_eventlog_size import WALL0, make_sample, shutdowns, streams
+from daemon_eventlog_size import WALL0, feed, shutdowns, streams
 
 from prober.common.logs import configure_logging
 from prober.config.model import Config
@@ -56,20 +56,8 @@ def run(hours: float) -> tuple[int, int, int, int]:
     pipeline = Pipeline(
         names, sinks, run_start=0.0, wall_start=WALL0, pace=PaceTracker(config.settle)
     )
-    events = shutdowns(hours)
-    gap = config.interval / config.workers
-    end, n, t, next_summary = hours * 3600, 0, 0.0, config.summary_interval
-    while t < end:
-        near = [e for e in events if e[0] - 1 <= t < e[0] + 90 + 1]
-        for i, stream in enumerate(names):
-            pipeline.feed(make_sample(stream, t + i * gap / len(names), n, near))
-            n += 1
-        t += gap
-        if t >= next_summary:
-            pipeline.summary(round(t, 6))
-            next_summary += config.summary_interval
-    pipeline.close(round(end, 6))
-    return n, len(events), full.bytes + logs.bytes, compact.bytes + logs.bytes
+    n = feed(pipeline, hours)
+    return n, len(shutdowns(hours)), full.bytes + logs.bytes, compact.bytes + logs.bytes
 
 
 def main() -> None:
