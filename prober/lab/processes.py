@@ -1,7 +1,8 @@
 """Child processes of the lab: started, watched line by line, and always stopped.
 
 Every process the lab starts goes through `ProcessGroup`, whose exit (normal, error or Ctrl-C)
-stops them all, newest first: SIGTERM, a bounded wait, then SIGKILL. Output is copied to a log
+stops them all, newest first: SIGTERM, a bounded wait, then SIGKILL; a lab that is itself
+killed takes them with it (the kernel's parent-death signal). Output is copied to a log
 file per stream, and callers wait on the lines themselves (a "listening" line, an HAProxy state
 change) instead of sleeping.
 """
@@ -10,13 +11,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 LineHandler = Callable[[str], None]
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_the_lab() -> Callable[[], None] | None:
+    """For the child between fork and exec: be SIGKILLed when the lab dies, even by SIGKILL
+    (which runs no clean-up), so that no apiserver, HAProxy or daemon outlives it. Linux
+    only; the libc function is looked up here, in the parent, so the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return arm
+
+
 Tee = Callable[[str, bytes], None]  # ("stdout" or "stderr", the line): a container log, say
 
 
@@ -66,6 +89,7 @@ class ManagedProcess:
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
                 start_new_session=True,  # Ctrl-C in the terminal reaches the lab, not its children
+                preexec_fn=_die_with_the_lab(),
             )
         except OSError as exc:
             raise ProcessError(f"{self.name}: cannot start {self.argv[0]}: {exc}") from None
