@@ -17,7 +17,9 @@ only depend on:
   it did not close when it arrived;
 * per stream, the newest-sent success when a disruption interval opens (the lower bound on its
   start, `core.disruption`): written, `held`, just before the failure that opened it, unless
-  it is in the log already.
+  it is in the log already;
+* the success that closed a late failure's interval the moment the failure arrived (sent after
+  it, answered before it): written, `held`, just before that failure, so that a replay has it.
 
 Everything else is a success that moved no state, and is counted by the `summary` records
 instead. `tests/core/test_compaction.py` checks the claim over generated runs.
@@ -54,6 +56,8 @@ class Compactor:
                     out.append(dataclasses.replace(held, held=True))
             elif isinstance(event, DisruptionStarted):
                 out.extend(self._witness(event))
+                if event.closer is not None:
+                    out.append(dataclasses.replace(event.closer, held=True))
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late or sample.retried is not None
         if header is not None and open_hosts:

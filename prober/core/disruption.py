@@ -18,13 +18,26 @@ and ended no later than the end of the success that closed it (`end_hi`). When a
 after the opening failure was answered before it (a slow failure, a timeout), the newest
 success is no witness of the start, and `start_lo` is None: unbounded, not guessed.
 
-Replay: the success that bounds `start_lo` rides on `DisruptionStarted.after`, so the
-compactor writes it to the event log (marked `held`); fed again, a held success only counts as
-a witness, never closes anything.
+A failure answered late
+-----------------------
+A request that fails slowly (a timeout on a black-holed connection) reports after the requests
+sent after it, and those may all have succeeded. Its disruption ends at the first success sent
+after it, whenever that success arrived: the tracker keeps the successes of the last HORIZON
+seconds in send order, and a failure that finds one sent after it closes at once, at that
+success, instead of staying open until the next one comes (5 s of disruption from one hung
+request among a hundred good ones). A failure whose first later success was sent before the
+stream's last interval ended adds no time to it: a zero-length interval at that end.
+
+Replay: the success that bounds `start_lo` rides on `DisruptionStarted.after`, and the one that
+closed a late failure on `DisruptionStarted.closer`, so the compactor writes both to the event
+log (marked `held`) before the failure; fed again, a held success only counts as a witness
+(`after`, `closer`), never closes anything when it arrives.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections import deque
 from dataclasses import dataclass, field
 
 from prober.core.models import LB, Connection, ErrorClass, Interval, Protocol, Sample
@@ -47,6 +60,9 @@ class DisruptionStarted:
     # The newest-sent success when it opened: the compactor logs it, so a replay sees the
     # same newest success and draws the same `start_lo`.
     after: Sample | None = field(default=None, compare=False)
+    # A success sent after the failure and fed before it, which closes the interval at once:
+    # logged too, so that a replay meets it first.
+    closer: Sample | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -77,6 +93,31 @@ class _Open:
 
 
 DisruptionEvent = DisruptionStarted | Interval
+HORIZON = 120.0  # seconds of successes kept: longer than any request takes to fail
+
+
+class _Successes:
+    """A stream's successes of the last HORIZON seconds, in send order."""
+
+    def __init__(self) -> None:
+        self._sent: deque[float] = deque()
+        self._samples: deque[Sample] = deque()
+
+    def add(self, sample: Sample) -> None:
+        if self._sent and sample.t < self._sent[-1]:
+            at = bisect.bisect_right(self._sent, sample.t)  # rare: arrivals are nearly in order
+            self._sent.insert(at, sample.t)
+            self._samples.insert(at, sample)
+        else:
+            self._sent.append(sample.t)
+            self._samples.append(sample)
+        while self._sent[0] < self._sent[-1] - HORIZON:
+            self._sent.popleft()
+            self._samples.popleft()
+
+    def first_after(self, t: float) -> Sample | None:
+        at = bisect.bisect_right(self._sent, t)
+        return self._samples[at] if at < len(self._samples) else None
 
 
 class DisruptionTracker:
@@ -87,12 +128,14 @@ class DisruptionTracker:
         self._last_end: dict[str, float] = {}
         self._seconds: dict[str, float] = {}
         self._newest_ok: dict[str, Sample] = {}  # newest-sent success per stream
+        self._successes: dict[str, _Successes] = {}
 
     def feed(self, sample: Sample) -> list[DisruptionEvent]:
         if not sample.failed:
             newest = self._newest_ok.get(sample.stream)
             if newest is None or sample.t > newest.t:
                 self._newest_ok[sample.stream] = sample
+            self._successes.setdefault(sample.stream, _Successes()).add(sample)
         if sample.held:
             return []  # it changed nothing here when it was first fed, so it changes nothing now
         current = self._open.get(sample.stream)
@@ -110,8 +153,22 @@ class DisruptionTracker:
             closed = self._finish(current.close(sample.t, sample.ts, sample.end))
             # The new class began after the last failure of the old one was sent.
             return [closed, self._start(sample, sample.t, closed.end_lo)]
-        start_t = max(sample.t, self._last_end.get(sample.stream, sample.t))
-        return [self._start(sample, start_t)]
+        return self._open_new(sample)
+
+    def _open_new(self, sample: Sample) -> list[DisruptionEvent]:
+        """A failure with no interval open: open one, and close it at once at the first
+        success sent after the failure if that success has come already."""
+        last_end = self._last_end.get(sample.stream, sample.t)
+        start_t = max(sample.t, last_end)
+        successes = self._successes.get(sample.stream)
+        closer = None if successes is None else successes.first_after(sample.t)
+        if closer is None:
+            return [self._start(sample, start_t)]
+        started = self._start(sample, start_t, closer=closer)
+        current = self._open[sample.stream]
+        # A closer sent before the last interval ended: the failure lies inside that one, and
+        # is counted in a zero-length interval at its end (every failure is in some interval).
+        return [started, self._finish(current.close(closer.t, closer.ts, closer.end))]
 
     def close(self, end_t: float, end_ts: str) -> list[Interval]:
         """End the run: every open interval closes at `end_t`."""
@@ -125,7 +182,11 @@ class DisruptionTracker:
         return stream in self._open
 
     def _start(
-        self, sample: Sample, start_t: float, previous: float | None = None
+        self,
+        sample: Sample,
+        start_t: float,
+        previous: float | None = None,
+        closer: Sample | None = None,
     ) -> DisruptionStarted:
         assert sample.error is not None
         newest = self._newest_ok.get(sample.stream)
@@ -144,6 +205,7 @@ class DisruptionTracker:
             start_lo=max(lows) if lows else None,
             start_hi=sample.end,
             after=newest,
+            closer=closer,
         )
         self._open[sample.stream] = _Open(started, last_failure_t=sample.t)
         return started

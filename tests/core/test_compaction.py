@@ -69,3 +69,15 @@ def test_plain_successes_are_dropped_and_the_bound_on_t0_is_kept() -> None:
     samples += [sample(5, host="A", late=True, elapsed=0)]
     _, kept, _ = replay(samples, Compactor())
     assert [(s.t, s.late, s.held) for s in kept] == [(3, False, True), (5, True, False)]
+
+
+def test_a_late_timeout_keeps_the_success_that_closed_it() -> None:
+    """The success sent after a timeout and answered before it closed the interval when the
+    timeout arrived: the log holds it (held) before the failure, and the replay agrees."""
+    samples = [ok(1.95), *[ok(2.0 + 0.05 * i) for i in range(1, 100)]]
+    samples += [sample(2.0, error=ErrorClass.TIMEOUT, dur=5.0), ok(7.05)]
+    live, kept, _ = replay(samples, Compactor())
+    replayed, _, _ = replay(kept)
+    assert replayed == live
+    # The newest success rides along as ever (here it proves no start: sent after the failure).
+    assert [(s.t, s.held) for s in kept] == [(6.95, True), (2.05, True), (2.0, False)]

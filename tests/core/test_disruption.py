@@ -15,6 +15,7 @@ REFUSED = ErrorClass.CONNECT_REFUSED
 RESET = ErrorClass.CONNECTION_RESET
 END = 100.0
 FAILING = [e for e in ErrorClass if e.is_disruption]
+BEHIND = [ok(2.0 + 0.05 * i) for i in range(1, 100)]  # sent every 50 ms after t=2.0
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,30 @@ CASES = [
         1.0,
     ),
     Case(
-        "a stale failure after a close starts where the last interval ended",
+        "a stale failure inside a closed interval adds no time",
         [fail(2.0), ok(3.0), fail(2.5), ok(3.5)],
-        [(2.0, 3.0, REFUSED, 1), (3.0, 3.5, REFUSED, 1)],
+        [(2.0, 3.0, REFUSED, 1), (3.0, 3.0, REFUSED, 1)],
+        1.0,
+    ),
+    Case(
+        "a late failure after a close ends at the first success sent after it",
+        [fail(1.0), ok(2.0), ok(3.0), fail(2.5), ok(3.5)],
+        [(1.0, 2.0, REFUSED, 1), (2.5, 3.0, REFUSED, 1)],
         1.5,
+    ),
+    Case(
+        # One fresh connection black-holed during a rollout: its request times out after the
+        # 99 sent every 50 ms behind it all succeeded. origin counts about one sample gap.
+        "a timeout answered after the successes sent behind it ends at the first of them",
+        [ok(1.95), *BEHIND, fail(2.0, ErrorClass.TIMEOUT, dur=5.0), ok(7.05)],
+        [(2.0, 2.05, ErrorClass.TIMEOUT, 1)],
+        0.05,
+    ),
+    Case(
+        "successes arriving out of order: the first one sent after the failure closes it",
+        [ok(1.0), ok(2.4), ok(2.2), fail(2.0, dur=1.0), ok(3.0)],
+        [(2.0, 2.2, REFUSED, 1)],
+        0.2,
     ),
     Case(
         "a served request without the header is not a disruption",
