@@ -27,10 +27,14 @@ QUIET_LIBRARIES = ("hpack", "kubernetes", "urllib3", "asyncio")
 
 def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | None = None) -> None:
     """JSON lines (default) or a console renderer for humans, on stdout."""
+    # The console renderer's default, a Rich traceback, prints every frame's locals: a task
+    # crashing in the probe showed `bearer = 'Bearer ...'`. Plain tracebacks show none.
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        else structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
     )
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
