@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from prober.core.durations import DurationError, format_go_duration, parse_go_duration
+from prober.core.numbers import is_decimal
 
 T = TypeVar("T")
 ANY_ADDRESS = "0.0.0.0"
@@ -69,7 +70,7 @@ def positive_int(value: object) -> int:
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and is_decimal(value.strip()):
         number = int(value)
     if number is None or number < 1:
         raise Invalid(f"expected a whole number of at least 1, got {shown(value)}")
@@ -107,6 +108,6 @@ def host_port(value: object) -> tuple[str, int]:
         raise Invalid(f"expected HOST:PORT such as 0.0.0.0:9090, got {shown(value)}")
     host, _, port = value.rpartition(":")
     host = host.removeprefix("[").removesuffix("]") or ANY_ADDRESS
-    if not port.isdigit() or int(port) > 65535:
+    if not is_decimal(port) or int(port) > 65535:
         raise Invalid(f"{value!r}: port {port!r} is not a number from 0 to 65535")
     return host, int(port)

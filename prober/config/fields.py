@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import ssl
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -159,6 +160,20 @@ def readable_file(value: object) -> str | None:
         raise Invalid(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise Invalid(f"{path}: not readable")
+    return path
+
+
+def ca_bundle(value: object) -> str | None:
+    """A readable file of PEM certificates, refused here, at load, rather than when the first
+    TLS context is made (after the daemon opened its port and its event log)."""
+    path = readable_file(value)
+    if path is not None:
+        try:
+            ssl.create_default_context(cafile=path)
+        except ssl.SSLError as exc:
+            raise Invalid(f"{path}: not a PEM CA bundle ({exc.reason or exc})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Invalid(f"{path}: cannot read: {exc}") from None
     return path
 
 

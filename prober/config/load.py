@@ -53,7 +53,7 @@ _TARGET_KEYS: dict[str, Callable[[object], Any]] = {
     "name": f.text,
     "lb": lambda v: f.enum_value(LB, v),
     "url": f.base_url,
-    "ca_file": f.readable_file,
+    "ca_file": f.ca_bundle,
     "token_file": f.readable_file,
     "server_name": f.optional_text,
 }
@@ -93,7 +93,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "summary_interval": f.duration(minimum=1.0),
     "duration": f.optional_duration,
     "drain_timeout": f.duration(allow_zero=True),
-    "ca_file": f.readable_file,
+    "ca_file": f.ca_bundle,
     "token_file": f.readable_file,
     "insecure_skip_tls_verify": f.boolean,
     "in_cluster": f.boolean,
@@ -157,6 +157,8 @@ def _from_file(path: str) -> dict[str, _Value]:
             document = yaml.safe_load(stream)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not YAML: {_one_line(exc)}") from None
     if document is None:

@@ -62,7 +62,12 @@ def parse_go_duration_ns(text: str) -> int:
 def _parse_component(orig: str, text: str) -> tuple[int, str]:
     """One `<digits>[.<digits>]<unit>` component: its value in ns and the rest of the text."""
     whole, text = _take_digits(text)
-    value = int(whole) if whole else 0
+    # Past 19 significant digits it overflows int64 anyway, and int() of thousands raises
+    # ValueError (Python's digit limit): more than 20 are an overflow without converting.
+    significant = whole.lstrip("0")
+    value = int(significant) if 0 < len(significant) <= 20 else 0
+    if len(significant) > 20:
+        value = _LIMIT + 1
     if value > _LIMIT:
         raise DurationError(f"invalid duration {orig!r}: overflow")
     fraction, scale, has_fraction = 0, 1.0, False

@@ -13,6 +13,7 @@ from typing import Any
 import kubernetes.client
 import kubernetes.config
 import urllib3.exceptions
+import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
@@ -52,7 +53,8 @@ class ClusterAccess:
                 kubernetes.config.load_kube_config(
                     config_file=kubeconfig, client_configuration=configuration
                 )
-        except (ConfigException, OSError, ValueError, TypeError) as exc:
+        except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+            # ValueError covers a file that is not UTF-8 (UnicodeDecodeError).
             raise ClusterError(f"{source}: {_one_line(exc)}") from None
         configuration.retries = 1
         api = kubernetes.client.ApiClient(configuration)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from prober.core.numbers import is_decimal
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
 from prober.report.origin_types import BACKEND_PREFIX, parse_backend_name
@@ -110,7 +111,7 @@ def _number(where: str, row: Mapping[str, object], name: str) -> float:
 
 def _count(where: str, row: Mapping[str, object], name: str) -> int:
     value = row[name]
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and is_decimal(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BadInput(f"{where}.{name}: expected a positive integer, got {value!r:.40}")

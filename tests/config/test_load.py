@@ -17,6 +17,7 @@ from prober.config import (
     with_discovered,
 )
 from prober.core.models import LB, Connection, Protocol
+from tests.support.certs import ca_pem
 
 MINIMAL = """
 targets:
@@ -55,7 +56,7 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
 def test_the_design_example_loads(tmp_path: Path) -> None:
     ca = tmp_path / "ca.crt"
     token = tmp_path / "token"
-    ca.write_text("x")
+    ca.write_text(ca_pem())
     token.write_text("x")
     path = write(
         tmp_path,
@@ -123,10 +124,11 @@ def test_one_precedence_rule_for_a_targets_ca_and_token(
     files = {}
     for source in CA_SOURCES:
         name = source.replace(" ", "-")
-        files[source] = (write(tmp_path, "ca", f"{name}.crt"), write(tmp_path, "t", f"{name}.tok"))
+        ca = write(tmp_path, ca_pem(), f"{name}.crt")
+        files[source] = (ca, write(tmp_path, "t", f"{name}.tok"))
     account = tmp_path / "serviceaccount"
     account.mkdir()
-    (account / "ca.crt").write_text("ca")
+    (account / "ca.crt").write_text(ca_pem())
     (account / "token").write_text("t")
     files["service account"] = (str(account / "ca.crt"), str(account / "token"))
     monkeypatch.setattr("prober.config.load.SERVICE_ACCOUNT_DIR", str(account))
@@ -245,6 +247,39 @@ def test_file_level_faults(tmp_path: Path) -> None:
     path = write(tmp_path, "a: [\n")
     with pytest.raises(ConfigError, match=r"prober.yaml: not YAML: "):
         load_config(path, env={})
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"workers: 2 # caf\xe9\n" + MINIMAL.encode())
+    with pytest.raises(ConfigError, match=r"latin.yaml: not UTF-8 text \(byte 16\)$"):
+        load_config(str(latin), env={})
+
+
+def test_a_garbage_ca_is_refused_at_load(tmp_path: Path) -> None:
+    """Before the daemon opens its port or its event log, not at its first TLS context."""
+    garbage = tmp_path / "ca.crt"
+    garbage.write_text("not a certificate\n")
+    path = write(tmp_path, MINIMAL + f"ca_file: {garbage}\n")
+    with pytest.raises(ConfigError, match=rf"ca_file: {garbage}: not a PEM CA bundle \(") as e:
+        load_config(path, env={})
+    assert "\n" not in str(e.value)
+    target = MINIMAL.rstrip() + f"\n    ca_file: {garbage}\n"
+    with pytest.raises(ConfigError, match=r"targets\[0\]\.ca_file: .*not a PEM CA bundle"):
+        load_config(write(tmp_path, target), env={})
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "message"),
+    [
+        ({"PROBER_WORKERS": "²"}, {}, "PROBER_WORKERS: expected a whole number of at least 1"),
+        ({}, {"workers": "٣"}, "--workers: expected a whole number of at least 1"),
+        ({}, {"listen": "127.0.0.1:²"}, "--listen: '127.0.0.1:²': port '²' is not a number"),
+        ({}, {"interval": "1" * 5000 + "ms"}, "--interval: '1111"),
+    ],
+    ids=["superscript", "arabic-indic", "port", "5000-digit duration"],
+)
+def test_digits_int_refuses_are_one_line(tmp_path: Path, env, flags, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, MINIMAL), env=env, flags=flags)
+    assert str(raised.value).startswith(message)
 
 
 def test_cross_field_rules(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from tests.deploy.manifests import (
     selects,
     workload,
 )
+from tests.support.certs import ca_pem
 
 KUBERNETES_VERSIONS = ("1.29", "1.33")  # OpenShift 4.16 .. 4.20
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -265,7 +266,7 @@ def _loaded(objects: list[Obj], tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (config_map,) = find(objects, "ConfigMap")
     secrets = tmp_path / "serviceaccount"
     secrets.mkdir()
-    (secrets / "ca.crt").write_text("stand-in\n")
+    (secrets / "ca.crt").write_text(ca_pem())
     (secrets / "token").write_text("stand-in\n")
     config_file = tmp_path / "prober.yaml"
     config_file.write_text(config_map["data"]["prober.yaml"].replace(SA_DIR, str(secrets)))

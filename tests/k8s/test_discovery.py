@@ -97,6 +97,15 @@ def test_client_faults_are_one_line(kube: KubeAPI, certs: Certs, tmp_path: Path)
         ClusterAccess.connect(False, str(bad))
 
 
+@pytest.mark.parametrize("content", [b":\n  - [", b"\xff\xfe not text"], ids=["yaml", "utf-8"])
+def test_a_kubeconfig_that_is_no_yaml_is_one_line(tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_bytes(content)
+    with pytest.raises(ClusterError, match=r"^kubeconfig .*kubeconfig: ") as raised:
+        ClusterAccess.connect(False, str(bad))
+    assert "\n" not in str(raised.value)
+
+
 async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
     kube: KubeAPI, tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path
 ) -> None:

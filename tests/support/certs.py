@@ -50,3 +50,14 @@ def make_certs(directory: Path) -> Certs:
         expired=server_context(ca, not_after=yesterday),
         wrong_name=server_context(ca, names=("elsewhere.prober.test",)),
     )
+
+
+_CA_PEM: list[str] = []
+
+
+def ca_pem() -> str:
+    """A real CA certificate as PEM text, for a file a configuration names (the loader
+    refuses one that holds none); made once per test session."""
+    if not _CA_PEM:
+        _CA_PEM.append(trustme.CA().cert_pem.bytes().decode())
+    return _CA_PEM[0]

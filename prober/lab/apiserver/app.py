@@ -18,6 +18,7 @@ from typing import Any
 from prober.common.clock import Clock
 from prober.core.durations import format_go_duration
 from prober.core.header import RESPONSE_HEADER, format_shutdown_header
+from prober.core.numbers import is_decimal
 from prober.lab.apiserver import resources
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
 from prober.lab.apiserver.events import RequestStarted
@@ -283,7 +284,7 @@ class Application:
 
     def _watch(self, exchange: Exchange) -> Response:
         timeout = exchange.query.get("timeoutSeconds", "")
-        seconds = float(timeout) if timeout.isdigit() else 1800.0 * (1 + self.rng.random())
+        seconds = float(timeout) if is_decimal(timeout) else 1800.0 * (1 + self.rng.random())
         self.metrics.watches += 1
         body = resources.watch_event("ADDED", resources.namespace())
         return Response(200, [("Content-Type", resources.JSON)], body, watch_timeout=seconds)
