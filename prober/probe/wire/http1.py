@@ -169,6 +169,10 @@ class ResponseReader:
             raise ProtocolViolation("bad chunk size line")
         del self._buffer[: end + 2]
         self._left = int(match[1], 16)
+        # Checked before a byte of it is buffered: FFFFFFFFFFFFFFFF would otherwise be read
+        # up to the timeout (44 MB -> 444 MB in one request).
+        if len(self._body) + self._left > MAX_BODY:
+            raise ProtocolViolation(f"chunk of {self._left} bytes, more than a probe reads")
         self._state = _State.CHUNK_DATA if self._left else _State.TRAILERS
         return _MORE
 
