@@ -60,6 +60,8 @@ def boolean(value: object) -> bool:
 
 
 STDOUT_RECORDS = ("off", "all", "compact")
+_ON_THE_WIRE = re.compile(r"[\x21-\x7e]+")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def stdout_records(value: object) -> str:
@@ -149,7 +151,19 @@ def size(value: object) -> int:
 def url_path(value: object) -> str:
     if not isinstance(value, str) or not value.startswith("/"):
         raise Invalid(f"expected a path starting with /, got {shown(value)}")
+    if _ON_THE_WIRE.fullmatch(value) is None:
+        # It goes into every request line and :path: a newline or a byte past ASCII there
+        # raised out of every request, and the stream recorded nothing (issue 22).
+        raise Invalid(f"{shown(value)}: only printable ASCII, without spaces, goes on the wire")
     return value
+
+
+def target_name(value: object) -> str:
+    """A target's name: the head of its stream names, metric labels, file names."""
+    name = text(value)
+    if _NAME.fullmatch(name) is None:
+        raise Invalid(f"{shown(name)}: expected letters, digits, '.', '_' or '-'")
+    return name
 
 
 def readable_file(value: object) -> str | None:

@@ -50,7 +50,7 @@ def _targets(value: object) -> tuple[Target, ...]:
 
 
 _TARGET_KEYS: dict[str, Callable[[object], Any]] = {
-    "name": f.text,
+    "name": f.target_name,
     "lb": lambda v: f.enum_value(LB, v),
     "url": f.base_url,
     "ca_file": f.ca_bundle,

@@ -162,6 +162,7 @@ def test_discovered_targets_take_the_platform_unless_one_is_configured() -> None
     assert configured.platform == "gcp"
 
 
+WIRE = "only printable ASCII, without spaces, goes on the wire"
 INVALID = [
     ("workers: two", "workers: expected a whole number of at least 1, got 'two'"),
     ("workers: 0", "workers: expected a whole number of at least 1, got 0"),
@@ -173,6 +174,11 @@ INVALID = [
     ("protocols: []", "protocols: expected a non-empty list, got []"),
     ("connections: [new, new]", "connections: ['new', 'new'] names a value twice"),
     ("path: api", "path: expected a path starting with /, got 'api'"),
+    ('path: "/api\\n"', "path: '/api\\n': only printable ASCII, without spaces, goes on the wire"),
+    (
+        "path: /caf\u00e9",
+        "path: '/caf\u00e9': only printable ASCII, without spaces, goes on the wire",
+    ),
     ("labels: {platform: x}", "labels: label 'platform' is reserved (the metrics use it)"),
     ("labels: {9x: y}", "labels: '9x' is not a Prometheus label name"),
     ("listen: 9090", "listen: expected HOST:PORT such as 0.0.0.0:9090, got 9090"),
@@ -212,6 +218,10 @@ INVALID_TARGETS = [
     ),
     ("targets: [{lb: localhost, url: 'https://a:x'}]", "targets[0].url: 'https://a:x' is not"),
     ("targets: [{lb: localhost, url: 'https://a', sni: b}]", "targets[0]: unknown key 'sni'"),
+    (
+        'targets: [{lb: localhost, url: "https://a", name: "kube\\napi"}]',
+        "targets[0].name: 'kube\\napi': expected letters, digits, '.', '_' or '-'",
+    ),
     (
         "targets: [{lb: localhost, url: 'https://a'}, {lb: localhost, url: 'https://b'}]",
         "targets[1]: target 'kube-api' on localhost is listed twice",

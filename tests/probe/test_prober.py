@@ -156,6 +156,17 @@ async def test_refused_then_dns(tls_server: TLSServer, certs: Certs) -> None:
     assert (await lost.sample()).error is ErrorClass.DNS
 
 
+async def test_a_host_name_the_idna_codec_refuses_is_a_dns_failure(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    """A label over 63 characters (discovery's URL is the cluster's to choose) raised
+    UnicodeError out of sample() before; no lookup is made."""
+    long_label = make_prober(tls_server, certs, url=f"https://{'a' * 64}.invalid:6443")
+    sample = await long_label.sample()
+    assert sample.error is ErrorClass.DNS
+    assert sample.detail.startswith("bad host name: ")
+
+
 async def test_a_late_answer_keeps_its_header_whatever_the_status(
     tls_server: TLSServer, certs: Certs
 ) -> None:

@@ -65,6 +65,8 @@ async def resolve(endpoint: Endpoint) -> list[tuple[str, int]]:
         )
     except socket.gaierror as exc:
         raise ConnectFailed(ConnectFailure.DNS, _text(exc)) from None
+    except UnicodeError as exc:  # the IDNA codec: a label over 63 characters, an empty one
+        raise ConnectFailed(ConnectFailure.DNS, f"bad host name: {exc}") from None
     return [(str(info[4][0]), int(info[4][1])) for info in infos]
 
 
