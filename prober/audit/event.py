@@ -15,12 +15,13 @@ Summarize and follow both go through `Scanner`, so the same lines give the same 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from prober.core import strictjson
 
 DURING_GRACEFUL = "openshift.io/during-graceful"
 SHUTDOWN = "apiserver.k8s.io/shutdown"
@@ -183,8 +184,8 @@ class Scanner:
         reason = BadReason.TOO_LONG
         if type(line) is bytes:
             try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
+                event = strictjson.loads(line)
+            except ValueError:
                 reason = _why_not_json(line)
             else:
                 if (

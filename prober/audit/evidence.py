@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 from prober.audit.files import InputError
 from prober.common.segments import NoSuchLog, NotARegularFile, SegmentLines, log_files
+from prober.core import strictjson
 from prober.core.eventlog import EventLogError, EventLogReader
 from prober.core.models import RunRecord, Sample, Window, parse_rfc3339
 
@@ -176,7 +176,7 @@ def _events(path: Path) -> Iterator[dict[str, Any]]:
         raise InputError(f"{path}: no such file")
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        whole = json.loads(text)
+        whole = strictjson.loads(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict):
@@ -189,7 +189,7 @@ def _events(path: Path) -> Iterator[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = strictjson.loads(line)
         except ValueError:
             raise InputError(f"{path}:{number}: not a JSON Event") from None
         if isinstance(item, dict):

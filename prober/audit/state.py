@@ -19,6 +19,7 @@ from typing import Any
 
 from prober.audit.event import ScanStats
 from prober.common.segments import READ_ERRORS, open_binary
+from prober.core import strictjson
 
 STATE_VERSION = 1
 FINGERPRINT_BYTES = 4096
@@ -169,7 +170,7 @@ def load_state(path: Path) -> FollowState:
     except OSError as exc:
         raise StateError(f"{path}: cannot read the follow state: {exc.strerror}") from None
     try:
-        body = json.loads(text)
+        body = strictjson.loads(text)
         if body.get("v") != STATE_VERSION:
             raise StateError(f"{path}: state version {body.get('v')!r}, expected {STATE_VERSION}")
         return FollowState.from_json(body)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any
 
+from prober.core import strictjson
 from prober.core.models import RECORD_TYPES, Record
 
 SCHEMA_VERSION = 1
@@ -62,8 +63,8 @@ def _to_json(value: Any) -> Any:
 def decode(line: str | bytes) -> Record:
     """Parse one line into its record, raising `EventLogError` (or a subclass) on any fault."""
     try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError) as exc:
+        obj = strictjson.loads(line)
+    except ValueError as exc:
         raise EventLogError(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise EventLogError("not a JSON object")

@@ -85,11 +85,15 @@ def analyze_command(
             pod_logs=pod_logs,
         )
         written = []
+        target = out
         for analysis in analyses:
             target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
             written += write_outputs(analysis, stats, target)
     except BadInput as exc:
         print(f"prober analyze: {exc}", file=stderr)
+        return ExitCode.BAD_INPUT
+    except OSError as exc:  # --out names a file, a directory we may not write
+        print(f"prober analyze: cannot write into {target}: {exc.strerror or exc}", file=stderr)
         return ExitCode.BAD_INPUT
     for note in stats.notes:
         print(f"note: {note}", file=stderr)

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from prober.core.models import StreamId, StreamNameError
 from prober.report.errors import BadInput
 from prober.report.summary import parse_key, read_json, started_of, summary_version
 
@@ -108,7 +109,12 @@ def _run_fields(path: Path, doc: Mapping[str, object], labels: Mapping[str, str 
 def _stream_fields(path: Path, entry: object, where: str) -> Row:
     entry = _object(path, entry, where)
     lb, protocol, connection = parse_key(entry, f"{path}: {where}")
-    return {"stream": _get(path, entry, "stream", where, str), "lb": lb.value,
+    stream = _get(path, entry, "stream", where, str)
+    try:
+        StreamId.parse(stream)  # what the origin files name backends by
+    except StreamNameError as exc:
+        raise BadInput(f"{path}: {where}.stream: {exc}") from None
+    return {"stream": stream, "lb": lb.value,
             "protocol": protocol.value, "connection": connection.value}  # fmt: skip
 
 

@@ -16,7 +16,6 @@ connection, the one of the most job runs is kept (a tie: the larger P99), the ot
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections import Counter
@@ -24,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from prober.core import strictjson
 from prober.core.numbers import is_decimal
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
@@ -61,9 +61,9 @@ def _rows(path: Path) -> list[Mapping[str, object]]:
     found: object
     try:
         if stripped.startswith("["):
-            found = json.loads(text)
+            found = strictjson.loads(text)
         else:
-            found = [json.loads(line) for line in text.splitlines() if line.strip()]
+            found = [strictjson.loads(line) for line in text.splitlines() if line.strip()]
     except ValueError as exc:
         raise BadInput(f"{path}: not JSON or JSON lines: {exc}") from None
     if not isinstance(found, list):

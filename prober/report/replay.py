@@ -45,16 +45,19 @@ class Replay:
 
 
 def replay(log: RunLog) -> Replay:
+    streams = []
+    for name in log.run.streams:
+        try:
+            streams.append(StreamId.parse(name))
+        except StreamNameError as exc:
+            raise BadInput(f"{log.source}: run record: {exc}") from None
     if not log.samples:
         return measured(log)
     nodes = {w.host: w.node for w in log.windows if w.node}
     disruption = DisruptionTracker()
     shutdown = ShutdownTracker(node_of=nodes.get)
-    for name in log.run.streams:
-        try:
-            shutdown.add_stream(StreamId.parse(name))
-        except StreamNameError as exc:
-            raise BadInput(f"{log.source}: run record: {exc}") from None
+    for stream in streams:
+        shutdown.add_stream(stream)
     intervals: list[Interval] = []
     windows: list[Window] = []
     for sample in log.samples:

@@ -7,6 +7,7 @@ of each rotated segment continues the current one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,12 @@ from prober.core.eventlog import EventLogError, EventLogReader
 from prober.core.models import (
     Interval,
     PaceChange,
+    Record,
     RunRecord,
     Sample,
     StreamCounters,
+    StreamId,
+    StreamNameError,
     Summary,
     Window,
 )
@@ -108,6 +112,9 @@ def _read_log(
         try:
             for record in reader:
                 records += 1
+                if not _well_named(record, f"{path}:{reader.lines}", skip_bad_lines):
+                    stats.skipped += 1
+                    continue
                 if isinstance(record, RunRecord):
                     current = runs.setdefault(record.run_id, RunLog(record, log_name))
                 elif current is None and pod_log:
@@ -145,3 +152,38 @@ def _read_log(
         lines = stats.lines - lines_before
         why = f"no usable records in {lines} lines" if lines else "no records"
         raise BadInput(f"{log_name}: empty event log ({why})")
+
+
+def _well_named(record: Record, where: str, skip: bool) -> bool:
+    """Whether the record's stream names parse; a bad one is BadInput unless skipped."""
+    problem = _bad_stream_name(record)
+    if problem is not None and not skip:
+        raise BadInput(f"{where}: {record.KIND} record: {problem}")
+    return problem is None
+
+
+def _bad_stream_name(record: Record) -> str | None:
+    """What is wrong with a stream name the record carries (every report parses them back
+    into LB, protocol and connection), or None."""
+    if isinstance(record, Sample | Interval):
+        names: Iterable[str] = (record.stream,)
+    elif isinstance(record, PaceChange):
+        names = () if record.stream is None else (record.stream,)
+    elif isinstance(record, RunRecord):
+        names = record.streams
+    else:  # Window, Summary
+        names = (s.stream for s in record.streams)
+    for name in names:
+        problem = _stream_problem(name)
+        if problem is not None:
+            return problem
+    return None
+
+
+@functools.lru_cache(maxsize=1024)  # a run has a dozen names, met on every line
+def _stream_problem(name: str) -> str | None:
+    try:
+        StreamId.parse(name)
+    except StreamNameError as exc:
+        return str(exc)
+    return None

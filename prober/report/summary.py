@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar, cast
 
+from prober.core import strictjson
 from prober.core.models import (
     LB,
     Connection,
@@ -357,7 +358,7 @@ def read_text(path: Path) -> str:
 def read_json(path: Path) -> dict[str, object]:
     text = read_text(path)
     try:
-        doc = json.loads(text)
+        doc = strictjson.loads(text)
     except ValueError as exc:
         raise BadInput(f"{path}: not JSON: {exc}") from None
     if not isinstance(doc, dict):
