@@ -104,7 +104,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, rollout_samples) -> dict[st
     write_daemon_log(log, run_record(streams()), rollout_samples[:3000], nodes=NODES)
     assert main(["analyze", str(log), "--out", str(base / "run")]) in (0, 1)
     thresholds = base / "thresholds.json"
-    assert main(["thresholds", str(base / "run"), "-o", str(thresholds), "--min-runs", "1"]) == 0
+    argv = ["thresholds", str(base / "run"), "--out", str(base), "--min-runs", "1"]
+    assert main(argv) == 0
     audit = auditlog.write(base / "audit.log", auditlog.event(1.0), auditlog.event(2.0))
     shutdowns = base / "shutdowns.json"
     shutdowns.write_text(json.dumps({"items": [{"kind": "Event", "reason": "ShutdownInitiated",
@@ -130,7 +131,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, rollout_samples) -> dict[st
 Command = Callable[[Path, Path], list[str]]
 DOCUMENT_COMMANDS: dict[str, list[tuple[str, Command]]] = {
     "summary": [
-        ("thresholds", lambda f, o: ["thresholds", str(f), "-o", str(o / "t.json")]),
+        ("thresholds", lambda f, o: ["thresholds", str(f), "--out", str(o)]),
         ("export", lambda f, o: ["export", str(f), "-o", str(o / "rows.jsonl")]),
         ("origin", lambda f, o: ["origin", str(f), "--out", str(o / "origin")]),
     ],
@@ -138,7 +139,7 @@ DOCUMENT_COMMANDS: dict[str, list[tuple[str, Command]]] = {
         ("recommend", lambda f, o: ["recommend", "--thresholds", str(f), "--out", str(o)]),
     ],
     "query": [
-        ("thresholds", lambda f, o: ["thresholds", "--from-query-result", str(f), "-o", str(o)]),
+        ("thresholds", lambda f, o: ["thresholds", "--from-query-result", str(f), "--out", str(o)]),
     ],
 }
 
