@@ -107,7 +107,7 @@ def _follow_parser(commands: Any) -> None:
     )
     parser.add_argument("directory", type=Path, metavar="DIR")
     _common(parser)
-    parser.add_argument("--listen", default="0.0.0.0:9095", metavar="HOST:PORT")
+    parser.add_argument("--listen", default="127.0.0.1:9095", metavar="HOST:PORT")
     parser.add_argument("--interval", default="1s", help="poll interval, Go duration")
     parser.add_argument(
         "--out", type=Path, default=Path("."), metavar="DIR", help="where the state file goes"

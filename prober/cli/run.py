@@ -34,7 +34,7 @@ _VALUE_FLAGS = [
     ("--protocols", "protocols", "comma-separated: http1,http2"),
     ("--connections", "connections", "comma-separated: new,reused"),
     ("--path", "path", "probed path (/api/v1/namespaces/default)"),
-    ("--listen", "listen", "HOST:PORT of /metrics, /healthz, /readyz (0.0.0.0:9090)"),
+    ("--listen", "listen", "HOST:PORT of /metrics, /healthz, /readyz (127.0.0.1:9090)"),
     ("--event-log", "event_log", "write the JSON Lines event log to PATH"),
     ("--event-log-max-size", "event_log_max_size", "rotate PATH past this size (32MiB)"),
     ("--summary-interval", "summary_interval", "period of summary records (60s)"),

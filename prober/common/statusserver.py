@@ -1,7 +1,8 @@
 """The HTTP endpoints of every long-running command (`prober run`, `prober audit follow`) on
 one port: `/metrics`, `/healthz` and `/readyz`. A small h11 server: three GET routes do not
 need a framework, and one server means a scraper meets the same behaviour everywhere
-(keep-alive, HEAD, a bound on request heads and on idle connections).
+(keep-alive, HEAD, bounds on request heads, idle connections, slow heads, unread answers and
+the number of connections).
 
 A check returns what is wrong, one line each; an empty list is 200 `ok`.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import h11
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -19,8 +21,22 @@ MAX_REQUEST = 16 * 1024
 # Prometheus keeps a scrape connection open between scrapes (default every 30-60 s); a client
 # silent for longer than this holds a connection and a task for nothing.
 IDLE_TIMEOUT = 120.0
+# Once a request has begun, its head must be whole within this (one byte every 0.8 s held a
+# head open for as long as the client liked), and an answer must be taken within WRITE_TIMEOUT
+# (a pipelining client that never reads held its handler in drain()).
+HEAD_TIMEOUT = 10.0
+WRITE_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64  # a scraper or two, a kubelet, a person with curl; past that, refused
 
 Check = Callable[[], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    idle: float = IDLE_TIMEOUT
+    head: float = HEAD_TIMEOUT
+    write: float = WRITE_TIMEOUT
+    connections: int = MAX_CONNECTIONS
 
 
 def passing() -> list[str]:
@@ -29,8 +45,14 @@ def passing() -> list[str]:
 
 class StatusServer:
     def __init__(
-        self, registry: CollectorRegistry, *, healthz: Check = passing, readyz: Check = passing
+        self,
+        registry: CollectorRegistry,
+        *,
+        healthz: Check = passing,
+        readyz: Check = passing,
+        limits: Limits | None = None,
     ) -> None:
+        self._limits = limits or Limits()
         self._registry = registry
         self._checks = {"/healthz": (healthz, "not healthy"), "/readyz": (readyz, "not ready")}
         self._server: asyncio.Server | None = None
@@ -42,6 +64,11 @@ class StatusServer:
         self._server = await asyncio.start_server(self._handle, host, port)
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self.port
+
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return len(self._open)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -68,6 +95,9 @@ class StatusServer:
         return 404, "text/plain", b"not found: try /metrics, /healthz or /readyz\n"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= self._limits.connections:
+            writer.close()  # 3,000 were accepted, each with its task and buffers
+            return
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST)
         self._open.add(writer)
         try:
@@ -75,7 +105,10 @@ class StatusServer:
         except h11.RemoteProtocolError:
             with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
                 writer.write(conn.send(h11.Response(status_code=400, headers=[])) or b"")
-        except (h11.ProtocolError, ConnectionError, TimeoutError):
+        except TimeoutError:
+            # close() would wait to flush what the client does not read, for ever: drop it.
+            writer.transport.abort()
+        except (h11.ProtocolError, ConnectionError):
             pass
         finally:
             self._open.discard(writer)
@@ -86,14 +119,20 @@ class StatusServer:
     async def _serve(
         self, conn: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        loop = asyncio.get_running_loop()
+        head_due: float | None = None  # when the request begun must have its whole head
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                data = await asyncio.wait_for(reader.read(65536), IDLE_TIMEOUT)
+                wait = self._limits.idle if head_due is None else head_due - loop.time()
+                data = await asyncio.wait_for(reader.read(65536), max(wait, 0.0))
                 conn.receive_data(data)
                 if not data:
                     return
+                if head_due is None and conn.their_state is h11.IDLE:
+                    head_due = loop.time() + self._limits.head
             elif isinstance(event, h11.Request):
+                head_due = None
                 await self._answer(conn, writer, event)
             elif isinstance(event, h11.EndOfMessage):
                 if conn.our_state is h11.MUST_CLOSE:
@@ -112,4 +151,4 @@ class StatusServer:
         writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
         writer.write(conn.send(h11.Data(data=body)) or b"")
         writer.write(conn.send(h11.EndOfMessage()) or b"")
-        await writer.drain()
+        await asyncio.wait_for(writer.drain(), self._limits.write)

@@ -45,7 +45,9 @@ class Config:
     # change shows as failed requests that are no LB's doing.
     consistent_reads: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
-    listen: tuple[str, int] = ("0.0.0.0", 9090)
+    # Loopback unless told: the metrics and probes are no one else's business by default, and
+    # the deploy binds the pod's own address explicitly (behind its kube-rbac-proxy).
+    listen: tuple[str, int] = ("127.0.0.1", 9090)
     event_log: str | None = None
     event_log_max_size: int = 32 * MIB
     # The event log's records on stdout too, for CI's pod logs: `all` of them, or `compact`

@@ -41,7 +41,7 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert config.connections == (Connection.NEW, Connection.REUSED)
     assert config.path == "/api/v1/namespaces/default"
     assert config.request_path == "/api/v1/namespaces/default?resourceVersion=0"
-    assert config.listen == ("0.0.0.0", 9090)
+    assert config.listen == ("127.0.0.1", 9090)  # loopback unless told
     assert config.event_loop == "uvloop"
     assert config.targets == (Target("kube-api", LB.INTERNAL, "https://api-int.example.com:6443"),)
     assert [s.name for s in config.streams()] == [
