@@ -15,8 +15,10 @@ failure is logged as an error and the first success after it as `event_log_write
 A rotation that cannot rename keeps writing to PATH and is retried; a new file that cannot be
 opened is retried every RETRY_SECONDS, each file starting with the `run` record.
 
-Files of an earlier run found at start are moved aside into `PATH.previous-<stamp>/` so the
-segments of this run never mix with another run's.
+Files of an earlier run found at start are moved aside into `PATH.previous-<stamp>-<run>/`
+so the segments of this run never mix with another run's; only regular files are moved, and a
+PATH that is something else (a symlink, a FIFO, a directory) is refused. The newest
+KEEP_PREVIOUS_RUNS of those directories and KEEP_SEGMENTS segments are kept.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ log = structlog.get_logger("prober.eventlog")
 # What the log keeps of the pipeline's events (the rest are live-only), besides kept samples.
 LOGGED_EVENTS = (Interval, Window, Summary, PaceChange)
 RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this often
+# Retention: 64 segments of 32 MiB are hundreds of hours at the defaults (a 4-hour run writes
+# 16 MB); what a loop of restarts or an endless outage would write past that is dropped.
+KEEP_SEGMENTS = 64
+KEEP_PREVIOUS_RUNS = 5
 
 
 class EventLogWriter:
@@ -67,6 +73,7 @@ class EventLogWriter:
         self._torn = False  # a failed write left part of a line that could not be cut off
         self._closed = False
         self._segments = 0
+        self._pruned = 0  # segments up to this number were removed (retention)
         self._compressor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eventlog-gzip")
         self._pending: list[tuple[Path, Future[str | None]]] = []  # segments being gzipped
         self._failure: str | None = None  # why records are being dropped, while they are
@@ -138,6 +145,7 @@ class EventLogWriter:
             self._file = None
         self._compressor.shutdown(wait=True)
         self._collect()
+        self._prune_segments()  # those a running compression held back
         return [*segment_paths(self.path), self.path]
 
     def _append(self, data: bytes) -> str | None:
@@ -222,6 +230,7 @@ class EventLogWriter:
         self._file.close()
         self._file = None
         self._collect()
+        self._prune_segments()
         self._pending.append((plain, self._compressor.submit(_compress, plain)))
         log.info("event_log_rotated", segment=str(plain) + ".gz")
         self._start_file()  # if it fails, records are dropped and counted until it works
@@ -240,18 +249,49 @@ class EventLogWriter:
                 )
 
     def _move_previous_run(self) -> None:
-        old = [*segment_paths(self.path)]
+        """An earlier run's files, regular files only, into a directory of this run's own.
+
+        What is at PATH that is no regular file (a symlink to /proc/self/fd/1, a FIFO, a
+        directory) is not ours to move: the daemon refuses to start, in one line."""
+        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
+            raise OSError(f"{self.path}: not a regular file; the event log needs one, or none")
+        old = [p for p in segment_paths(self.path) if p.is_file() and not p.is_symlink()]
         if self.path.exists():
             old.append(self.path)
         if not old:
             return
-        aside = self.path.with_name(
-            f"{self.path.name}.previous-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        )
-        aside.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        # Unique per run: three runs started in one second shared one directory, and the
+        # second overwrote the first one's files.
+        aside = self.path.with_name(f"{self.path.name}.previous-{stamp}-{self._header.run_id[:8]}")
+        aside.mkdir()
         for item in old:
             os.replace(item, aside / item.name)
         log.warning("event_log_previous_run_moved", to=str(aside), files=len(old))
+        self._prune_previous_runs()
+
+    def _prune_previous_runs(self) -> None:
+        """Keep the newest KEEP_PREVIOUS_RUNS directories of earlier runs."""
+        asides = sorted(
+            p for p in self.path.parent.glob(f"{self.path.name}.previous-*") if p.is_dir()
+        )
+        for old in asides[: max(0, len(asides) - KEEP_PREVIOUS_RUNS)]:
+            shutil.rmtree(old, ignore_errors=True)
+            log.warning("event_log_previous_run_pruned", path=str(old))
+
+    def _prune_segments(self) -> None:
+        """Past KEEP_SEGMENTS rotated segments, the oldest goes (a disk is not endless)."""
+        compressing = {plain for plain, _ in self._pending}
+        for number in range(self._pruned + 1, self._segments - KEEP_SEGMENTS + 1):
+            plain = segment_path(self.path, number)
+            if plain in compressing:
+                return  # its gzip thread still reads it: at a later rotation
+            for path in (plain, plain.with_name(plain.name + ".gz")):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            self._pruned = number
+            if number == 1:
+                log.warning("event_log_segments_pruned", keep=KEEP_SEGMENTS, oldest=str(plain))
 
 
 def _compress(plain: Path) -> str | None:

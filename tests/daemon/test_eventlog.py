@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import os
 from pathlib import Path
+
+import pytest
 
 from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, decode
 from prober.core.models import RunRecord, StreamCounters, Summary
+from prober.daemon import eventlog
 from prober.daemon.eventlog import EventLogWriter
 
 HEADER = RunRecord(
@@ -81,3 +86,56 @@ def test_an_earlier_run_is_moved_aside(tmp_path: Path) -> None:
     assert sorted(p.name for p in aside.iterdir()) == ["events.jsonl", "events.jsonl.000001.gz"]
     assert segment_paths(path) == []
     assert [decode(line) for line in read_lines(path)] == [HEADER]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
+def test_a_path_that_is_no_regular_file_is_refused_untouched(tmp_path: Path, kind: str) -> None:
+    """`--event-log /proc/self/fd/1` renamed whatever the symlink was; a FIFO or a directory
+    was moved aside as if it were an earlier run's log."""
+    path = tmp_path / "events.jsonl"
+    target = tmp_path / "elsewhere"
+    target.write_text("not ours\n")
+    if kind == "symlink":
+        path.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    writer = EventLogWriter(str(path), 1 << 20, HEADER)
+    with pytest.raises(OSError, match=r"events.jsonl: not a regular file; the event log needs"):
+        writer.open()
+    assert not list(tmp_path.glob("events.jsonl.previous-*"))
+    assert path.is_symlink() if kind == "symlink" else path.exists()
+    assert target.read_text() == "not ours\n"
+
+
+def test_runs_started_in_one_second_each_move_aside_into_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    for n in range(3):  # each run finds the one before it
+        header = dataclasses.replace(HEADER, run_id=f"run{n}-0000-0000")
+        writer = EventLogWriter(str(path), 1 << 20, header)
+        writer.open()
+        writer.write(summary(n))
+        writer.close()
+    asides = sorted(tmp_path.glob("events.jsonl.previous-*"))
+    assert len(asides) == 2
+    runs = [next(iter(EventLogReader(read_lines(a / "events.jsonl")))) for a in asides]
+    assert sorted(r.run_id for r in runs if isinstance(r, RunRecord)) == [
+        "run0-0000-0000",
+        "run1-0000-0000",
+    ]
+
+
+def test_old_runs_and_old_segments_are_pruned(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(eventlog, "KEEP_SEGMENTS", 3)
+    path = tmp_path / "events.jsonl"
+    for n in range(eventlog.KEEP_PREVIOUS_RUNS + 3):
+        header = dataclasses.replace(HEADER, run_id=f"run{n:02d}-000")
+        writer = EventLogWriter(str(path), 2000, header)
+        writer.open()
+        for i in range(60 if n == eventlog.KEEP_PREVIOUS_RUNS + 2 else 1):
+            writer.write(summary(i))
+        writer.close()
+    assert len(list(tmp_path.glob("events.jsonl.previous-*"))) == eventlog.KEEP_PREVIOUS_RUNS
+    assert len(segment_paths(path)) == 3  # the newest three of the last run's segments
+    assert segment_paths(path)[-1].name.startswith("events.jsonl.0000")
