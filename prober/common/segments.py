@@ -25,6 +25,9 @@ from typing import BinaryIO, cast
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_BYTES = 1 << 20
+# A line past this is cut to it (its reader then finds it malformed): a file of garbage with
+# no newline must not be held whole. Event-log lines are a few kB; audit events below 1 MiB.
+MAX_LINE = 16 * 1024 * 1024
 # What reading a file through `open_binary` can raise: the disk, a gzip stream that stops
 # early, damaged gzip data.
 READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -128,6 +131,7 @@ class GzipStream(io.RawIOBase):
         super().__init__()
         self._raw = raw
         self._inflate = zlib.decompressobj(wbits=_GZIP_WBITS)
+        self._input = b""  # compressed bytes read and not yet inflated
         self._buffer = b""
         self._position = 0
         self._ended = False
@@ -153,15 +157,18 @@ class GzipStream(io.RawIOBase):
         return data
 
     def _fill(self) -> None:
-        compressed = self._raw.read(CHUNK_BYTES)
-        if not compressed:
-            self._ended = True
-            return
-        while compressed:
-            if self._inflate.eof:  # the next member of a concatenated gzip
-                self._inflate = zlib.decompressobj(wbits=_GZIP_WBITS)
-            self._buffer += self._inflate.decompress(compressed)
-            compressed = self._inflate.unused_data
+        """Inflate at most CHUNK_BYTES more. Unbounded, one compressed chunk of a gzip bomb
+        became gigabytes at once, and each read copied the rest of it: quadratic in time."""
+        if not self._input:
+            self._input = self._raw.read(CHUNK_BYTES)
+            if not self._input:
+                self._ended = True
+                return
+        if self._inflate.eof:  # the next member of a concatenated gzip
+            self._inflate = zlib.decompressobj(wbits=_GZIP_WBITS)
+        self._buffer += self._inflate.decompress(self._input, CHUNK_BYTES)
+        inflate = self._inflate
+        self._input = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence != io.SEEK_SET or offset < self._position:
@@ -197,15 +204,18 @@ class SegmentLines:
         self.truncated = False
         with open_binary(self.path) as stream:
             pending: list[bytes] = []  # the start of a line longer than a chunk, in pieces
+            held = 0  # bytes in `pending`, at most MAX_LINE: the rest of a longer line goes
             try:
                 while chunk := stream.read(CHUNK_BYTES):
                     *lines, rest = chunk.split(b"\n")
                     if lines:
-                        lines[0] = b"".join([*pending, lines[0]])
+                        lines[0] = b"".join([*pending, lines[0][: max(0, MAX_LINE - held)]])
                         pending.clear()
+                        held = 0
                         yield from (line + b"\n" for line in lines)
-                    if rest:
-                        pending.append(rest)
+                    if rest and held < MAX_LINE:
+                        pending.append(rest[: MAX_LINE - held])
+                        held += len(pending[-1])
             except EOFError:
                 self.truncated = True
             if pending:

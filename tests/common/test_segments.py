@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from prober.common import segments
 from prober.common.segments import (
     GzipStream,
     NoSuchLog,
@@ -218,3 +219,25 @@ def test_a_line_longer_than_a_chunk_comes_out_whole(tmp_path: Path) -> None:
         path = tmp_path / name
         path.write_bytes(content)
         assert list(SegmentLines(path)) == [long + b"\n", b"end"]
+
+
+def test_a_gzip_bomb_is_inflated_a_chunk_at_a_time(tmp_path: Path) -> None:
+    """64 MiB of zeros in a 64 kB gzip: inflated whole at the first read before, and each
+    read then copied what was left (1.1 s for 64 MiB, 21.3 s for 256 MiB)."""
+    bomb = tmp_path / "events.jsonl.000001.gz"
+    bomb.write_bytes(gzip.compress(b"0" * (64 << 20), compresslevel=9))
+    with open_binary(bomb) as stream:
+        total = 0
+        while data := stream.read(segments.CHUNK_BYTES):
+            total += len(data)
+            assert len(stream._buffer) <= 2 * segments.CHUNK_BYTES  # type: ignore[attr-defined]
+    assert total == 64 << 20
+
+
+def test_a_line_past_the_cap_is_cut_and_the_next_one_read(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(segments, "MAX_LINE", 1024)
+    monkeypatch.setattr(segments, "CHUNK_BYTES", 300)  # the long line spans many reads
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"x" * 10_000 + b"\n" + b'{"v":1}\n')
+    lines = list(segments.SegmentLines(path))
+    assert lines == [b"x" * 1024 + b"\n", b'{"v":1}\n']
