@@ -31,6 +31,7 @@ _VALUE_FLAGS = [
     ("--workers", "workers", "parallel workers per stream, staggered (2)"),
     ("--timeout", "timeout", "request timeout (5s)"),
     ("--max-in-flight", "max_in_flight", "requests waiting per worker before ticks skip (10)"),
+    ("--max-apiservers", "max_apiservers", "most apiservers a run tracks and labels (16)"),
     ("--protocols", "protocols", "comma-separated: http1,http2"),
     ("--connections", "connections", "comma-separated: new,reused"),
     ("--path", "path", "probed path (/api/v1/namespaces/default)"),

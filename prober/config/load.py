@@ -81,6 +81,7 @@ PARSERS: dict[str, Callable[[object], Any]] = {
     "workers": f.positive_int,
     "timeout": f.duration(),
     "max_in_flight": f.positive_int,
+    "max_apiservers": f.positive_int,
     "protocols": f.enum_list(Protocol),
     "connections": f.enum_list(Connection),
     "path": f.url_path,

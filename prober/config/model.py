@@ -37,6 +37,9 @@ class Config:
     workers: int = 2
     timeout: float = 5.0
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
+    # Apiserver names are the servers' to choose: at most this many shutdown windows open and
+    # `apiserver` label values (a cluster has a handful); the rest counted, logged once.
+    max_apiservers: int = 16
     protocols: tuple[Protocol, ...] = (Protocol.HTTP1, Protocol.HTTP2)
     connections: tuple[Connection, ...] = (Connection.NEW, Connection.REUSED)
     path: str = DEFAULT_PATH

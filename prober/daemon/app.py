@@ -88,7 +88,12 @@ class Daemon:
         )
         config = self.config
         pacer = Pacer(config.quiet_interval or None)
-        metrics = Metrics(self.registry, config.constant_labels, __version__)
+        metrics = Metrics(
+            self.registry,
+            config.constant_labels,
+            __version__,
+            max_apiservers=config.max_apiservers,
+        )
         metrics.register_streams(self.streams)
         window_gap = config.interval / config.workers
         quiet_gap = max(config.quiet_interval, window_gap) if config.quiet_interval else window_gap
@@ -118,6 +123,7 @@ class Daemon:
             gap_horizon=self.config.timeout + 5.0,
             pace=PaceTracker(config.settle) if pacer.quiet else None,
             on_pace=pacer.set,
+            max_open=config.max_apiservers,
         )
         self.metrics = metrics
         status = StatusServer(self.registry, readyz=self._not_ready)

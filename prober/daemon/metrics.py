@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import RECORD_TYPES, Interval, Pace, PaceChange, Sample, StreamId, Window
-from prober.core.shutdown import WindowOpened
+from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
 from prober.daemon.pipeline import Event, Observed, Skipped
 from prober.daemon.scheduler import SKIP_REASONS
 
+log = structlog.get_logger("prober.metrics")
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REACTION_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0)
 GAP_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0)
@@ -25,9 +27,17 @@ RECORD_KINDS = tuple(record.KIND for record in RECORD_TYPES)
 
 class Metrics:
     def __init__(
-        self, registry: CollectorRegistry, constant: Mapping[str, str], version: str
+        self,
+        registry: CollectorRegistry,
+        constant: Mapping[str, str],
+        version: str,
+        *,
+        max_apiservers: int = DEFAULT_MAX_OPEN,
     ) -> None:
         self._const = tuple(constant.values())
+        self._max_apiservers = max_apiservers
+        self._apiservers: set[str] = set()  # the `apiserver` label values in use
+        self._refusal_logged = False
         names = tuple(constant)
 
         def labels(*extra: str) -> tuple[str, ...]:
@@ -130,6 +140,13 @@ class Metrics:
             labels("apiserver", "closed_by"),
             registry=registry,
         )
+        self.apiservers_refused = Counter(
+            "prober_apiserver_names_refused_total",
+            'Answers naming an apiserver past max_apiservers: counted under apiserver="other" '
+            "(a server chooses the name; series must not grow without bound).",
+            labels(),
+            registry=registry,
+        )
         self.event_log_dropped = Counter(
             "prober_event_log_dropped_total",
             "Event-log records that could not be written (disk full, file unwritable), by kind; "
@@ -203,6 +220,19 @@ class Metrics:
                     totals[result] = totals.get(result, 0) + int(sample.value)
         return totals
 
+    def _apiserver(self, host: str) -> str:
+        """The `apiserver` label for a host: itself, or `other` past max_apiservers."""
+        if host in self._apiservers:
+            return host
+        if len(self._apiservers) < self._max_apiservers:
+            self._apiservers.add(host)
+            return host
+        if not self._refusal_logged:
+            self._refusal_logged = True
+            log.warning("apiserver_names_refused", limit=self._max_apiservers, host=host[:80])
+        self._child(self.apiservers_refused).inc()
+        return "other"
+
     def observe(self, observed: Observed) -> None:
         sample = observed.sample
         key = (sample.lb, sample.protocol, sample.connection)
@@ -210,7 +240,7 @@ class Metrics:
         self._child(self.requests, *key, result).inc()
         self._child(self.duration, *key).observe(sample.dur)
         if sample.late and sample.shutdown is not None:
-            self._child(self.late, *key, sample.shutdown.host).inc()
+            self._child(self.late, *key, self._apiserver(sample.shutdown.host)).inc()
         if sample.replaced is not None:
             self._child(self.replaced, *key, sample.replaced.value).inc()
         if sample.retried is not None:
@@ -232,10 +262,10 @@ class Metrics:
             self._child(self.disruption_seconds, *key).inc(event.seconds)
             self._child(self.disruption_intervals, *key, event.error).inc()
         elif isinstance(event, WindowOpened):
-            self._child(self.shutting_down, event.host).set(1)
+            self._child(self.shutting_down, self._apiserver(event.host)).set(1)
         elif isinstance(event, Window):
-            self._child(self.shutting_down, event.host).set(0)
-            self._child(self.windows, event.host, event.closed_by).inc()
+            self._child(self.shutting_down, self._apiserver(event.host)).set(0)
+            self._child(self.windows, self._apiserver(event.host), event.closed_by).inc()
             for seen in event.streams:
                 key = (seen.lb, seen.protocol, seen.connection)
                 if seen.reaction is not None:

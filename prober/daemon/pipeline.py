@@ -34,7 +34,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.pace import PaceTracker
-from prober.core.shutdown import ShutdownTracker, WindowOpened
+from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownTracker, WindowOpened
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +91,11 @@ class Pipeline:
         gap_horizon: float = 10.0,
         pace: PaceTracker | None = None,
         on_pace: Callable[[PaceChange], None] | None = None,
+        max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
         self.disruption = DisruptionTracker()
-        self.shutdown = ShutdownTracker(node_of=node_of)  # defaults: analyze replays the same
+        # Defaults otherwise: analyze replays the same.
+        self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
         for stream in streams:
             self.shutdown.add_stream(stream)
         self._compactor = Compactor()

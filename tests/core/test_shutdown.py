@@ -280,3 +280,22 @@ def test_old_failures_are_forgotten_but_not_those_an_open_window_needs() -> None
     (window,) = tracker.close(40.0)
     other = next(ws for ws in window.streams if ws.stream == OT)
     assert other.failures == 30
+
+
+def test_a_server_naming_a_new_host_each_time_opens_at_most_max_open_windows() -> None:
+    """The header's host is the server's to choose: 2,000 open windows in 4,000 samples."""
+    tracker = ShutdownTracker(max_open=2)
+    opened = []
+    for n in range(10):
+        opened += [e for e in tracker.feed(sample(1.0 + n, host=f"h{n}", late=True))
+                   if isinstance(e, WindowOpened)]  # fmt: skip
+    assert [e.host for e in opened] == ["h0", "h1"]
+    assert tracker.refused == 8
+    assert tracker.open_hosts == frozenset({"h0", "h1"})
+
+
+def test_what_a_tracker_keeps_per_host_is_bounded() -> None:
+    tracker = ShutdownTracker(max_open=2)
+    for n in range(1000):  # ready answers naming a new host each: T0 lower bounds per host
+        tracker.feed(sample(float(n), host=f"ready-{n}"))
+    assert len(tracker._false_since) <= 8

@@ -166,3 +166,26 @@ async def test_endpoints_and_promtool(tmp_path: Path) -> None:
     assert metrics.status_code == 200
     assert 'platform="aws"' in metrics.text
     assert promtool_problems(metrics.content) == ""
+
+
+def test_apiserver_label_values_are_capped(tmp_path: Path) -> None:
+    """16,000 series after 4,000 samples, from a server naming a new host in each answer."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, LABELS, "1.2.3", max_apiservers=2)
+    metrics.register_streams([STREAM])
+    pipeline = Pipeline([STREAM], [metrics], run_start=0.0, wall_start=0.0, max_open=2)
+    with capture_logs() as logs:
+        for n in range(50):
+            pipeline.feed(sample(1.0 + n * 0.01, host=f"h{n}", late=True))
+    new = {"lb": "internal-lb", "protocol": "http2", "connection": "new"}
+    hosts = {
+        s.labels["apiserver"]
+        for family in registry.collect()
+        if family.name == "prober_late_requests"
+        for s in family.samples
+    }
+    assert hosts == {"h0", "h1", "other"}
+    assert value(registry, "prober_late_requests_total", **new, apiserver="other") == 48
+    assert value(registry, "prober_apiserver_names_refused_total") == 48
+    assert [e["event"] for e in logs].count("apiserver_names_refused") == 1
+    assert pipeline.shutdown.open_hosts == frozenset({"h0", "h1"})
