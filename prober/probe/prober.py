@@ -41,6 +41,8 @@ from prober.probe.wire.connection import Connection as WireConnection
 from prober.probe.wire.connection import Endpoint, Response, connect, resolve
 from prober.probe.wire.errors import ConnectionClosed, GoAway, WireError
 
+RAISES_BEFORE_DROPPING = 2  # samples in a row raising before the kept connection goes
+
 
 @dataclass(frozen=True, slots=True)
 class ProbeTarget:
@@ -103,6 +105,7 @@ class Prober:
         self.capacity = 1 if one_at_a_time else target.max_in_flight
         self._deadlines: set[asyncio.Timeout] = set()  # of the requests in flight
         self._stopping = False
+        self._raised = 0  # samples in a row that raised (a bug, not the network)
 
     def expire(self) -> None:
         """The daemon is stopping: end the requests in flight now, as timeouts, so that each
@@ -121,7 +124,25 @@ class Prober:
         self._retired.clear()
 
     async def sample(self) -> Sample:
-        """Send one request now and describe what happened; never raises for network faults."""
+        """Send one request now and describe what happened; never raises for network faults.
+
+        Anything else it raises is a bug, left for the scheduler's task to fail and the
+        supervisor to restart (never a sample of class `other`). Twice in a row, the kept
+        connection goes with it: a connection a server put in a state our code cannot take
+        (SETTINGS_MAX_FRAME_SIZE=0 once) would fail every restart on it, for ever."""
+        try:
+            found = await self._sample()
+        except Exception:
+            self._raised += 1
+            if self._raised >= RAISES_BEFORE_DROPPING and self._kept is not None:
+                self._retire(self._kept)
+                self._kept = None
+                self._replacing = Replacement.FAILED
+            raise
+        self._raised = 0
+        return found
+
+    async def _sample(self) -> Sample:
         headers = list(self._headers)
         headers.append(("Audit-ID", audit_id := str(uuid.uuid4())))
         token = self._target.token

@@ -12,7 +12,7 @@ import pytest
 
 from prober.core.header import ShutdownHeader, format_shutdown_header
 from prober.core.models import LB, Connection, ErrorClass, Protocol, Replacement, StreamId
-from prober.probe import Prober, ProbeTarget, TokenFile, client_context
+from prober.probe import Prober, ProbeTarget, TokenFile, classify, client_context
 from tests.support.certs import Certs
 from tests.support.tls_server import HOST_ID, TLSServer
 
@@ -356,3 +356,32 @@ async def test_a_bug_in_pure_code_is_no_network_fault(
             await prober.sample()
     finally:
         await prober.aclose()
+
+
+@pytest.mark.parametrize("protocol", [Protocol.HTTP1, Protocol.HTTP2])
+async def test_a_kept_connection_goes_after_two_samples_raised_on_it(
+    tls_server: TLSServer, certs: Certs, monkeypatch: pytest.MonkeyPatch, protocol: Protocol
+) -> None:
+    """A worker restarted onto the connection its bug met, for ever: 7 requests, 2 samples,
+    5 `task_failed` before. After two raises in a row, the next sample opens a new one."""
+    calls = {"n": 0}
+    real = classify.parse_shutdown_header
+
+    def broken_twice(raw: bytes) -> ShutdownHeader:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise RuntimeError("a bug in the header parser")
+        return real(raw)
+
+    monkeypatch.setattr("prober.probe.classify.parse_shutdown_header", broken_twice)
+    prober = make_prober(tls_server, certs, protocol, Connection.REUSED)
+    try:
+        for _ in range(2):
+            with pytest.raises(RuntimeError):
+                await prober.sample()
+        after = await prober.sample()
+    finally:
+        await prober.aclose()
+    assert after.error is None
+    assert after.reused is False
+    assert after.replaced is Replacement.FAILED
