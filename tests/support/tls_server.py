@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import socket
 import ssl
@@ -34,8 +35,9 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.settings
 import h11
-from hyperframe.frame import GoAwayFrame
+from hyperframe.frame import GoAwayFrame, SettingsFrame
 
 from prober.core.header import format_shutdown_header
 from prober.lab.apiserver.listener import Listener
@@ -51,6 +53,9 @@ READY = format_shutdown_header(False, 70, 0, HOST_ID)
 # goaway: graceful, this stream above last_stream_id; goaway_answer: graceful, this stream the
 # last one taken, and answered;
 # settings_flood sends SETTINGS frames until the client hangs up, and never reads)
+# | chunk_bomb (HTTP/1.1: a chunk of FFFFFFFFFFFFFFFF bytes, then data until the client goes)
+# | max_frame_zero | huge_table (HTTP/2: SETTINGS_MAX_FRAME_SIZE=0, HEADER_TABLE_SIZE=2^31)
+# (a new apiserver host in every answer: `Plan.header = host_per_answer()`)
 Mode = str
 BIG_HEADER_BYTES = 1 << 20
 FLOOD_FRAMES = 1000  # per write
@@ -275,6 +280,9 @@ class TLSServer:
                 await self._hold()
                 if await self._misbehave(w) or await self._unchecked_h1(reader, w):
                     return
+                if self.plan.mode == "chunk_bomb":
+                    await self._chunk_bomb(w)
+                    return
                 body = BODY.encode()
                 headers = [*self._response_headers(), ("content-length", str(len(body)))]
                 head = conn.send(h11.Response(status_code=self.plan.status, headers=headers))
@@ -296,6 +304,16 @@ class TLSServer:
             elif isinstance(event, h11.ConnectionClosed):
                 return
 
+    async def _chunk_bomb(self, w: asyncio.StreamWriter) -> None:
+        """A chunk the size of the address space, then data until the client hangs up (at
+        most 256 MB: the loop ends by itself)."""
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\n")
+        block = b"x" * 65536
+        with contextlib.suppress(ConnectionError):
+            for _ in range(4096):
+                w.write(block)
+                await w.drain()
+
     async def _hold(self) -> None:
         if self.plan.delay:
             await asyncio.sleep(self.plan.delay)
@@ -306,7 +324,13 @@ class TLSServer:
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         conn = h2.connection.H2Connection(config=config)
         conn.initiate_connection()
+        if self.plan.mode == "huge_table":
+            conn.update_settings({h2.settings.SettingCodes.HEADER_TABLE_SIZE: 2**31})
         w.write(conn.data_to_send())
+        if self.plan.mode == "max_frame_zero":  # h2 refuses to send it: a frame of our own
+            frame = SettingsFrame(0)
+            frame.settings = {SettingsFrame.MAX_FRAME_SIZE: 0}
+            w.write(frame.serialize())
         while True:
             data = await reader.read(65536)
             if not data:
@@ -491,6 +515,16 @@ def reset(writer: asyncio.StreamWriter) -> None:
     if sock is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
+
+
+def host_per_answer() -> Callable[[], str | None]:
+    """shutdown=true from an apiserver never named before, in every answer."""
+    count = itertools.count()
+
+    def header() -> str | None:
+        return format_shutdown_header(True, 70, 1, f"apiserver-{next(count):026d}")
+
+    return header
 
 
 def cycling_header(cycle: float, hosts: int = 3) -> Callable[[], str | None]:
