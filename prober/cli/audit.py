@@ -19,7 +19,7 @@ examples:
 """
 FOLLOW_EXAMPLE = """\
 example:
-  prober audit follow /var/log/kube-apiserver --node "$NODE_NAME" --listen 0.0.0.0:9095
+  prober audit follow /var/log/kube-apiserver --node "$NODE_NAME" --listen "[$POD_IP]:9095"
 """
 
 
