@@ -61,10 +61,10 @@ def _paths(doc: Any, limit: int = 12) -> list[tuple[Any, ...]]:
     return found[:limit]
 
 
-def mutations(text: str) -> Iterator[tuple[str, bytes]]:
-    """(what, damaged bytes) of one JSON document."""
+def mutations(text: str, places: int = 12) -> Iterator[tuple[str, bytes]]:
+    """(what, damaged bytes) of one JSON document, at up to `places` places."""
     doc = json.loads(text)
-    for path in _paths(doc):
+    for path in _paths(doc, places):
         for name, value in VALUES.items():
             yield f"{'.'.join(map(str, path))}={name}", _replace_values(doc, path, value).encode()
     yield "truncated", text.encode()[: len(text) // 2]
@@ -77,7 +77,7 @@ def line_mutations(lines: list[bytes]) -> Iterator[tuple[str, bytes]]:
     """Each damage on one line of a JSON Lines file, the others left whole: the run record,
     and a line in the middle."""
     for index in (0, len(lines) // 2):
-        for what, damaged in mutations(lines[index].decode()):
+        for what, damaged in mutations(lines[index].decode(), places=8):
             yield (
                 f"line {index}: {what}",
                 b"".join([*lines[:index], damaged + b"\n", *lines[index + 1 :]]),
