@@ -45,7 +45,7 @@ from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.processes import ProcessError, ProcessGroup
-from prober.lab.survival import ContainerFate, survival
+from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
 from prober.lab.upgrade import QUIET_FLOOR, Pod, UpgradeLab, run_upgrade
@@ -368,7 +368,8 @@ def _judge_gathered(
     """The truth against what the gather read, and only that: every shutdown seen by some
     prober, every window's T0 and reactions inside their bounds."""
     written: list[Path] = []
-    judgement = PodLogJudgement(options.platform, options.tolerance, lbs)
+    sampled = sampled_by_any(pods, out / "logs")
+    judgement = PodLogJudgement(options.platform, options.tolerance, lbs, sampled)
     gathered = out / "gathered"
     logs = sorted((gathered / "pods").glob("*.log"))
     if not logs:
@@ -378,6 +379,7 @@ def _judge_gathered(
     )
     fates = survival(pods, out / "logs", analyses)
     found += survival_problems(fates)
+    unsampled = unsampled_findings(shutdowns, sampled, analyses)
     best = max(analyses, key=lambda a: len(a.replay.windows))
     return LabResult(
         platform,
@@ -387,7 +389,7 @@ def _judge_gathered(
         tuple(results),
         tuple(found),
         tuple(written),
-        findings=tuple(findings(results)),
+        findings=(*unsampled, *findings(results)),
         load=load,
         tolerance=options.tolerance,
         fates=tuple(fates),

@@ -7,10 +7,12 @@ container's run record). A window is the same window when its apiserver and T0 a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prober.lab.compare import compare, wall_offset
+from prober.lab.truth import ShutdownTruth
 from prober.lab.upgrade import Pod, Workload
 from prober.report.analyze import RunAnalysis, analyze_runs
 
@@ -103,4 +105,37 @@ def rows(fates: Sequence[ContainerFate]) -> list[list[str]]:
             str(f.gathered),
         ]
         for f in fates
+    ]
+
+
+def sampled_by_any(pods: Sequence[Pod], log_dir: Path) -> Callable[[ShutdownTruth], bool]:
+    """Whether any container of these pods measured a window of this shutdown (from the lab's
+    own copies of their stdout, which no cluster keeps)."""
+    names = [log_dir / f"{name}.stdout.log" for pod in pods for name in pod.containers]
+    analyses, _ = analyze_runs(names, pod_logs=True)
+    runs = [(a.replay.windows, wall_offset(a.log)) for a in analyses]
+
+    def sampled(shutdown: ShutdownTruth) -> bool:
+        return any(
+            compare([shutdown], windows, {}, offset)[0].window is not None
+            for windows, offset in runs
+        )
+
+    return sampled
+
+
+def unsampled_findings(
+    shutdowns: Sequence[ShutdownTruth],
+    sampled: Callable[[ShutdownTruth], bool],
+    analyses: Sequence[RunAnalysis],
+) -> list[str]:
+    """A shutdown no prober sampled is no loss, but a reader should know of it."""
+    spans = [(wall_offset(a.log), wall_offset(a.log) + a.replay.end_t) for a in analyses]
+    first, last = min(lo for lo, _ in spans), max(hi for _, hi in spans)
+    return [
+        f"{s.hostname}: no prober sampled this shutdown (every LB it meets stopped routing "
+        "there between two samples): no window to lose"
+        for s in shutdowns
+        # Tearing the lab down starts shutdowns of its own, after the last prober stopped.
+        if first <= s.t0 < last and not sampled(s)
     ]

@@ -33,20 +33,24 @@ def _rotations_fit(written: int, rotations: int) -> bool:
 async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None:
     options = LabOptions(platform="gcp", scenario="upgrade", time_scale=0.05, log_max_size=MAX_SIZE)
     result = await run_lab(options, tmp_path / "lab", say=None)
-    assert result.problems == ()  # every shutdown seen in gathered/, T0 and reactions in bounds
-    seen = [r.truth.hostname for r in result.results if r.window is not None]
-    assert set(seen) == {"master-0", "master-1", "master-2"}  # the rollout and the reboots
+    # Every shutdown a prober sampled is in gathered/, T0 and reactions inside their bounds; a
+    # shutdown none sampled (its LBs stopped routing there between two samples) is a finding.
+    assert result.problems == ()
+    seen = {(r.truth.hostname, r.truth.t0) for r in result.results if r.window is not None}
+    unsampled = [f for f in result.findings if "no prober sampled this shutdown" in f]
+    assert len(seen) + len(unsampled) == 6  # 3 rolled, 3 rebooted
+    assert len(seen) >= 3
 
     fates = {(f.pod, f.container): f for f in result.fates}
     daemonsets = [f for f in result.fates if f.workload == "DaemonSet"]
     assert all(f.gathered == f.measured for f in daemonsets)
     before_reboot = fates["prober-master-1", 0]
     assert before_reboot.fate == "stopped by a reboot (oc logs --previous)"
-    assert before_reboot.measured >= 3  # the three rolled apiservers, read through --previous
+    assert before_reboot.measured >= 1  # read through --previous
 
     drained = fates["prober-deployment", 0]
     assert drained.fate == "pod deleted by a drain"
-    assert drained.measured >= 3
+    assert drained.measured >= 1  # it had windows to lose
     assert drained.gathered == 0
     # The kubelet rotated each log as often as its size says (how much a container wrote
     # depends on the machine's speed; bench/stdout_volume.py has the figures per mode).
