@@ -109,9 +109,11 @@ def rows(fates: Sequence[ContainerFate]) -> list[list[str]]:
 
 
 def sampled_by_any(pods: Sequence[Pod], log_dir: Path) -> Callable[[ShutdownTruth], bool]:
-    """Whether any container of these pods measured a window of this shutdown (from the lab's
-    own copies of their stdout, which no cluster keeps)."""
-    names = [log_dir / f"{name}.stdout.log" for pod in pods for name in pod.containers]
+    """Whether any container of the DaemonSet pods (the design; the Deployment beside them is
+    there to lose what it sampled) measured a window of this shutdown, from the lab's own
+    copies of their stdout, which no cluster keeps."""
+    design = [pod for pod in pods if pod.workload == "DaemonSet"]
+    names = [log_dir / f"{name}.stdout.log" for pod in design for name in pod.containers]
     analyses, _ = analyze_runs(names, pod_logs=True)
     runs = [(a.replay.windows, wall_offset(a.log)) for a in analyses]
 
@@ -133,8 +135,8 @@ def unsampled_findings(
     spans = [(wall_offset(a.log), wall_offset(a.log) + a.replay.end_t) for a in analyses]
     first, last = min(lo for lo, _ in spans), max(hi for _, hi in spans)
     return [
-        f"{s.hostname}: no prober sampled this shutdown (every LB it meets stopped routing "
-        "there between two samples): no window to lose"
+        f"{s.hostname}: no DaemonSet prober sampled this shutdown (every LB it meets stopped "
+        "routing there between two samples): no window to lose"
         for s in shutdowns
         # Tearing the lab down starts shutdowns of its own, after the last prober stopped.
         if first <= s.t0 < last and not sampled(s)

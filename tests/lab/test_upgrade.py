@@ -33,12 +33,12 @@ def _rotations_fit(written: int, rotations: int) -> bool:
 async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None:
     options = LabOptions(platform="gcp", scenario="upgrade", time_scale=0.05, log_max_size=MAX_SIZE)
     result = await run_lab(options, tmp_path / "lab", say=None)
-    # Every shutdown a prober sampled is in gathered/, T0 and reactions inside their bounds; a
-    # shutdown none sampled (its LBs stopped routing there between two samples) is a finding.
+    # Every shutdown a DaemonSet prober sampled is in gathered/, T0 and reactions inside their
+    # bounds; one none sampled (its LBs stopped routing there between two samples) is a finding.
     assert result.problems == ()
     seen = {(r.truth.hostname, r.truth.t0) for r in result.results if r.window is not None}
-    unsampled = [f for f in result.findings if "no prober sampled this shutdown" in f]
-    assert len(seen) + len(unsampled) == 6  # 3 rolled, 3 rebooted
+    unsampled = [f for f in result.findings if "no DaemonSet prober sampled this shutdown" in f]
+    assert len(seen) + len(unsampled) >= 6  # 3 rolled, 3 rebooted: each in one or both
     assert len(seen) >= 3
 
     fates = {(f.pod, f.container): f for f in result.fates}
