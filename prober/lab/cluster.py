@@ -124,6 +124,16 @@ class LabCluster:
                 waits.append(lb.wait_for(server.hostname, up=True, timeout=timeout, since=since))
         await asyncio.gather(*waits)
 
+    async def until_marked_down(self, hostname: str) -> None:
+        """After a crash, what the LBs need to notice: their health checks failing."""
+        waits = []
+        for lb in self.lbs.values():
+            check = lb.profile.check
+            if check is not None:
+                timeout = 3 * check.worst_detection + 10
+                waits.append(lb.wait_for(hostname, up=False, timeout=timeout))
+        await asyncio.gather(*waits)
+
     async def shutdown(self, server: Apiserver) -> float:
         """Graceful termination, as the kubelet does it: SIGTERM. Returns the wall time."""
         assert server.process is not None

@@ -48,7 +48,7 @@ from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
-from prober.lab.upgrade import QUIET_FLOOR, Pod, UpgradeLab, run_upgrade
+from prober.lab.upgrade import QUIET_FLOOR, UPGRADE_WORKERS, Pod, UpgradeLab, run_upgrade
 from prober.report.analyze import RunAnalysis, analyze_runs
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
@@ -180,7 +180,16 @@ async def _measure_upgrade(
     pods: list[Pod],
 ) -> Load:
     def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
-        return _daemon_config(cluster, options, event_log, lbs=lbs, stdout=stdout)
+        # Three daemons share the machine: see `upgrade.QUIET_FLOOR`.
+        return _daemon_config(
+            cluster,
+            options,
+            event_log,
+            lbs=lbs,
+            stdout=stdout,
+            quiet_floor=QUIET_FLOOR,
+            default_workers=UPGRADE_WORKERS,
+        )
 
     lab = UpgradeLab(
         cluster,
@@ -206,14 +215,16 @@ def _daemon_config(
     *,
     lbs: Sequence[LB] | None = None,
     stdout: str = "all",
+    quiet_floor: float = 0.0,
+    default_workers: int = 2,
 ) -> dict[str, object]:
+    """`quiet_floor` and `default_workers` apply where the options say nothing."""
     lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
     scale = cluster.platform.time_scale
-    quiet = QUIET_INTERVAL * scale if options.quiet_interval is None else options.quiet_interval
-    workers = options.workers or 2
-    if options.scenario == "upgrade":  # three daemons: see `upgrade.QUIET_FLOOR`
-        quiet = max(quiet, QUIET_FLOOR) if options.quiet_interval is None else quiet
-        workers = options.workers or 1
+    quiet = options.quiet_interval
+    if quiet is None:
+        quiet = max(QUIET_INTERVAL * scale, quiet_floor)
+    workers = options.workers or default_workers
     return {
         "platform": options.platform,
         "interval": options.interval,
@@ -252,7 +263,7 @@ async def _play(
             _say(say, f"{server.hostname}: SIGKILL")
             await cluster.kill(server, ENDPOINT_TTL * platform.time_scale)
             await cluster.wait_exit(server, 10)
-            await _until_marked_down(cluster, server.hostname)
+            await cluster.until_marked_down(server.hostname)
         else:
             _say(
                 say, f"{server.hostname}: SIGTERM (shutdown delay {platform.shutdown_delay:.1f} s)"
@@ -263,16 +274,6 @@ async def _play(
             await cluster.wait_exit(server, platform.graceful_termination + 30)
         _say(say, f"{server.hostname}: restarting, waiting until every LB routes to it")
         await cluster.restart(server)
-
-
-async def _until_marked_down(cluster: LabCluster, hostname: str) -> None:
-    """After a crash, what the LBs need to notice: their health checks failing."""
-    waits = []
-    for lb in cluster.lbs.values():
-        check = lb.profile.check
-        if check is not None:
-            waits.append(lb.wait_for(hostname, up=False, timeout=3 * check.worst_detection + 10))
-    await asyncio.gather(*waits)
 
 
 def _snapshot_metrics(port: int, path: Path) -> None:

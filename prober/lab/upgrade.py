@@ -46,6 +46,7 @@ STOP_TIMEOUT = 30.0  # the daemon drains in `drain_timeout` (5 s); a loaded mach
 # default two workers and a scaled quiet rate, the apiservers' TLS handshakes missed the LBs'
 # scaled health checks (0.1 s at scale 0.05) and the LBs marked healthy servers down.
 QUIET_FLOOR = 0.25
+UPGRADE_WORKERS = 1
 # And they run niced: in a cluster a prober pod requests a fraction of a core beside an
 # apiserver that requests several, and the kernel's CPU shares follow the requests.
 NICE = 10
