@@ -15,7 +15,8 @@ packages=(
 
 missing=()
 for pkg in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+    # Not `| grep -q`: grep leaving early would be a SIGPIPE, a failure under pipefail.
+    if [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) != *"ok installed" ]]; then
         missing+=("$pkg")
     fi
 done

@@ -164,7 +164,8 @@ case "$*" in
     "-n prober create configmap prober-cluster "*) echo "kind: ConfigMap" ;;
     "-n openshift-monitoring get daemonset node-exporter "*) echo "$FAKE_PROXY_IMAGE" ;;
     "-n prober get deployment,daemonset "*) all="$*"; echo "daemonset/prober-${all##*=}" ;;
-    "get nodes -l node-role.kubernetes.io/worker -o name") printf 'node/w-%s\n' 0 1 2 ;;
+    "get nodes -l node-role.kubernetes.io/worker -o name")
+        for ((i = 0; i < ${FAKE_WORKERS:-3}; i++)); do echo "node/w-$i"; done ;;
     "label --overwrite "*) ;;
     "-n prober rollout status "*) [[ "$5" != "$FAKE_NOT_READY" ]] ;;
     "-n prober get pods "*) ;;
@@ -241,6 +242,18 @@ def test_prober_deploy_applies_the_namespace_first_then_the_overlays_with_the_jo
     # Not ready in time: reported, not fatal.
     assert "PROBER_NOT_READY=daemonset/prober-host-network" in recorded
     assert "daemonset/prober-host-network not ready" in done.stderr
+
+
+def test_prober_deploy_labels_two_workers_of_a_cluster_with_many(tmp_path: Path) -> None:
+    # More node names than a pipe holds: a reader that stops after two lines would make oc
+    # die of SIGPIPE, and the step fail under pipefail.
+    done, calls = _deploy(tmp_path, FAKE_WORKERS="20000", PROBER_OVERLAYS="localhost")
+    assert done.returncode == 0, done.stderr
+    labelled = [c for c in (calls / "calls").read_text().splitlines() if c.startswith("label ")]
+    assert labelled == [
+        "label --overwrite node w-0 prober/node=true",
+        "label --overwrite node w-1 prober/node=true",
+    ]
 
 
 def test_prober_deploy_refuses_an_unknown_overlay_before_applying_anything(

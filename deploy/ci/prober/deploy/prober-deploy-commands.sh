@@ -51,9 +51,12 @@ cluster_proxy_image() {
 # PROBER_NODES, or the first two workers (on a compact cluster the masters are workers too).
 # Two nodes: while one reboots in the upgrade, the other measures.
 label_nodes() {
-    local nodes=${PROBER_NODES:-}
+    local nodes=${PROBER_NODES:-} workers
     if [[ -z $nodes ]]; then
-        nodes=$(oc get nodes -l node-role.kubernetes.io/worker -o name | head -n 2)
+        # All of oc's output, then the first two: `oc | head -n 2` would let head close the
+        # pipe early, and under pipefail oc's SIGPIPE (141) fails the step on a big cluster.
+        workers=$(oc get nodes -l node-role.kubernetes.io/worker -o name)
+        nodes=$(sed -n '1,2p' <<< "$workers")
     fi
     [[ -n $nodes ]] || { echo "prober-deploy: no worker node to label prober/node=true" >&2; return; }
     local node
