@@ -19,7 +19,8 @@ only depend on:
   start, `core.disruption`): written, `held`, just before the failure that opened it, unless
   it is in the log already;
 * the success that closed a late failure's interval the moment the failure arrived (sent after
-  it, answered before it): written, `held`, just before that failure, so that a replay has it.
+  it, answered before it): written, `held`, just before that failure, so that a replay has it,
+  unless the log has it already (it was kept when it came, or it is also the witness).
 
 Everything else is a success that moved no state, and is counted by the `summary` records
 instead. `tests/core/test_compaction.py` checks the claim over generated runs.
@@ -28,9 +29,10 @@ instead. `tests/core/test_compaction.py` checks the claim over generated runs.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from collections.abc import Iterable
 
-from prober.core.disruption import DisruptionStarted
+from prober.core.disruption import HORIZON, DisruptionStarted
 from prober.core.models import Sample
 from prober.core.shutdown import WindowOpened
 
@@ -42,22 +44,14 @@ class Compactor:
         self._held: dict[str, Sample] = {}
         self._newest_ok: dict[str, Sample] = {}  # per stream, as the disruption tracker's
         self._logged: set[str] = set()  # streams whose newest success is in the log
+        self._written = _WrittenSuccesses()
 
     def select(
         self, sample: Sample, events: Iterable[object], open_hosts: frozenset[str]
     ) -> list[Sample]:
-        out: list[Sample] = []
-        emitted = False
-        for event in events:
-            emitted = True
-            if isinstance(event, WindowOpened):
-                held = self._held.pop(event.host, None)
-                if held is not None:
-                    out.append(dataclasses.replace(held, held=True))
-            elif isinstance(event, DisruptionStarted):
-                out.extend(self._witness(event))
-                if event.closer is not None:
-                    out.append(dataclasses.replace(event.closer, held=True))
+        events = list(events)
+        out = self._held_before(events)
+        emitted = bool(events)
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late or sample.retried is not None
         if header is not None and open_hosts:
@@ -75,6 +69,23 @@ class Compactor:
             newest = self._newest_ok.get(written.stream)
             if newest is not None and written.audit_id == newest.audit_id:
                 self._logged.add(written.stream)
+            if not written.failed:
+                self._written.add(written)
+        return out
+
+    def _held_before(self, events: list[object]) -> list[Sample]:
+        """The held samples a replay must meet before the sample that emitted `events`."""
+        out: list[Sample] = []
+        for event in events:
+            if isinstance(event, WindowOpened):
+                held = self._held.pop(event.host, None)
+                if held is not None:
+                    out.append(dataclasses.replace(held, held=True))
+            elif isinstance(event, DisruptionStarted):
+                out.extend(self._witness(event))
+                closer = event.closer
+                if closer is not None and not self._written.has(closer, out):
+                    out.append(dataclasses.replace(closer, held=True))
         return out
 
     def _witness(self, started: DisruptionStarted) -> list[Sample]:
@@ -96,3 +107,28 @@ class Compactor:
             self._held.pop(host, None)  # the log already has the newest
         else:
             self._held[host] = sample
+
+
+class _WrittenSuccesses:
+    """The audit IDs of the successes written in the last HORIZON seconds of send time: the
+    window in which one can still turn up as a late failure's closer."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._sent: deque[tuple[float, str]] = deque()
+        self._newest = float("-inf")
+
+    def add(self, sample: Sample) -> None:
+        if sample.audit_id in self._ids:
+            return
+        self._ids.add(sample.audit_id)
+        self._sent.append((sample.t, sample.audit_id))
+        self._newest = max(self._newest, sample.t)
+        # Arrival order is nearly send order, so trimming from the left is close enough: an
+        # ID kept a little longer costs a few bytes, one dropped early a duplicate line.
+        while self._sent and self._sent[0][0] < self._newest - HORIZON:
+            self._ids.discard(self._sent.popleft()[1])
+
+    def has(self, sample: Sample, pending: list[Sample]) -> bool:
+        ids = self._ids
+        return sample.audit_id in ids or any(p.audit_id == sample.audit_id for p in pending)

@@ -62,6 +62,31 @@ def test_replaying_kept_samples_gives_the_same_intervals_and_windows(requests) -
     assert replayed == live
     assert replay_stragglers == live_stragglers
     assert len(kept) <= len(samples)
+    assert len({s.audit_id for s in kept}) == len(kept)  # nothing written twice
+
+
+def test_a_late_failures_closer_that_is_also_its_witness_is_written_once() -> None:
+    # Found by the property above: the success sent after the timeout and answered before it
+    # both bounds the interval's start (the newest success) and closes it.
+    samples = [ok(0.5, dur=0.25), sample(0.0, dur=1.0, error=ErrorClass.TIMEOUT)]
+    live, kept, _ = replay(samples, Compactor())
+    assert [s.audit_id for s in kept] == [samples[0].audit_id, samples[1].audit_id]
+    assert replay(kept)[0] == live
+
+
+def test_a_late_failures_closer_kept_when_it_came_is_not_written_again() -> None:
+    # The closer closed an earlier interval when it came (so it was kept then); the timeout
+    # sent before it and answered after it finds it in the history.
+    samples = [
+        sample(1.0, dur=0.1, error=ErrorClass.HTTP_5XX),
+        ok(2.0, dur=0.1),
+        sample(1.5, dur=5.0, error=ErrorClass.TIMEOUT),
+    ]
+    samples.sort(key=lambda s: s.end)
+    live, kept, _ = replay(samples, Compactor())
+    ids = [s.audit_id for s in kept]
+    assert len(ids) == len(set(ids)) == 3
+    assert replay(kept)[0] == live
 
 
 def test_plain_successes_are_dropped_and_the_bound_on_t0_is_kept() -> None:
