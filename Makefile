@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SYSDEPS := $(VENV)/.system-deps
 PYTEST_ARGS ?=
 
-.PHONY: test test-loaded lint unit setup demo bench clean
+.PHONY: test test-loaded lint unit fuzz setup demo bench clean
 
 test: setup lint unit
 
@@ -34,6 +34,12 @@ lint: $(STAMP)
 
 unit: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Properties with fresh random examples (`make test` draws from a fixed seed), FUZZ_RUNS times.
+FUZZ_RUNS ?= 5
+fuzz: setup
+	@for i in $$(seq $(FUZZ_RUNS)); do HYPOTHESIS_PROFILE=explore $(BIN)/pytest -q $(PYTEST_ARGS) \
+		$$(grep -rl "from hypothesis" tests --include="test_*.py") || exit 1; done
 
 # Right under load: the lab tests and the fault matrix with two CPU-burning processes beside
 # them, as on a busy CI node during a rollout (the target starts and stops them itself).
