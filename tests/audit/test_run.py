@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from prober.audit.commands import STATE_FILE
 from prober.audit.files import discover
-from prober.audit.follow import Follower
+from prober.audit.follow import Follower, PollReport
 from prober.audit.run import FollowRunner
 from prober.audit.state import load_state
 from prober.common.statusserver import StatusServer
@@ -35,7 +36,9 @@ def late(t: float, agent: str = PROBER) -> bytes:
 class Running:
     """A FollowRunner polling every 10 ms in this event loop, with its log captured."""
 
-    def __init__(self, directory: Path, state_path: Path) -> None:
+    def __init__(
+        self, directory: Path, state_path: Path, follower_type: type[Follower] = Follower
+    ) -> None:
         families, _ = discover([directory], node="master-0")
         self.registry = CollectorRegistry()
         self.output = io.StringIO()
@@ -43,7 +46,7 @@ class Running:
             structlog.PrintLogger(self.output),
             processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
         )
-        follower = Follower(families, load_state(state_path))
+        follower = follower_type(families, load_state(state_path))
         self.runner = FollowRunner(
             follower, state_path=state_path, registry=self.registry, interval=0.01, log=log
         )
@@ -104,6 +107,35 @@ async def test_late_requests_become_metrics_and_log_lines(logdir: Path, tmp_path
                for r in records)  # fmt: skip
     saved = load_state(tmp_path / "state.json")
     assert saved.counts["master-0"].late == {"prober": 2, "cluster-kube-apiserver-operator": 1}
+
+
+class GatedFollower(Follower):
+    """Holds a poll that read lines in its thread, after counting them, until `gate` opens."""
+
+    counted = threading.Event()
+    gate = threading.Event()
+
+    def poll(self) -> PollReport:
+        report = super().poll()
+        if report.lines:
+            self.counted.set()
+            self.gate.wait(30)
+        return report
+
+
+async def test_lines_move_only_once_the_polls_metrics_are_out(logdir: Path, tmp_path: Path):
+    # The follower has counted the line in its thread; the metrics have not seen it yet. A
+    # wait on `lines` must not end there (it did, and a test read /metrics in between).
+    GatedFollower.counted.clear()
+    GatedFollower.gate.clear()
+    async with Running(logdir, tmp_path / "state.json", GatedFollower) as running:
+        append(logdir / "audit.log", late(1))
+        await asyncio.to_thread(GatedFollower.counted.wait, 30)
+        waiter = asyncio.ensure_future(running.runner.wait_until(lambda: running.runner.lines >= 1))
+        await asyncio.sleep(0)  # one pass of the loop: the waiter checks once, then waits
+        GatedFollower.gate.set()
+        await waiter
+        assert running.late("prober") == 1
 
 
 async def test_a_restart_exports_the_saved_totals_and_goes_on(logdir: Path, tmp_path: Path):
