@@ -1,6 +1,7 @@
 """The work behind `prober audit summarize` and `prober audit follow`; the CLI only parses.
 
-Bad input ends in one line on stderr and exit 2; a verdict (`--check`) in exit 1.
+Bad input raises a `UserError` (one line on stderr and exit 2, by `prober.cli`); a verdict
+(`--check`) ends in exit 1.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from prober.audit.files import InputError, discover, family_of
 from prober.audit.follow import Follower
 from prober.audit.output import render_table, write_outputs
 from prober.audit.run import FollowRunner
-from prober.audit.state import StateError, load_state, save_state
+from prober.audit.state import load_state, save_state
 from prober.audit.summary import summarize
+from prober.common.errors import writing
 from prober.common.exits import ExitCode
 from prober.common.logs import configure_logging
 from prober.common.statusserver import StatusServer
@@ -42,26 +44,18 @@ def summarize_command(
     check: bool = False,
     max_line_bytes: int,
     stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
 ) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        families, notes = discover(paths, node)
-        if not families:
-            raise InputError(f"no audit logs found in {', '.join(map(str, paths))}")
-        evidence: ProberEvidence | None = read_prober_logs(events) if events else None
-        spans = [span for path in shutdown_events for span in read_shutdown_events(path)]
-    except InputError as exc:
-        print(f"prober audit summarize: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
+    stdout = stdout or sys.stdout
+    families, notes = discover(paths, node)
+    if not families:
+        raise InputError(f"no audit logs found in {', '.join(map(str, paths))}")
+    evidence: ProberEvidence | None = read_prober_logs(events) if events else None
+    spans = [span for path in shutdown_events for span in read_shutdown_events(path)]
     summary = summarize(families, evidence=evidence, spans=spans, max_line_bytes=max_line_bytes)
     summary.notes[:0] = notes
     print(render_table(summary), file=stdout)
-    try:
+    with writing(f"to {out}"):
         written = write_outputs(summary, out, junit=junit)
-    except OSError as exc:
-        print(f"prober audit summarize: cannot write to {out}: {exc.strerror}", file=stderr)
-        return ExitCode.BAD_INPUT
     for path in written:
         print(f"wrote {path}", file=stdout)
     late = sum(summary.late_by_apiserver.values())
@@ -77,20 +71,14 @@ def follow_command(
     state_file: Path | None = None,
     interval: str = "1s",
     max_line_bytes: int,
-    stderr: TextIO | None = None,
 ) -> int:
-    stderr = stderr or sys.stderr
     state_path = state_file or out / STATE_FILE
-    try:
-        if not directory.is_dir():
-            raise InputError(f"{directory}: no such directory")
-        families, notes = discover([directory], node)
-        host, port = _value("--listen", host_port, listen)
-        seconds = _value("--interval", duration(), interval)
-        state = load_state(state_path)
-    except (InputError, StateError) as exc:
-        print(f"prober audit follow: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
+    if not directory.is_dir():
+        raise InputError(f"{directory}: no such directory")
+    families, notes = discover([directory], node)
+    host, port = _value("--listen", host_port, listen)
+    seconds = _value("--interval", duration(), interval)
+    state = load_state(state_path)
     if not families:
         # An empty directory today may get its audit.log tomorrow: follow that.
         families = [family_of(directory / "audit.log", node, explicit=False)]
@@ -99,11 +87,7 @@ def follow_command(
     log = structlog.get_logger("prober.audit")
     for note in notes:
         log.warning("audit log problem", problem=note)
-    try:
-        asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
-    except InputError as exc:
-        print(f"prober audit follow: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
+    asyncio.run(_follow(follower, state_path, host=host, port=port, interval=seconds, log=log))
     log.info("wrote the follow state", path=str(state_path))
     return ExitCode.OK
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prober.audit.event import TOO_LONG, BadReason, LateRequest, Line, Scanner, ScanStats
+from prober.common.errors import UserError
 from prober.common.segments import CHUNK_BYTES, READ_ERRORS, open_binary
 
 # Reading a file plain or gzip (by its magic) is `prober.common.segments`, shared with the
@@ -31,7 +32,7 @@ _NAME = re.compile(
 )
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """A path named on the command line that cannot be used: one line, exit 2."""
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prober.audit.event import ScanStats
+from prober.common.errors import UserError
 from prober.common.segments import READ_ERRORS, open_binary
 from prober.core import strictjson
 
@@ -25,7 +26,7 @@ STATE_VERSION = 1
 FINGERPRINT_BYTES = 4096
 
 
-class StateError(ValueError):
+class StateError(UserError, ValueError):
     """A state file this version cannot use: one line, naming the file."""
 
 

@@ -1,8 +1,9 @@
 """`prober` command line: argument parsing only; every command's work lives in its layer.
 
 Each command is a module here with `register(subparsers)`, which adds its parser and sets
-`handler`, a function taking the parsed arguments and returning the exit code:
-0 done, 1 a verdict failed, 2 bad usage or bad input.
+`handler` (`parsing.add_command`), a function taking the parsed arguments and returning the
+exit code: 0 done, 1 a verdict failed, 2 bad usage or bad input. A `UserError` raised anywhere
+below is caught here, once: `prober <command>: <message>` on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from prober import __version__
+from prober.common.errors import UserError
 from prober.common.exits import ExitCode
 
 # Command modules, in the order `--help` lists them.
@@ -48,7 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    return dispatch(build_parser(), argv)
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    """Parse `argv`, run its command's handler; its exit code, or 2 for a `UserError`."""
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
@@ -56,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.BAD_INPUT
     try:
         code: int = handler(args)
+    except UserError as exc:  # the one place a user's error becomes output
+        print(f"{args.prog}: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     except BrokenPipeError:
         # `prober analyze ... | head`: the reader left. Exit as a process killed by SIGPIPE
         # would, without a traceback, and keep Python from failing again on flushing stdout.

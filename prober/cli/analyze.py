@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.report.commands import analyze_command
 
 EXAMPLE = """\
@@ -19,7 +20,8 @@ Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "analyze",
         help="event logs to summary.json, JUnit verdicts and an HTML report",
         description=(
@@ -27,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "JUnit verdicts against the per-platform history, and a self-contained HTML report."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument(
         "eventlogs", nargs="+", type=Path, metavar="EVENTLOG", help="event log file or directory"
@@ -52,7 +54,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="EVENTLOG are pod logs (files, or directories of *.log, as CI gathers them) of "
         "daemons run with event_log_stdout: their event records are read, log lines passed over",
     )
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 from prober.audit.commands import follow_command, summarize_command
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES
+from prober.cli.parsing import add_command
 from prober.common.exits import ExitCode
 from prober.common.values import flag, positive_int
 
@@ -24,13 +25,13 @@ example:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "audit",
         help="summarise or follow kube-apiserver audit logs for late requests",
         description="Find requests kube-apiserver received late in its graceful termination "
         "(audit annotations openshift.io/during-graceful and apiserver.k8s.io/shutdown).",
         epilog=SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     parser.set_defaults(handler=lambda _args: _usage(parser))
@@ -59,13 +60,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _summarize_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "summarize",
         help="late requests per apiserver from audit log files",
         description="Summarise late requests from audit logs (JSON Lines, plain or gzip, "
         "rotated files read oldest first).",
         epilog=SUMMARIZE_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_summarize,
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
     _common(parser)
@@ -92,18 +94,18 @@ def _summarize_parser(commands: Any) -> None:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when any apiserver received late requests"
     )
-    parser.set_defaults(handler=_summarize)
 
 
 def _follow_parser(commands: Any) -> None:
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "follow",
         help="follow a live audit log directory and export late requests as metrics",
         description="Follow audit.log across rotation and truncation (like tail -F), export "
         "prober_audit_late_requests_total on /metrics, and keep the position in a state "
         "file so a restart resumes where it stopped.",
         epilog=FOLLOW_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_follow,
     )
     parser.add_argument("directory", type=Path, metavar="DIR")
     _common(parser)
@@ -113,7 +115,6 @@ def _follow_parser(commands: Any) -> None:
         "--out", type=Path, default=Path("."), metavar="DIR", help="where the state file goes"
     )
     parser.add_argument("--state", type=Path, metavar="FILE", help="the state file itself")
-    parser.set_defaults(handler=_follow)
 
 
 def _summarize(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.report.commands import dashboard_command
 
 EXAMPLE = """\
@@ -22,7 +23,8 @@ of the same period).
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "dashboard",
         help="many periods' thresholds.json to one page: latest snapshot and P99 trend",
         description=(
@@ -30,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "platform's P99 reaction and disruption moved over the periods."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument("thresholds", nargs="+", type=Path, metavar="THRESHOLDS")
     parser.add_argument(
@@ -40,7 +42,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="where dashboard.html goes (created; default the current directory)",
     )
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

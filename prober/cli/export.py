@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.report.commands import export_command
 from prober.report.export import LABELS
 
@@ -25,12 +26,13 @@ Exit codes: 0 done, 2 bad usage or bad input.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "export",
         help="summaries to warehouse rows (newline-delimited JSON for BigQuery)",
         description="Turn summary.json files into rows for the warehouse's run_rows table.",
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
     parser.add_argument(
@@ -41,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)",
     )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

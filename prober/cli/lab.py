@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.common.values import flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
 
@@ -30,12 +31,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
     from prober.lab.run import SCENARIOS  # noqa: PLC0415
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "lab",
         help="fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it",
         description="Run the prober against a local stand-in cluster and check it against truth.",
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument(
         "--platform",
@@ -96,7 +98,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="upgrade: where the kubelet rotates a container's log (containerLogMaxSize; "
         "10MiB, OpenShift nodes 50MiB); a gather reads only the newest file",
     )
-    parser.set_defaults(handler=_run)
 
 
 def _platforms(text: str, known: list[str]) -> list[str]:

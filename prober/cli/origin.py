@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.report.commands import origin_command
 from prober.report.export import LABELS
 
@@ -30,7 +31,8 @@ Exit codes: 0 done, 2 bad usage or bad input.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "origin",
         help="summaries or event logs to OpenShift CI's own files (intervals, backend "
         "disruption, autodl)",
@@ -39,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
     kind = parser.add_mutually_exclusive_group()
@@ -55,7 +57,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY=VALUE",
         help=f"a run label for the autodl rows, KEY one of {', '.join(LABELS)}",
     )
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prober.cli.parsing import add_command
 from prober.common.values import flag, non_negative_float
 from prober.report.commands import recommend_command
 from prober.report.recommend import DEFAULT_BUFFER
@@ -22,12 +23,13 @@ Exit codes: 0 done, 2 bad usage or bad input.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "recommend",
         help="shutdown-delay-duration per platform from the history",
         description="Recommend kube-apiserver's shutdown-delay-duration per platform.",
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")
     parser.add_argument("--platform", help="only this platform")
@@ -39,7 +41,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"margin after the worst late arrival (default {DEFAULT_BUFFER:g})",
     )
     parser.add_argument("--out", type=Path, metavar="DIR", help="write recommendations.json here")
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from prober.cli.parsing import add_command
+
 EXAMPLE = """\
 examples:
   prober run --config /etc/prober/prober.yaml
@@ -62,13 +64,14 @@ _SWITCHES = [
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "run",
         help="the disruption prober daemon: probe each LB, export metrics, write an event log",
         description="Probe kube-apiserver through each load balancer, over HTTP/1.1 and HTTP/2, "
         "on new and reused connections; export Prometheus metrics and write an event log.",
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_handle,
     )
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file")
     for flag, key, text in _VALUE_FLAGS:
@@ -94,7 +97,6 @@ def register(subparsers: Any) -> None:
         metavar="LB=URL",
         help="probe URL behind LB (external-lb, internal-lb, service-network, localhost)",
     )
-    parser.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from prober.common.exits import ExitCode
+from prober.cli.parsing import add_command
+from prober.common.errors import UserError
 from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
 from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
@@ -35,7 +35,8 @@ def _probability(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "thresholds",
         help="many summaries to per-platform percentiles (thresholds.json), or a regression gate",
         description=(
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "metric) P50/P75/P95/P99 and run counts, the history `analyze` judges against."
         ),
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        handler=_run,
     )
     parser.add_argument("summaries", nargs="*", type=Path, metavar="SUMMARY")
     parser.add_argument(
@@ -78,19 +79,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_ALPHA,
         help=f"family-wise false-positive rate of the check (default {DEFAULT_ALPHA})",
     )
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if (args.from_query_result is None) == (not args.summaries):
-        print(
-            "prober thresholds: give SUMMARY files or --from-query-result, one of the two",
-            file=sys.stderr,
-        )
-        return ExitCode.BAD_INPUT
+        raise UserError("give SUMMARY files or --from-query-result, one of the two")
     if args.check is not None and args.from_query_result is not None:
-        print("prober thresholds: --check takes SUMMARY files, not a query result", file=sys.stderr)
-        return ExitCode.BAD_INPUT
+        raise UserError("--check takes SUMMARY files, not a query result")
     if args.check is not None:
         return check_command(
             args.summaries,

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from prober.common.errors import UserError
 from prober.common.logs import FORMATS, LEVELS
 from prober.config import fields as f
 from prober.config.model import (
@@ -28,7 +29,7 @@ from prober.config.model import (
 from prober.core.models import LB, Connection, Protocol
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration fault, as one line naming the file, variable or flag and the field."""
 
 

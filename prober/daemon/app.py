@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from prober import __version__
 from prober.common.clock import Clock, SystemClock
+from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.models import RunRecord, StreamId, rfc3339
@@ -36,7 +37,7 @@ from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 log = structlog.get_logger("prober.daemon")
 
 
-class DaemonError(Exception):
+class DaemonError(UserError):
     """The daemon cannot start (e.g. its port is taken): one line for the user, exit 2."""
 
 

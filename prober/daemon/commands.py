@@ -1,17 +1,16 @@
 """`prober run` from parsed arguments to exit code: load the configuration, discover the
-cluster if asked, run the daemon. Bad input is one line on stderr and exit 2."""
+cluster if asked, run the daemon. Bad input (a `ConfigError`, `ClusterError` or `DaemonError`,
+all `UserError`s) is printed by `prober.cli`: one line on stderr and exit 2."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from prober.common.exits import ExitCode
 from prober.common.logs import configure_logging
 from prober.config import (
     Config,
@@ -21,23 +20,16 @@ from prober.config import (
     service_account,
     with_discovered,
 )
-from prober.daemon.app import Daemon, DaemonError
-from prober.k8s.errors import ClusterError
+from prober.daemon.app import Daemon
 
 if TYPE_CHECKING:
     from prober.k8s.discovery import HostDecoder
 
 
 def run_command(config_path: str | None, flags: Mapping[str, object]) -> int:
-    try:
-        config = load_config(config_path, flags=flags)
-    except ConfigError as exc:
-        return _fail(str(exc))
+    config = load_config(config_path, flags=flags)
     configure_logging(config.log_format, config.log_level)
-    try:
-        return _runner(config.event_loop)(_run(config))
-    except (ConfigError, ClusterError, DaemonError) as exc:
-        return _fail(str(exc))
+    return _runner(config.event_loop)(_run(config))
 
 
 async def _run(config: Config) -> int:
@@ -85,8 +77,3 @@ def _runner(name: str) -> Callable[[Coroutine[Any, Any, int]], int]:
 
         return uvloop.run
     return asyncio.run
-
-
-def _fail(message: str) -> int:
-    print(f"prober run: {message}", file=sys.stderr)
-    return ExitCode.BAD_INPUT

@@ -15,13 +15,10 @@ from typing import Any, TextIO
 from prober.common.exits import ExitCode
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
-from prober.lab.processes import ProcessError
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
-from prober.lab.truth import TruthError
 from prober.report.analyze import describe
-from prober.report.errors import BadInput
 from prober.report.tables import seconds, table
 
 
@@ -57,9 +54,8 @@ def lab_command(
                 result = asyncio.run(
                     run_lab(replace(options, platform=platform), run_out, _printer(stdout))
                 )
-            except (LabError, ProcessError, BadInput, TruthError, OSError) as exc:
-                print(f"prober lab: {exc}", file=stderr)
-                return ExitCode.BAD_INPUT
+            except OSError as exc:  # a port, a file or a process the lab could not have
+                raise LabError(str(exc)) from None
             except KeyboardInterrupt:
                 print(
                     f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr

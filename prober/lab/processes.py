@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from prober.common.errors import UserError
+
 LineHandler = Callable[[str], None]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -43,7 +45,7 @@ def _die_with_the_lab() -> Callable[[], None] | None:
 Tee = Callable[[str, bytes], None]  # ("stdout" or "stderr", the line): a container log, say
 
 
-class ProcessError(RuntimeError):
+class ProcessError(UserError, RuntimeError):
     """A child process failed to start or did not say what we waited for."""
 
 

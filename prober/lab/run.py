@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from prober.common.errors import UserError
 from prober.config import Config
 from prober.core.models import LB, StreamCounters
 from prober.lab.answered import AnsweredCheck, check_answered
@@ -102,7 +103,7 @@ def profile_for(options: LabOptions) -> Platform:
     return slow_lb(platform) if options.scenario == "slow-lb" else platform
 
 
-class LabError(RuntimeError):
+class LabError(UserError, RuntimeError):
     """The lab cannot run as asked."""
 
 

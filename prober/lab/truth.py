@@ -24,11 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prober.common.errors import UserError
 from prober.core.models import LB
 from prober.lab.haproxy import ServerEvent
 
 
-class TruthError(ValueError):
+class TruthError(UserError, ValueError):
     """A ground-truth file that cannot be read."""
 
 

@@ -1,5 +1,6 @@
-"""The report layer's commands (`prober analyze`, `thresholds`, `recommend`): what they read,
-print and write, and their exit codes. The work is in the modules they call."""
+"""The report layer's commands (`prober analyze`, `export`, `thresholds` and its `--check`,
+`recommend`, `dashboard`, `origin`): what they read, print and write, and their exit codes.
+The work is in the modules they call; a `UserError` they raise is printed by `prober.cli`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
+from prober.common.errors import writing
 from prober.common.exits import ExitCode
 from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
 from prober.report.documents import (
@@ -75,26 +77,19 @@ def analyze_command(
     stderr: TextIO | None = None,
 ) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        thresholds = load_thresholds(thresholds_path) if thresholds_path else None
-        analyses, stats = analyze_runs(
-            paths,
-            platform=platform,
-            thresholds=thresholds,
-            skip_bad_lines=skip_bad_lines,
-            pod_logs=pod_logs,
-        )
-        written = []
-        target = out
-        for analysis in analyses:
-            target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+    thresholds = load_thresholds(thresholds_path) if thresholds_path else None
+    analyses, stats = analyze_runs(
+        paths,
+        platform=platform,
+        thresholds=thresholds,
+        skip_bad_lines=skip_bad_lines,
+        pod_logs=pod_logs,
+    )
+    written = []
+    for analysis in analyses:
+        target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+        with writing(f"into {target}"):
             written += write_outputs(analysis, stats, target)
-    except BadInput as exc:
-        print(f"prober analyze: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
-    except OSError as exc:  # --out names a file, a directory we may not write
-        print(f"prober analyze: cannot write into {target}: {exc.strerror or exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     for note in stats.notes:
         print(f"note: {note}", file=stderr)
     if stats.skipped:
@@ -123,23 +118,17 @@ def export_command(
 ) -> int:
     """Warehouse rows (JSON lines) of the summaries, on stdout or into `output`."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        parsed = parse_labels(labels)
-        paths = summary_files(summaries)
-        if output is None:
-            count = write_rows(paths, parsed, stdout)
-        else:
-            # Into a file beside it, renamed when whole: a load never takes half an export.
-            partial = output.with_name(output.name + ".partial")
-            with partial.open("w", encoding="utf-8") as stream:
-                count = write_rows(paths, parsed, stream)
+    parsed = parse_labels(labels)
+    paths = summary_files(summaries)
+    if output is None:
+        count = write_rows(paths, parsed, stdout)
+    else:
+        # Into a file beside it, renamed when whole: a load never takes half an export.
+        partial = output.with_name(output.name + ".partial")
+        with writing(output), partial.open("w", encoding="utf-8") as stream:
+            count = write_rows(paths, parsed, stream)
+        with writing(output):
             partial.replace(output)
-    except BadInput as exc:
-        print(f"prober export: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
-    except OSError as exc:
-        print(f"prober export: cannot write {output}: {exc.strerror or exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     print(f"exported {count} rows from {len(paths)} summaries", file=stderr)
     return ExitCode.OK
 
@@ -157,23 +146,21 @@ def thresholds_command(
     """From summaries, or from the warehouse query's result (`query_result`): the same
     thresholds.json either way."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        if query_result is not None:
-            entries, period = load_query_result(query_result, min_runs)
-            runs = sources = runs_in(entries)
-        else:
-            facts = load_facts(summaries, stderr)
-            entries, period = aggregate(facts, min_runs), period_of(facts)
-            runs = sources = len(facts)
+    if query_result is not None:
+        entries, period = load_query_result(query_result, min_runs)
+        runs = sources = runs_in(entries)
+    else:
+        facts = load_facts(summaries, stderr)
+        entries, period = aggregate(facts, min_runs), period_of(facts)
+        runs = sources = len(facts)
+    json_path = output or out / "thresholds.json"
+    html_path = out / "thresholds.html"
+    with writing(json_path):
         out.mkdir(parents=True, exist_ok=True)
-        json_path = output or out / "thresholds.json"
         json_path.parent.mkdir(parents=True, exist_ok=True)
         write_json(json_path, to_document(entries, period))
-        html_path = out / "thresholds.html"
+    with writing(html_path):
         html_path.write_text(render_dashboard(entries, runs, sources), encoding="utf-8")
-    except BadInput as exc:
-        print(f"prober thresholds: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     rows = [
         [
             e.platform,
@@ -219,16 +206,13 @@ def check_command(
     stderr: TextIO | None = None,
 ) -> int:
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        thresholds = load_thresholds(history)
-        facts = load_facts(summaries, stderr)
-        results = check_regression(facts, thresholds, quantile=quantile, alpha=alpha)
+    thresholds = load_thresholds(history)
+    facts = load_facts(summaries, stderr)
+    results = check_regression(facts, thresholds, quantile=quantile, alpha=alpha)
+    path = out / "regression.json"
+    with writing(path):
         out.mkdir(parents=True, exist_ok=True)
-        path = out / "regression.json"
         write_json(path, _regression_document(results, quantile, alpha, len(facts)))
-    except BadInput as exc:
-        print(f"prober thresholds: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     rows = []
     for r in results:
         test = r.test
@@ -298,29 +282,25 @@ def recommend_command(
     buffer: float,
     out: Path | None,
     stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
 ) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        thresholds = load_thresholds(thresholds_path)
-        if not any(e.metric == "reaction" for e in thresholds.entries):
-            raise BadInput(f"{thresholds_path}: no reaction entries to recommend from")
-        found = recommend(thresholds, buffer)
-        if platform is not None:
-            found = [r for r in found if r.platform == platform.lower()]
-            if not found:
-                raise BadInput(
-                    f"{thresholds_path}: no history for platform {platform!r} (it has "
-                    f"{', '.join(thresholds.platforms) or 'nothing'})"
-                )
-        written = None
-        if out is not None:
+    stdout = stdout or sys.stdout
+    thresholds = load_thresholds(thresholds_path)
+    if not any(e.metric == "reaction" for e in thresholds.entries):
+        raise BadInput(f"{thresholds_path}: no reaction entries to recommend from")
+    found = recommend(thresholds, buffer)
+    if platform is not None:
+        found = [r for r in found if r.platform == platform.lower()]
+        if not found:
+            raise BadInput(
+                f"{thresholds_path}: no history for platform {platform!r} (it has "
+                f"{', '.join(thresholds.platforms) or 'nothing'})"
+            )
+    written = None
+    if out is not None:
+        written = out / "recommendations.json"
+        with writing(written):
             out.mkdir(parents=True, exist_ok=True)
-            written = out / "recommendations.json"
             write_json(written, _recommend_document(found, buffer))
-    except BadInput as exc:
-        print(f"prober recommend: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     rows = [
         [
             r.platform,
@@ -398,23 +378,15 @@ def dashboard_command(
     *,
     out: Path,
     stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
 ) -> int:
     """Many thresholds.json, one per period: the latest side by side, each LB's P99 over time."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        snapshots = load_snapshots(paths)
-        html = render_trend_page(snapshots)
-    except BadInput as exc:
-        print(f"prober dashboard: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
+    stdout = stdout or sys.stdout
+    snapshots = load_snapshots(paths)
+    html = render_trend_page(snapshots)
     path = out / "dashboard.html"
-    try:
+    with writing(path):
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
-    except OSError as exc:
-        print(f"prober dashboard: cannot write {path}: {exc.strerror or exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     print(f"{span(snapshots)}\nwrote {path}", file=stdout)
     return ExitCode.OK
 
@@ -427,26 +399,18 @@ def origin_command(
     events: bool = False,
     pod_logs: bool = False,
     stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
 ) -> int:
     """Each run's results in OpenShift CI's own files (`origin.write_origin_files`), in `out`,
     or in one directory per run there when there are several. The runs come from summaries,
     or from event logs (`events`) or pod logs (`pod_logs`) replayed as `prober analyze` does."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdout = stdout or sys.stdout
     written: list[Path] = []
-    target = out
-    try:
-        parsed = parse_labels(labels)
-        runs = _origin_runs(inputs, parsed, events or pod_logs, pod_logs)
-        for summary in runs:
-            target = run_dir(out, summary["run_id"], len(runs) > 1)
+    parsed = parse_labels(labels)
+    runs = _origin_runs(inputs, parsed, events or pod_logs, pod_logs)
+    for summary in runs:
+        target = run_dir(out, summary["run_id"], len(runs) > 1)
+        with writing(f"into {target}"):
             written += write_origin_files(summary, target, labels=parsed)
-    except BadInput as exc:
-        print(f"prober origin: {exc}", file=stderr)
-        return ExitCode.BAD_INPUT
-    except OSError as exc:
-        print(f"prober origin: cannot write into {target}: {exc.strerror or exc}", file=stderr)
-        return ExitCode.BAD_INPUT
     for path in written:
         print(f"wrote {path}", file=stdout)
     return ExitCode.OK

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from prober.common.errors import UserError
 
-class BadInput(Exception):
+
+class BadInput(UserError):
     """Input we cannot use. The message is one line that names the file and the problem."""

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from prober.cli import audit
+from prober.cli import audit, dispatch
 
 
 def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="prober")
     audit.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
+    return dispatch(parser, argv)

@@ -1,0 +1,44 @@
+"""What every command's parser shares: how it is added, and the options many commands take."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_command(
+    subparsers: Any,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+    handler: Handler | None = None,
+) -> argparse.ArgumentParser:
+    """A command's parser, with its handler and the name its errors are printed under
+    (`prober audit follow: ...`)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(prog=parser.prog)
+    if handler is not None:
+        parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_out(parser: argparse.ArgumentParser, help: str = "output directory (created)") -> None:
+    """`--out DIR`, the current directory unless given."""
+    parser.add_argument("--out", type=Path, default=Path("."), metavar="DIR", help=help)
+
+
+def add_summaries(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
+    """The SUMMARY arguments: summary.json files, or directories searched for them."""
+    parser.add_argument("summaries", nargs=nargs, type=Path, metavar="SUMMARY")
