@@ -11,9 +11,7 @@ bounded by neither daemon alone (the rollout scenario judges them without an evi
 
 from __future__ import annotations
 
-import json
 import signal
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,28 +20,14 @@ import yaml
 
 from prober.core.models import LB
 from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
-from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
+from prober.lab.daemons import DAEMON, daemon_logs, start_daemon, wait_ready
+from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
 from prober.report.origin import write_origin_files
 from prober.report.runs import ReadStats
 
 EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before its end
-READY_TIMEOUT = 60.0
-DAEMON = "prober-run"
-
-
-async def start_daemon(
-    group: ProcessGroup, name: str, config_path: Path, tee: Tee | None = None, nice: int = 0
-) -> tuple[ManagedProcess, int]:
-    """`prober run` with this configuration, once it listens: the process and its port.
-    `nice`: below the cluster's processes, as a pod with a small CPU request is."""
-    argv = [sys.executable, "-m", "prober", "run", "--config", str(config_path)]
-    if nice:
-        argv = ["nice", "-n", str(nice), *argv]  # nice execs: the pid stays the daemon's
-    daemon = await group.start(name, argv, tee=tee)
-    line = await daemon.wait_for_line(lambda line: '"listening"' in line, READY_TIMEOUT)
-    return daemon, int(json.loads(line)["port"])
 
 
 async def evict(
@@ -59,17 +43,6 @@ async def evict(
     new, port = await start_daemon(group, f"{DAEMON}-{generation}", path)
     await wait_ready(new)
     return new, port
-
-
-async def wait_ready(daemon: ManagedProcess) -> None:
-    """Until every stream of the daemon has sampled (its `ready` log line)."""
-    await daemon.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
-
-
-def daemon_logs(log_dir: Path) -> list[Path]:
-    """Every daemon's stdout, in the order they ran: the pod logs a gather step collects."""
-    found = sorted(log_dir.glob(f"{DAEMON}*.stdout.log"))
-    return sorted(found, key=lambda p: (len(p.name), p.name))  # prober-run before prober-run-2
 
 
 def judge_pod_logs(

@@ -30,20 +30,11 @@ from prober.lab.compare import (
     problems,
     wall_offset,
 )
-from prober.lab.eviction import (
-    DAEMON,
-    EVICT_AT,
-    PodLogJudgement,
-    daemon_logs,
-    evict,
-    judge_pod_logs,
-    start_daemon,
-    wait_ready,
-    write_reports,
-)
+from prober.lab.cpu_load import CpuMeter, Load
+from prober.lab.daemons import DAEMON, daemon_logs, start_daemon, wait_ready
+from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.haproxy import ServerEvent
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
-from prober.lab.load import CpuMeter, Load
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings

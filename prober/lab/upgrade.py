@@ -33,9 +33,9 @@ import yaml
 
 from prober.core.models import LB
 from prober.lab.cluster import Apiserver, LabCluster
-from prober.lab.eviction import start_daemon, wait_ready
+from prober.lab.cpu_load import CpuMeter, Load
+from prober.lab.daemons import start_daemon, wait_ready
 from prober.lab.kubelet import PodLogs
-from prober.lab.load import CpuMeter, Load
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
 Workload = Literal["DaemonSet", "Deployment"]

@@ -20,8 +20,8 @@ from prober.report.documents import (
 )
 from prober.report.errors import BadInput
 from prober.report.export import export_rows, parse_labels, write_rows
-from prober.report.html_dashboard import render_dashboard
-from prober.report.html_trend import load_snapshots, render_trend_page, span
+from prober.report.html_dashboard import load_snapshots, render_trend_page, span
+from prober.report.html_thresholds import render_dashboard
 from prober.report.origin import write_origin_files
 from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend

@@ -1,169 +1,282 @@
-"""`thresholds.html`: every platform's history side by side, one chart per metric.
+"""`dashboard.html`: many thresholds.json, one per period, as one page.
 
-Per LB x protocol x connection, one line per platform: a box from P50 to P75, a whisker on to
-P99 with a tick at P95, on one shared axis per metric, so a platform whose LBs react slower
-stands out at a glance. Keys with too few runs are drawn faint and say so.
+On top, the latest period as `thresholds.html` draws it (platforms side by side per key, the
+same chart functions). Below, per LB and metric, one line chart of P99 per platform over the
+periods, which is what the release team asks week to week: is an LB getting slower somewhere?
+
+Each trend point is the *worst* protocol x connection of that LB, for that platform, in that
+period, rather than small multiples of every protocol x connection: those would be 4 charts per
+LB and metric, 32 on the page, each a handful of nearly flat lines a reader has to compare
+across charts. The worst key is the one that decides (verdicts fail on it, `recommend` sizes
+the shutdown delay from the worst P99), and a point's tooltip names which key it was, with its
+run count; the latest period's snapshot above still shows every key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
-from prober.core.models import LB, Connection, Protocol
+from prober.core.models import LB, parse_rfc3339
+from prober.report.documents import Metric, Period
+from prober.report.errors import BadInput
+from prober.report.html_thresholds import (
+    legend,
+    platform_colours,
+    platform_order,
+    snapshot_charts,
+)
 from prober.report.page import page
-from prober.report.summary import Key, key_name
-from prober.report.svg import HOST_COLOURS, Scale, esc, grid, x_axis
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry
+from prober.report.svg import Scale, esc, nice_ticks, tick_label
+from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry, load_period, load_thresholds
 
 WIDTH = 1040
-LEFT = 290
-RIGHT = 170
-TOP = 12
-LINE = 18
-GAP = 10
-AXIS_TITLES = {
-    "reaction": "reaction: seconds from T0 (readyz false) to the last late request, per run",
-    "disruption": "disruption: seconds of failed requests per stream, per run",
-}
+LEFT = 64
+RIGHT = 24
+PAD = 28  # keeps the first and the last period's points off the axes
+TOP = 34
+PLOT = 220
+LABEL_GAP = 84  # pixels a date label needs; closer periods go unlabelled (their points stay)
+DAY = 86400.0
+FAINT = "0.35"
+
 _INTRO = """
-<p class="explain">Each line summarises many CI runs of one platform: the box spans the middle
-of the runs (P50 to P75), the whisker reaches P99 (the value verdicts allow, rounded up to the
-second) with a tick at P95. <b>Reaction</b> is how long after an apiserver's /readyz went false
-the LB still sent it requests; <b>disruption</b> how long requests failed. Faint lines have
-fewer runs than needed for a verdict. Platform <i>all</i> pools every platform.</p>
+<p class="explain">Each file is one period of CI runs. The first part shows the latest period:
+per LB, protocol and connection, each platform's box from P50 to P75 and whisker to P99.
+The trend below follows P99, the value verdicts allow, over the periods: per LB and metric one
+line per platform, each point the <b>worst</b> protocol and connection of that LB in that period
+(hover a point to see which, and over how many runs). Hollow, faint points had fewer runs than a
+verdict needs; a gap in a line is a period without that platform. Platform <i>all</i> pools
+every platform and is drawn dashed.</p>
 """
 
+_MARKS = (
+    '<span><svg class="swatch" width="28" height="14"><circle cx="14" cy="7" r="4" '
+    'fill="#555" stroke="#555"/></svg>enough runs for a verdict</span>'
+    '<span><svg class="swatch" width="28" height="14"><circle cx="14" cy="7" r="4" '
+    f'fill="#fff" stroke="#555" stroke-width="1.5" opacity="{FAINT}"/></svg>'
+    "too few runs</span>"
+)
 
-def render_dashboard(entries: Sequence[Entry], runs: int, sources: int) -> str:
-    platforms = platform_order(entries)
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One thresholds.json and the period it covers; `start`, `end` as instants, to order by."""
+
+    source: Path
+    period: Period
+    start: float
+    end: float
+    entries: list[Entry]
+
+
+def load_snapshots(paths: Sequence[Path]) -> list[Snapshot]:
+    """Every file, checked, ordered by the end of its period; two of one period refused."""
+    snapshots = []
+    for path in paths:
+        entries = load_thresholds(path).entries
+        period = load_period(path)
+        if period is None:
+            raise BadInput(
+                f"{path}: no 'period': the trend needs the runs each file covers (thresholds "
+                "from summaries that carry 'started', or from --from-query-result, have it)"
+            )
+        start, end = parse_rfc3339(period["start"]), parse_rfc3339(period["end"])
+        snapshots.append(Snapshot(path, period, start, end, entries))
+    seen: dict[tuple[float, float], Snapshot] = {}
+    for snapshot in snapshots:
+        other = seen.setdefault((snapshot.start, snapshot.end), snapshot)
+        if other is not snapshot:
+            # Two values for one point: a copy or a re-run of the query, and which one is
+            # current is not for the page to guess. Periods that merely overlap are drawn.
+            raise BadInput(
+                f"{other.source} and {snapshot.source}: the same period, "
+                f"{snapshot.period['start']} to {snapshot.period['end']}"
+            )
+    return sorted(snapshots, key=lambda s: (s.end, s.start))
+
+
+def span(snapshots: Sequence[Snapshot]) -> str:
+    """How many periods, from the first's start to the last's end."""
+    count = len(snapshots)
+    return (
+        f"{count} period{'' if count == 1 else 's'} from {snapshots[0].period['start']} "
+        f"to {snapshots[-1].period['end']}"
+    )
+
+
+def render_trend_page(snapshots: Sequence[Snapshot]) -> str:
+    latest = snapshots[-1]
+    # Colours over every period's platforms: a platform missing from the latest keeps its own.
+    platforms = platform_order([e for s in snapshots for e in s.entries])
     colours = platform_colours(platforms)
     body = [
-        "<h1>Load-balancer reaction and disruption across platforms</h1>",
-        f'<p class="meta">{runs} runs from {sources} summaries · platforms: '
-        f"{esc(', '.join(platforms))}</p>",
+        "<h1>Load-balancer reaction and disruption: trend across periods</h1>",
+        f'<p class="meta">{esc(span(snapshots))} · platforms: {esc(", ".join(platforms))}</p>',
         _INTRO,
-        legend(platforms, colours),
-        *snapshot_charts(entries, platforms, colours, "h2"),
-        "<h2>All numbers</h2>",
-        numbers_table(entries),
+        legend(platforms, colours, _MARKS),
+        f"<h2>Latest period: {esc(latest.period['start'])} to {esc(latest.period['end'])}</h2>",
+        f'<p class="meta">from {esc(latest.source)}</p>',
+        *snapshot_charts(latest.entries, platform_order(latest.entries), colours, "h3"),
+        "<h2>Trend: P99 per period, worst protocol and connection of each LB</h2>",
     ]
-    return page("prober thresholds across platforms", "\n".join(body))
+    lbs = [lb for lb in LB if any(e.lb == lb for s in snapshots for e in s.entries)]
+    for lb in lbs:
+        body.append(f"<h3>{esc(lb)}</h3>")
+        for metric in METRICS:
+            series = _series(snapshots, lb, metric)
+            if series:
+                body.append(trend_chart(lb, metric, snapshots, series, colours))
+    body += ["<h2>Periods</h2>", _periods_table(snapshots)]
+    return page("prober thresholds: trend across periods", "\n".join(body))
 
 
-# The pieces below are shared with `html_trend`, whose page shows the latest period this way.
+def _series(snapshots: Sequence[Snapshot], lb: LB, metric: Metric) -> dict[str, dict[int, Entry]]:
+    """Per platform, per period index: the entry of that LB and metric with the largest P99."""
+    series: dict[str, dict[int, Entry]] = {}
+    for index, snapshot in enumerate(snapshots):
+        for e in snapshot.entries:
+            if e.lb != lb or e.metric != metric:
+                continue
+            points = series.setdefault(e.platform, {})
+            # Strictly larger: on a tie the key listed first in the file stays, every time.
+            if index not in points or e.p99 > points[index].p99:
+                points[index] = e
+    return series
 
 
-def platform_order(entries: Sequence[Entry]) -> list[str]:
-    """Platforms by name, then `all`: pooled numbers read as a reference below the others."""
-    platforms = sorted({e.platform for e in entries} - {ALL_PLATFORMS})
-    if any(e.platform == ALL_PLATFORMS for e in entries):
-        platforms.append(ALL_PLATFORMS)
-    return platforms
-
-
-def platform_colours(platforms: Sequence[str]) -> dict[str, str]:
-    return {p: HOST_COLOURS[i % len(HOST_COLOURS)] for i, p in enumerate(platforms)}
-
-
-def legend(platforms: Sequence[str], colours: Mapping[str, str], extra: str = "") -> str:
-    """One swatch per platform; `extra` appends swatches of other marks."""
-    swatches = "".join(
-        f'<span><svg class="swatch" width="28" height="14"><rect x="2" y="3" width="24" '
-        f'height="8" fill="{colours[p]}"/></svg>{esc(p)}</span>'
-        for p in platforms
-    )
-    return f'<div class="legend">{swatches}{extra}</div>'
-
-
-def snapshot_charts(
-    entries: Sequence[Entry], platforms: list[str], colours: Mapping[str, str], heading: str
-) -> list[str]:
-    """Per metric present, a `heading` and its chart of every key, platforms side by side."""
-    body = []
-    for metric in METRICS:
-        chosen = [e for e in entries if e.metric == metric]
-        if chosen:
-            body.append(f"<{heading}>{esc(metric)}</{heading}>")
-            body.append(_chart(metric, chosen, platforms, colours))
-    return body
-
-
-def _keys(entries: Sequence[Entry]) -> list[Key]:
-    lbs, protocols, connections = list(LB), list(Protocol), list(Connection)
-    return sorted(
-        {e.key for e in entries},
-        key=lambda k: (lbs.index(k[0]), protocols.index(k[1]), connections.index(k[2])),
-    )
-
-
-def _chart(
-    metric: str, entries: Sequence[Entry], platforms: list[str], colours: Mapping[str, str]
+def trend_chart(
+    lb: LB,
+    metric: Metric,
+    snapshots: Sequence[Snapshot],
+    series: Mapping[str, Mapping[int, Entry]],
+    colours: Mapping[str, str],
 ) -> str:
-    keys = _keys(entries)
-    by = {(e.key, e.platform): e for e in entries}
-    group = LINE * len(platforms) + GAP
-    bottom = TOP + group * len(keys)
-    height = bottom + 52
-    scale = Scale(0.0, max(1.0, max(e.p99 for e in entries) * 1.05), LEFT, WIDTH - RIGHT)
+    title = f"{lb} · {metric}: P99 of the worst protocol × connection, per period"
+    bottom = TOP + PLOT
+    height = bottom + 56
+    ends = [s.end for s in snapshots]
+    # One period alone would sit on a zero-width scale: give it a day either side.
+    lo, hi = (ends[0], ends[-1]) if ends[-1] > ends[0] else (ends[0] - DAY, ends[0] + DAY)
+    x = Scale(lo, hi, LEFT + PAD, WIDTH - RIGHT - PAD)
+    top = max(e.p99 for points in series.values() for e in points.values())
+    y = Scale(0.0, max(1.0, top * 1.1), bottom, TOP)
     parts = [
+        f'<figure class="trend" data-lb="{esc(lb)}" data-metric="{metric}">'
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{esc(AXIS_TITLES[metric])}">',
-        grid(scale, TOP, bottom),
+        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{esc(title)}">',
+        f'<text class="label" x="{LEFT}" y="16">{esc(title)}</text>',
+        _y_axis(y),
+        _x_axis(x, snapshots, bottom),
     ]
-    for index, key in enumerate(keys):
-        y0 = TOP + group * index
+    for platform in (p for p in colours if p in series):
         parts.append(
-            f'<text class="label" x="8" y="{y0 + LINE * len(platforms) / 2 + 4:.1f}">'
-            f"{esc(key_name(key).replace('/', ' · '))}</text>"
+            _line(platform, series[platform], snapshots, x=x, y=y, colour=colours[platform])
         )
-        if index:
-            parts.append(
-                f'<line class="row" x1="8" x2="{WIDTH - 8}" y1="{y0 - GAP / 2}" '
-                f'y2="{y0 - GAP / 2}"/>'
-            )
-        for row, platform in enumerate(platforms):
-            y = y0 + LINE * row + LINE / 2
-            parts.append(
-                f'<text x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">{esc(platform)}</text>'
-            )
-            entry = by.get((key, platform))
-            if entry is not None:
-                parts.append(_distribution(entry, scale, y, colours[platform]))
-    parts.append(x_axis(scale, bottom + 4, AXIS_TITLES[metric]))
-    parts.append("</svg>")
+    parts.append("</svg></figure>")
     return "\n".join(parts)
 
 
-def _distribution(e: Entry, scale: Scale, y: float, colour: str) -> str:
-    opacity = "1" if e.usable else "0.3"
-    note = f"P99 {e.p99:.2f} s · {e.runs} runs" + ("" if e.usable else " (too few)")
-    p50, p75, p95, p99 = scale(e.p50), scale(e.p75), scale(e.p95), scale(e.p99)
+def _y_axis(y: Scale) -> str:
+    parts = [
+        f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{y.end}" y2="{y.start}"/>',
+        f'<text class="axis-title" transform="translate(16 {(y.start + y.end) / 2:.1f}) '
+        'rotate(-90)" text-anchor="middle">P99 (seconds)</text>',
+    ]
+    for tick in nice_ticks(y.lo, y.hi, 5):
+        at = y(tick)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{at:.1f}" y2="{at:.1f}"/>'
+        )
+        parts.append(
+            f'<text class="tick" x="{LEFT - 6}" y="{at + 4:.1f}" text-anchor="end">'
+            f"{tick_label(tick)}</text>"
+        )
+    return "\n".join(parts)
+
+
+def _x_axis(x: Scale, snapshots: Sequence[Snapshot], bottom: float) -> str:
+    parts = [f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{bottom}" y2="{bottom}"/>']
+    labelled = float("inf")
+    # From the latest back, so that the latest period is always labelled.
+    for snapshot in reversed(snapshots):
+        at = x(snapshot.end)
+        parts.append(
+            f'<line class="axis" x1="{at:.1f}" x2="{at:.1f}" y1="{bottom}" y2="{bottom + 5}"/>'
+        )
+        if labelled - at >= LABEL_GAP:
+            labelled = at
+            parts.append(
+                f'<text class="tick period" x="{at:.1f}" y="{bottom + 18}" text-anchor="middle">'
+                f"{_date(snapshot.end)}</text>"
+            )
+    parts.append(
+        f'<text class="axis-title" x="{(x.start + x.end) / 2:.1f}" y="{bottom + 40}" '
+        'text-anchor="middle">end of the period (UTC)</text>'
+    )
+    return "\n".join(parts)
+
+
+def _line(
+    platform: str,
+    points: Mapping[int, Entry],
+    snapshots: Sequence[Snapshot],
+    *,
+    x: Scale,
+    y: Scale,
+    colour: str,
+) -> str:
+    """Segments join consecutive periods only (a gap stays a gap); a segment touching a point
+    of too few runs is as faint as that point."""
+    dash = ' stroke-dasharray="6 4"' if platform == ALL_PLATFORMS else ""
+    at = {i: (x(snapshots[i].end), y(e.p99)) for i, e in points.items()}
+    parts = [f'<g class="series" data-platform="{esc(platform)}">']
+    for i in sorted(points):
+        if i + 1 in points:
+            (x0, y0), (x1, y1) = at[i], at[i + 1]
+            faint = not (points[i].usable and points[i + 1].usable)
+            parts.append(
+                f'<line class="segment" x1="{x0:.1f}" x2="{x1:.1f}" y1="{y0:.1f}" y2="{y1:.1f}" '
+                f'stroke="{colour}" stroke-width="2"{dash}'
+                + (f' opacity="{FAINT}"' if faint else "")
+                + "/>"
+            )
+    for i in sorted(points):
+        parts.append(_point(points[i], snapshots[i].period, at[i], colour))
+    parts.append("</g>")
+    return "\n".join(parts)
+
+
+def _point(e: Entry, period: Period, at: tuple[float, float], colour: str) -> str:
+    kind, fill = ("usable", colour) if e.usable else ("unusable", "#fff")
+    faint = "" if e.usable else f' opacity="{FAINT}"'
+    note = (
+        f"{e.platform}, {period['start']} to {period['end']}: P99 {e.p99:.2f} s, "
+        f"{e.protocol} {e.connection} connections, the worst of {e.lb}; {e.runs} runs"
+        + ("" if e.usable else ", too few for a verdict")
+    )
     return (
-        f'<g opacity="{opacity}"><title>{esc(e.platform)} {esc(key_name(e.key))} {e.metric}: '
-        f"P50 {e.p50:.2f} s, P75 {e.p75:.2f} s, P95 {e.p95:.2f} s, P99 {e.p99:.2f} s, "
-        f"{e.runs} runs</title>"
-        f'<line x1="{p75:.1f}" x2="{p99:.1f}" y1="{y}" y2="{y}" stroke="{colour}"/>'
-        f'<rect x="{p50:.1f}" y="{y - 5}" width="{max(p75 - p50, 1.5):.1f}" height="10" '
-        f'fill="{colour}"/>'
-        f'<line x1="{p95:.1f}" x2="{p95:.1f}" y1="{y - 4}" y2="{y + 4}" stroke="{colour}"/>'
-        f'<line x1="{p99:.1f}" x2="{p99:.1f}" y1="{y - 6}" y2="{y + 6}" stroke="{colour}" '
-        'stroke-width="2"/>'
-        f'<text x="{WIDTH - RIGHT + 8}" y="{y + 4:.1f}">{esc(note)}</text></g>'
+        f'<circle class="point {kind}" cx="{at[0]:.1f}" cy="{at[1]:.1f}" r="4.5" '
+        f'fill="{fill}" stroke="{colour}" stroke-width="1.5"{faint}>'
+        f"<title>{esc(note)}</title></circle>"
     )
 
 
-def numbers_table(entries: Sequence[Entry]) -> str:
+def _periods_table(snapshots: Sequence[Snapshot]) -> str:
     head = (
-        "<tr><th>platform</th><th>lb</th><th>protocol</th><th>connection</th><th>metric</th>"
-        "<th>P50</th><th>P75</th><th>P95</th><th>P99</th><th>allowed</th><th>runs</th>"
-        "<th>usable</th></tr>"
+        "<tr><th>period start</th><th>period end</th><th>file</th><th>platforms</th>"
+        "<th>usable entries</th></tr>"
     )
     rows = "".join(
-        f"<tr><td>{esc(e.platform)}</td><td>{esc(e.lb)}</td><td>{esc(e.protocol)}</td>"
-        f"<td>{esc(e.connection)}</td><td>{esc(e.metric)}</td>"
-        + "".join(f'<td class="num">{v:.2f} s</td>' for v in (e.p50, e.p75, e.p95, e.p99))
-        + f'<td class="num">{e.allowed:.0f} s</td><td class="num">{e.runs}</td>'
-        f"<td>{'yes' if e.usable else 'no'}</td></tr>"
-        for e in entries
+        f"<tr><td>{esc(s.period['start'])}</td><td>{esc(s.period['end'])}</td>"
+        f"<td>{esc(s.source)}</td><td>{esc(', '.join(platform_order(s.entries)))}</td>"
+        f'<td class="num">{sum(e.usable for e in s.entries)} of {len(s.entries)}</td></tr>'
+        for s in snapshots
     )
     return f"<table>{head}{rows}</table>"
+
+
+def _date(instant: float) -> str:
+    return datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%d")

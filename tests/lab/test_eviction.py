@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prober.cli import main
 from prober.lab.compare import TOLERANCE
-from prober.lab.eviction import daemon_logs
+from prober.lab.daemons import daemon_logs
 from prober.lab.run import LabOptions, run_lab
 
 

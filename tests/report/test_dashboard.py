@@ -13,8 +13,8 @@ import pytest
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.report.documents import Period
-from prober.report.html_dashboard import AXIS_TITLES
-from prober.report.html_trend import FAINT
+from prober.report.html_dashboard import FAINT
+from prober.report.html_thresholds import AXIS_TITLES
 from prober.report.summary import write_json
 from prober.report.svg import HOST_COLOURS
 from prober.report.thresholds import METRICS, Entry, load_period, to_document
