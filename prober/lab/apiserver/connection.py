@@ -8,9 +8,10 @@ reports to the server what happened to the connection.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from prober.lab.apiserver.app import ConnInfo, Exchange, Response
+from prober.common.clock import Clock
+from prober.lab.apiserver.app import Application, ConnInfo, Exchange, Response
 from prober.lab.apiserver.events import (
     Event,
     PeerClosed,
@@ -22,9 +23,10 @@ from prober.lab.apiserver.events import (
 )
 from prober.lab.apiserver.http1 import Http1Protocol
 from prober.lab.apiserver.http2 import Http2Protocol
-
-if TYPE_CHECKING:
-    from prober.lab.apiserver.server import ApiServer
+from prober.lab.apiserver.lifecycle import Lifecycle
+from prober.lab.apiserver.metrics import ServerMetrics
+from prober.lab.apiserver.options import ApiServerOptions
+from prober.lab.apiserver.truth import TruthLog
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socket is closed
@@ -55,8 +57,34 @@ class Watch:
         self._timer.cancel()
 
 
+class ConnectionOwner(Protocol):
+    """What a connection needs of the server that accepted it (`server.ApiServer`): named
+    here so that the connection does not import the server, which imports it."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def app(self) -> Application: ...
+    @property
+    def lifecycle(self) -> Lifecycle: ...
+    @property
+    def metrics(self) -> ServerMetrics: ...
+    @property
+    def options(self) -> ApiServerOptions: ...
+    @property
+    def truth(self) -> TruthLog: ...
+    def next_connection_id(self) -> int: ...
+    def connection_opened(self, connection: ServerConnection) -> None: ...
+    def connection_closed(self, connection: ServerConnection, by: str, reason: str) -> None: ...
+    def goaway_sent(
+        self, connection: ServerConnection, last_stream_id: int, reason: str
+    ) -> None: ...
+    def watch_started(self, watch: Watch) -> None: ...
+    def watch_finished(self, watch: Watch) -> None: ...
+
+
 class ServerConnection(asyncio.Protocol):
-    def __init__(self, server: ApiServer, tls: bool) -> None:
+    def __init__(self, server: ConnectionOwner, tls: bool) -> None:
         self.server = server
         self.tls = tls
         self.proto: ServerProtocol | None = None
