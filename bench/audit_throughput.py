@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prober.audit.evidence import ShutdownSpan
 from prober.audit.files import discover
 from prober.audit.summary import summarize
-from tests.audit.auditlog import OPERATOR, T0, event, graceful, line, shutdown
+from tests.support.auditlog import OPERATOR, T0, event, graceful, line, shutdown
 
 TARGET = 0.5
 

@@ -33,8 +33,8 @@ from prober.core.models import LB, Connection, ErrorClass, Pace, StreamId, Windo
 from prober.core.pace import PaceTracker
 from prober.core.shutdown import ShutdownTracker, WindowOpened
 from prober.core.stats import percentile_cont
-from tests.core.synthetic import HOST, OTHER_HOST, StreamPlan, go_rounded, make_run, stream_ids
 from tests.factories import sample
+from tests.support.synthetic import HOST, OTHER_HOST, StreamPlan, go_rounded, make_run, stream_ids
 
 QUIET, WINDOW_GAP, STREAMS = 1.0, 0.05, 16
 DELAYS = {"aws": (129.0, 194.0), "gcp": (95.0, 160.0), "default": (70.0, 135.0)}

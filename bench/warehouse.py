@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb
 
 from prober.cli import main
-from tests.report.warehouse import (
+from tests.support.warehouse import (
     FIRST_START,
     as_bq_json,
     load_rows,

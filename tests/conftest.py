@@ -1,4 +1,5 @@
-"""Settings every test shares.
+"""Settings and fixtures every test shares: the test TLS server, its certificates and a
+token file (`tests/support/fixtures.py`), and how Hypothesis draws.
 
 Hypothesis draws its examples from a fixed seed unless HYPOTHESIS_PROFILE=explore: `make test`
 must give the same verdict on every run of the same tree, and twice a CI run failed on an
@@ -11,6 +12,10 @@ from __future__ import annotations
 import os
 
 from hypothesis import settings
+
+from tests.support.fixtures import certs, tls_server, token_file
+
+__all__ = ["certs", "tls_server", "token_file"]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", max_examples=2000, print_blob=True)

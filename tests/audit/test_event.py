@@ -18,7 +18,7 @@ from prober.audit.event import (
     parse_shutdown_annotation,
     user_agent_product,
 )
-from tests.audit.auditlog import KUBELET, T0, event, graceful, line, shutdown
+from tests.support.auditlog import KUBELET, T0, event, graceful, line, shutdown
 
 
 def scan(*lines: bytes | object) -> tuple[list[LateRequest], ScanStats, Problems]:

@@ -12,8 +12,8 @@ from prober.audit.evidence import read_prober_logs, read_shutdown_events, segmen
 from prober.audit.files import InputError
 from prober.core.models import ClosedBy, ErrorClass, RunRecord, Window, rfc3339
 from prober.daemon.eventlog import EventLogWriter
-from tests.audit.auditlog import T0
 from tests.factories import STREAM, sample
+from tests.support.auditlog import T0
 
 
 def test_segments_in_number_order_preferring_finished_gzip(tmp_path: Path):

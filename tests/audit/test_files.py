@@ -17,7 +17,7 @@ from prober.audit.files import (
     discover,
     read_lines,
 )
-from tests.audit.auditlog import event, line, write
+from tests.support.auditlog import event, line, write
 
 
 def names(family: Family) -> list[str]:

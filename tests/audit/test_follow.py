@@ -18,7 +18,7 @@ from prober.audit.files import discover
 from prober.audit.follow import MAX_USER_AGENT_LABELS, Follower, user_agent_label
 from prober.audit.state import load_state, save_state
 from prober.audit.summary import summarize
-from tests.audit.auditlog import OPERATOR, PROBER, append, event, graceful, line, rotate, shutdown
+from tests.support.auditlog import OPERATOR, PROBER, append, event, graceful, line, rotate, shutdown
 
 Counts = tuple[int, dict[str, int], dict[str, int]]
 

@@ -23,7 +23,8 @@ from prober.audit.follow import Follower, PollReport
 from prober.audit.run import FollowRunner
 from prober.audit.state import load_state
 from prober.common.statusserver import StatusServer
-from tests.audit.auditlog import OPERATOR, PROBER, append, event, graceful, line
+from tests.support.auditlog import OPERATOR, PROBER, append, event, graceful, line
+from tests.support.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 LATE = "prober_audit_late_requests_total"
@@ -291,10 +292,12 @@ async def test_follow_with_stdout_on_a_full_disk_goes_on_and_says_nothing_twice(
         )  # fmt: skip
     try:
         state = out / STATE_FILE
-        async with asyncio.timeout(30):
-            while not (state.exists() and b'"late":{"prober":2}' in state.read_bytes()):
-                assert process.returncode is None, "the follower died"
-                await asyncio.sleep(0.02)  # a condition polled, not a race: it is written once
+
+        def saved() -> bool:
+            assert process.returncode is None, "the follower died"
+            return state.exists() and b'"late":{"prober":2}' in state.read_bytes()
+
+        await until(saved, "the state file with both late requests", 30)
         process.send_signal(signal.SIGTERM)
         assert process.stderr is not None
         said = await asyncio.wait_for(process.stderr.read(), 20)

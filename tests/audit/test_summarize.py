@@ -17,7 +17,9 @@ from prober.audit.summary import summarize
 from prober.core.eventlog import encode
 from prober.core.header import apiserver_id
 from prober.core.models import ClosedBy, ErrorClass, RunRecord, Window, rfc3339
-from tests.audit.auditlog import (
+from tests.audit.cli import run as main
+from tests.factories import STREAM, sample
+from tests.support.auditlog import (
     KUBELET,
     OPERATOR,
     PROBER,
@@ -28,8 +30,6 @@ from tests.audit.auditlog import (
     shutdown,
     write,
 )
-from tests.audit.cli import run as main
-from tests.factories import STREAM, sample
 
 LATE_FIELDS = {
     "apiserver", "user_agent", "source_ip", "user", "verb", "resource", "count", "first", "last",

@@ -9,8 +9,8 @@ from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionTracker
 from prober.core.models import ErrorClass, Sample
 from prober.core.shutdown import ShutdownTracker
-from tests.core.synthetic import stream_ids
 from tests.factories import ok, sample
+from tests.support.synthetic import stream_ids
 
 STREAMS = stream_ids(4)
 HOSTS = ["A", "B"]

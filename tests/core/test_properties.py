@@ -26,8 +26,8 @@ from prober.core.models import (
     WindowStream,
 )
 from prober.core.shutdown import ShutdownTracker
-from tests.core.synthetic import HOST, StreamPlan, make_run, stream_ids
 from tests.factories import STREAM, sample
+from tests.support.synthetic import HOST, StreamPlan, make_run, stream_ids
 
 EPS = 1e-9
 

@@ -1,14 +1,10 @@
-"""The overlays rendered once for every test module of tests/deploy; the test TLS server and
-its certificates, for the real daemon whose pod log test_ci.py judges."""
+"""The overlays rendered once for every test module of tests/deploy."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, render
-from tests.support.fixtures import certs, tls_server, token_file
-
-__all__ = ["certs", "rendered", "tls_server", "token_file"]
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import httpx
 import yaml
 
 from prober.lab.haproxy import free_port
+from tests.support.waiting import until
 
 INTERVAL = "500ms"  # scrape and rule evaluation: the lab's windows last seconds, not minutes
 
@@ -57,10 +58,7 @@ class Prometheus:
 
     async def until(self, expr: str, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Poll a query until it returns something: Prometheus signals nothing else."""
-        async with asyncio.timeout(timeout):
-            while not (result := await self.query(expr)):  # noqa: ASYNC110 - no event to await
-                await asyncio.sleep(0.1)
-        return result
+        return await until(lambda: self.query(expr), f"a result of {expr}", timeout, every=0.1)
 
 
 @asynccontextmanager
@@ -109,14 +107,14 @@ async def running_prometheus(workdir: Path, rule_files: list[Path]) -> AsyncIter
 async def _until_ready(
     client: httpx.AsyncClient, url: str, process: asyncio.subprocess.Process, log: Path
 ) -> None:
-    async with asyncio.timeout(30):
-        while True:
-            if process.returncode is not None:
-                said = log.read_text()  # noqa: ASYNC240 - it died: nothing else is running
-                raise AssertionError(f"prometheus exited {process.returncode}: {said}")
-            try:
-                if (await client.get(f"{url}/-/ready")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass  # not listening yet
-            await asyncio.sleep(0.1)
+
+    async def ready() -> bool:
+        if process.returncode is not None:
+            said = log.read_text()  # noqa: ASYNC240 - it died: nothing else is running
+            raise AssertionError(f"prometheus exited {process.returncode}: {said}")
+        try:
+            return (await client.get(f"{url}/-/ready")).status_code == 200
+        except httpx.TransportError:
+            return False  # not listening yet
+
+    await until(ready, "prometheus ready", 30, every=0.1)

@@ -21,6 +21,7 @@ import yaml
 from prober.lab.run import LabOptions, LabResult, profile_for, run_lab
 from tests.deploy.manifests import DEPLOY, dashboard_queries, grafana_expanded
 from tests.deploy.prometheus_server import Prometheus, running_prometheus
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -59,9 +60,7 @@ async def scraped_lab(prometheus: Prometheus, tmp_path: Path, scenario: str) -> 
     start = time.time()
     lab = asyncio.create_task(run_lab(lab_options(scenario), out, say=None), name=scenario)
     daemon = out / "daemon.json"
-    async with asyncio.timeout(60):
-        while not daemon.exists() and not lab.done():  # noqa: ASYNC110 - a file, no event
-            await asyncio.sleep(0.05)
+    await until(lambda: daemon.exists() or lab.done(), "the lab's daemon.json", 60)
     if lab.done():
         await lab  # it failed before its daemon listened: raise why
     port = json.loads(daemon.read_text())["metrics_port"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import ssl
@@ -92,13 +91,6 @@ async def start_server(base_options: ApiServerOptions) -> AsyncIterator[StartSer
     yield start
     for server in started:
         await server.kill()
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll a condition on the event loop until it holds (for states with no event to await)."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - the states polled here have no event
-            await asyncio.sleep(0.01)
 
 
 AUDIT_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")

@@ -8,9 +8,6 @@ from typing import Any
 import pytest
 
 from tests.reliability.harness import Account
-from tests.support.fixtures import certs, tls_server, token_file
-
-__all__ = ["certs", "tls_server", "token_file"]
 
 ACCOUNTS: list[Account] = []
 NOTES: list[str] = []

@@ -16,11 +16,10 @@ numbers, which also land in the table at the end of the pytest run (see `conftes
 
 from __future__ import annotations
 
-import asyncio
 import re
 import signal
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prober.core.models import Sample, Summary
 from tests.support.daemon_process import DaemonProcess
 from tests.support.replay import read_log
+from tests.support.waiting import until
 
 FAST = (
     "--interval=25ms",  # 4x the default rate: two workers, a sample every 12.5 ms per stream
@@ -195,7 +195,7 @@ class FaultDaemon:
             seen = await self.total(name, **labels)
             return seen >= at_least
 
-        await until_async(check, f"{what} ({name} {labels} >= {at_least})")
+        await until(check, f"{what} ({name} {labels} >= {at_least})")
 
     async def results_since(self, before: dict[str, float]) -> dict[str, float]:
         now = await self.results()
@@ -246,16 +246,6 @@ def account(fault: str, events: Path, stopped: dict[str, Any], rss: float, did: 
 
 def failed_audit_ids(events: Path) -> set[str]:
     return {s.audit_id for s in read_log(events).of(Sample) if s.error is not None}
-
-
-async def until_async(check: Callable[[], Any], what: str, timeout: float = 15) -> None:
-    """`tests.support.waiting.until` for conditions that need an await (a scrape)."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not await check():  # noqa: ASYNC110 - a scrape signals nothing
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
 __all__ = ["Account", "FaultDaemon", "account", "failed_audit_ids"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from prober.core.models import ErrorClass, Sample, StreamId
-from tests.core.synthetic import go_rounded
 from tests.factories import sample
+from tests.support.synthetic import go_rounded
 
 DUR = 0.02  # every request takes 20 ms
 

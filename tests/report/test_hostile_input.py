@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from prober.cli import main
-from tests.audit import auditlog
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
+from tests.support import auditlog
 
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "1" * 400

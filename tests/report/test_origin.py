@@ -25,7 +25,7 @@ from prober.report.origin_timeline import disruption_line
 from prober.report.origin_types import BACKEND_PREFIX, backend_name, parse_backend_name
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
-from tests.report.warehouse import WAREHOUSE
+from tests.support.warehouse import WAREHOUSE
 
 FIXTURES = Path(__file__).parent / "origin"
 STAMP = "20261130-100000"  # the rollout's start, tests/report/daemonlog.py START

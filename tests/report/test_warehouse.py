@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from prober.cli import main
-from tests.report.warehouse import (
+from tests.support.warehouse import (
     FIRST_START,
     as_bq_json,
     load_rows,

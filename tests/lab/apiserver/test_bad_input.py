@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.lab.apiserver.rawclient import PREFACE, RawH2, open_tls
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, wait_until
+from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.support.waiting import until
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -83,7 +84,7 @@ async def test_an_invalid_http2_preface_closes_the_connection(
     answer = await read_all(reader)
     assert b"HTTP/1.1" not in answer  # no HTTP/1.1 answer on an HTTP/2 connection
     writer.close()
-    await wait_until(lambda: "protocol-error" in closed_reasons(running))
+    await until(lambda: "protocol-error" in closed_reasons(running))
     await still_serving(running, certs)
 
 
@@ -97,7 +98,7 @@ async def test_stalled_headers_are_cut_off_while_others_are_served(
     await still_serving(running, certs)
     assert await read_all(reader) == b""
     assert b"HTTP" not in await read_all(silent_reader)  # its SETTINGS, then EOF
-    await wait_until(lambda: closed_reasons(running).count("read-header-timeout") == 2)
+    await until(lambda: closed_reasons(running).count("read-header-timeout") == 2)
     writer.close()
     silent_writer.close()
     await still_serving(running, certs)
@@ -141,11 +142,11 @@ async def test_a_client_vanishing_mid_response_is_forgotten(
     assert server.open_watches() == 2
     reset_on_close(writer)
     reset_on_close(raw.writer)
-    await wait_until(lambda: server.open_watches() == 0 and not server.connections)
+    await until(lambda: server.open_watches() == 0 and not server.connections)
     # And a client that sends a request and leaves before its answer.
     _gone_reader, gone_writer = await open_tls(running.ports.port, certs.ca, ["http/1.1"])
     gone_writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
     reset_on_close(gone_writer)
-    await wait_until(lambda: not server.connections)
+    await until(lambda: not server.connections)
     await still_serving(running, certs)
     assert server.app.in_flight == 0

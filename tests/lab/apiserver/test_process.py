@@ -19,6 +19,7 @@ from prober.core.header import apiserver_id
 from tests.lab.apiserver.rawclient import RawH2
 from tests.lab.apiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
 from tests.lab.conftest import TOKEN, LabCerts, read_audit, read_truth
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
 API = "/api/v1/namespaces/default"
@@ -39,13 +40,11 @@ class Process:
         return f"https://127.0.0.1:{self.port}{path}"
 
     async def wait_truth(self, event: str, timeout: float = 15.0) -> dict:
-        async with asyncio.timeout(timeout):
-            while True:
-                if self.truth.exists():
-                    for record in read_truth(self.truth):
-                        if record["event"] == event:
-                            return record
-                await asyncio.sleep(0.02)
+        def found() -> dict | None:
+            records = read_truth(self.truth) if self.truth.exists() else []
+            return next((r for r in records if r["event"] == event), None)
+
+        return await until(found, f"a {event} truth record", timeout)
 
     async def curl(self, *args: str) -> tuple[int, str]:
         return await run("curl", "-sS", "-i", "--cacert", str(self.certs.ca), *args)

@@ -15,7 +15,8 @@ from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_h
 from prober.lab.apiserver import Signal
 from tests.lab.apiserver.rawclient import RawH2, open_tls
 from tests.lab.apiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit, wait_until
+from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit
+from tests.support.waiting import until
 
 API = "/api/v1/namespaces/default"
 WATCH = "/api/v1/namespaces?watch=true"
@@ -163,7 +164,7 @@ async def test_without_retry_after_the_listener_closes_and_in_flight_streams_com
     writer.write(f"GET {API} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n".encode())
     async with clients(running, certs) as by_mode:
         assert (await by_mode["http1", "reused"].get(API)).status_code == 200
-        await wait_until(lambda: server.app.in_flight == 1 and len(server.connections) == 3)
+        await until(lambda: server.app.in_flight == 1 and len(server.connections) == 3)
 
         server.begin_shutdown()
         await clock.advance(4.0)
