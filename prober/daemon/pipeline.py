@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from prober.core.compaction import Compactor
-from prober.core.disruption import DisruptionStarted, DisruptionTracker
+from prober.core.disruption import DisruptionStarted
 from prober.core.gaps import GapStats
 from prober.core.models import (
     Interval,
@@ -34,7 +34,8 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.pace import PaceTracker
-from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownTracker, WindowOpened
+from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
+from prober.core.trackers import Trackers
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +94,10 @@ class Pipeline:
         on_pace: Callable[[PaceChange], None] | None = None,
         max_open: int = DEFAULT_MAX_OPEN,
     ) -> None:
-        self.disruption = DisruptionTracker()
-        # Defaults otherwise: analyze replays the same.
-        self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
-        for stream in streams:
-            self.shutdown.add_stream(stream)
+        # Defaults otherwise: analyze replays the same trackers.
+        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
+        self.disruption = self.trackers.disruption
+        self.shutdown = self.trackers.shutdown
         self._compactor = Compactor()
         self._sinks = list(sinks)
         self._run_start = run_start
@@ -123,8 +123,8 @@ class Pipeline:
             self.feed(self.queue.get_nowait())
 
     def feed(self, sample: Sample) -> None:
-        events = [*self.disruption.feed(sample), *self.shutdown.feed(sample)]
-        kept = self._compactor.select(sample, events, self.shutdown.open_hosts)
+        events = self.trackers.feed(sample)
+        kept = self._compactor.select(sample, events, self.trackers.open_hosts)
         gaps = self._count(sample)
         self.fed += 1
         observed = Observed(sample, gaps)
@@ -172,11 +172,8 @@ class Pipeline:
 
     def close(self, t: float) -> Summary:
         """End of run at run time `t`: close what is open, then the final summary."""
-        ts = rfc3339(self._wall_start + t)
-        for interval in self.disruption.close(t, ts):
-            self._emit(interval)
-        for window in self.shutdown.close(t):
-            self._emit(window)
+        for record in self.trackers.close(t, rfc3339(self._wall_start + t)):
+            self._emit(record)
         return self.summary(t)
 
     def now(self) -> float:

@@ -3,10 +3,11 @@
 A log without samples (`event_log_stdout: compact`) is taken as the daemon measured it.
 
 The daemon logs only the samples the trackers need (`core.compaction`), so feeding them in file
-order to fresh trackers, registered with the run record's streams and closed at the end of the
-run, must give back the daemon's own `interval` and `window` records exactly. Where it does not,
-the log was damaged or the daemon and this reader disagree: each difference becomes a warning
-naming the stream or the host, and the replayed records are what the report uses.
+order to fresh trackers (`core.trackers.Trackers`, the daemon's own wiring), registered with the
+run record's streams and closed at the end of the run, must give back the daemon's own
+`interval` and `window` records exactly. Where it does not, the log was damaged or the daemon
+and this reader disagree: each difference becomes a warning naming the stream or the host, and
+the replayed records are what the report uses.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from prober.core.disruption import DisruptionTracker
 from prober.core.models import (
     Interval,
     RunRecord,
@@ -27,7 +27,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
-from prober.core.shutdown import ShutdownTracker
+from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
 
@@ -54,18 +54,19 @@ def replay(log: RunLog) -> Replay:
     if not log.samples:
         return measured(log)
     nodes = {w.host: w.node for w in log.windows if w.node}
-    disruption = DisruptionTracker()
-    shutdown = ShutdownTracker(node_of=nodes.get)
-    for stream in streams:
-        shutdown.add_stream(stream)
+    trackers = Trackers(streams, node_of=nodes.get)
     intervals: list[Interval] = []
     windows: list[Window] = []
     for sample in log.samples:
-        intervals.extend(e for e in disruption.feed(sample) if isinstance(e, Interval))
-        windows.extend(e for e in shutdown.feed(sample) if isinstance(e, Window))
+        for event in trackers.feed(sample):
+            if isinstance(event, Interval):
+                intervals.append(event)
+            elif isinstance(event, Window):
+                windows.append(event)
     end_t, end_ts = run_end(log)
-    closed_intervals = disruption.close(end_t, end_ts)
-    closed_windows = shutdown.close(end_t)
+    closed = trackers.close(end_t, end_ts)
+    closed_intervals = [r for r in closed if isinstance(r, Interval)]
+    closed_windows = [r for r in closed if isinstance(r, Window)]
     warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
     if warnings:  # the daemon never closed its trackers: compare what it did log
         warnings += _compare(log, intervals, windows)
@@ -76,7 +77,7 @@ def replay(log: RunLog) -> Replay:
         intervals=tuple(intervals + closed_intervals),
         windows=tuple(windows + closed_windows),
         end_t=end_t,
-        stragglers=shutdown.stragglers,
+        stragglers=trackers.shutdown.stragglers,
         warnings=tuple(warnings),
     )
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prober.core.compaction import Compactor
-from prober.core.disruption import DisruptionTracker
 from prober.core.eventlog import encode
 from prober.core.models import (
     Interval,
@@ -31,7 +30,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
-from prober.core.shutdown import ShutdownTracker
+from prober.core.trackers import Trackers
 
 START = "2026-11-30T10:00:00.000000Z"
 
@@ -94,9 +93,8 @@ def write_daemon_log(
 ) -> LiveOutput:
     """Feed `samples` (in completion order) as the daemon does and write its event log."""
     node_map = nodes or {}
-    disruption, shutdown = DisruptionTracker(), ShutdownTracker(node_of=node_map.get)
-    for name in run.streams:
-        shutdown.add_stream(StreamId.parse(name))
+    trackers = Trackers(map(StreamId.parse, run.streams), node_of=node_map.get)
+    disruption = trackers.disruption
     compactor = Compactor()
     writer = RotatingWriter(path, run, rotate_bytes)
     out = LiveOutput()
@@ -132,8 +130,8 @@ def write_daemon_log(
         while now >= next_summary:
             writer.write(summary(next_summary))
             next_summary += summary_every
-        events = [*disruption.feed(s), *shutdown.feed(s)]
-        for kept in compactor.select(s, events, shutdown.open_hosts):
+        events = trackers.feed(s)
+        for kept in compactor.select(s, events, trackers.open_hosts):
             writer.write(kept)
             out.logged_samples += 1
         emit(events)
@@ -145,8 +143,7 @@ def write_daemon_log(
     if clean_end:
         end = end_t if end_t is not None else now + 0.5
         end_ts = rfc3339(parse_rfc3339(run.ts) + end)
-        emit(disruption.close(end, end_ts))
-        emit(shutdown.close(end))
+        emit(trackers.close(end, end_ts))
         writer.write(summary(end))
     writer.close()
     out.segments = writer.segments

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prober.common.segments import read_lines
-from prober.core.disruption import DisruptionTracker
 from prober.core.eventlog import EventLogReader
 from prober.core.models import Interval, Record, RunRecord, Sample, StreamId, Summary, Window
-from prober.core.shutdown import ShutdownTracker
+from prober.core.trackers import Trackers
 
 
 @dataclass
@@ -33,20 +32,10 @@ def replay(log: Log) -> tuple[list[Interval], list[Window]]:
     """The intervals and windows the logged samples give, closed at the final summary."""
     run = log.of(RunRecord)[0]
     nodes = {w.host: w.node for w in log.of(Window)}
-    disruption = DisruptionTracker()
-    shutdown = ShutdownTracker(node_of=nodes.get)
-    for name in run.streams:
-        shutdown.add_stream(StreamId.parse(name))
-    intervals: list[Interval] = []
-    windows: list[Window] = []
-    for sample in log.of(Sample):
-        for event in [*disruption.feed(sample), *shutdown.feed(sample)]:
-            if isinstance(event, Interval):
-                intervals.append(event)
-            elif isinstance(event, Window):
-                windows.append(event)
+    trackers = Trackers(map(StreamId.parse, run.streams), node_of=nodes.get)
+    records = [e for sample in log.of(Sample) for e in trackers.feed(sample)]
     final = log.of(Summary)[-1]
-    end_ts = final.ts
-    intervals += disruption.close(final.t, end_ts)
-    windows += shutdown.close(final.t)
-    return intervals, windows
+    records += trackers.close(final.t, final.ts)
+    return [r for r in records if isinstance(r, Interval)], [
+        r for r in records if isinstance(r, Window)
+    ]

@@ -1,0 +1,43 @@
+"""The core trackers, wired once: what the daemon's pipeline and `prober analyze`'s replay
+both feed, so that "the replay reproduces the daemon" holds by construction.
+
+Each sample goes to the disruption tracker, then to the shutdown tracker, and their events
+come back in that order; at the end of the run open intervals close before open windows.
+Both feeders register the run's streams before the first sample (`ShutdownTracker.add_stream`)
+so that every window lists the same streams whichever samples the event log kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prober.core.disruption import DisruptionEvent, DisruptionTracker
+from prober.core.models import Interval, Sample, StreamId, Window
+from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
+
+TrackerEvent = DisruptionEvent | ShutdownEvent
+
+
+class Trackers:
+    def __init__(
+        self,
+        streams: Iterable[StreamId],
+        *,
+        node_of: Callable[[str], str | None] | None = None,
+        max_open: int = DEFAULT_MAX_OPEN,
+    ) -> None:
+        self.disruption = DisruptionTracker()
+        self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
+        for stream in streams:
+            self.shutdown.add_stream(stream)
+
+    def feed(self, sample: Sample) -> list[TrackerEvent]:
+        return [*self.disruption.feed(sample), *self.shutdown.feed(sample)]
+
+    def close(self, end_t: float, end_ts: str) -> list[Interval | Window]:
+        """End the run at `end_t`: the intervals still open, then the windows."""
+        return [*self.disruption.close(end_t, end_ts), *self.shutdown.close(end_t)]
+
+    @property
+    def open_hosts(self) -> frozenset[str]:
+        return self.shutdown.open_hosts
