@@ -1,7 +1,7 @@
 """One kube-apiserver audit log line: is it an audit Event, and did it arrive too late?
 
 Two annotations mark a request that reached an apiserver late in its graceful termination
-(reference, section 2):
+(OpenShift's carry patches to k8s.io/apiserver, and upstream's `filters/with_retry_after.go`):
 
 - `openshift.io/during-graceful`, value `loopback=<bool>,<host>,readyz=false`: the request came
   on a connection accepted after 80 % of the shutdown delay. Its presence is the verdict.

@@ -2,7 +2,7 @@
 
 Each layer raises its own subclass (a bad config, a log that cannot be read, a cluster that
 cannot be reached) with a message that is one line naming the file, field or value. The
-command line catches `UserError` once, at its top (`prober.cli.main`): it prints
+command line catches `UserError` once, at its top (`prober.cli.dispatch`): it prints
 `prober <command>: <message>` and exits 2. Nothing below the top prints such an error.
 """
 

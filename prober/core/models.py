@@ -1,7 +1,7 @@
 """The records that travel from the probe to the trackers, the sinks and the event log.
 
 Every record is a frozen dataclass whose fields are exactly the event-log fields of its kind
-(design, "Event log (JSON Lines, schema v1)"), so the codec can be written once for all of them.
+(docs/ARCHITECTURE.md, "The event log"), so the codec can be written once for all of them.
 Times: `t` fields are seconds since run start on a monotonic clock (request start for samples);
 `ts` fields are RFC 3339 UTC strings made by whoever read the wall clock.
 """

@@ -1,2 +1,3 @@
 """The long-running prober: supervised tasks, scheduler, pipeline, metrics, HTTP endpoints,
-event-log writer, logging. `main.run` is what `prober run` calls."""
+event-log writer, logging. `commands.run_command` is what `prober run` calls; it runs
+`app.Daemon.run` (docs/ARCHITECTURE.md, section 2)."""

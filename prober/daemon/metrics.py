@@ -1,6 +1,7 @@
-"""Every Prometheus metric of the daemon, created here on an injected registry (design,
-"Prometheus metrics"). Constant labels (`platform` and the configured ones) come first on
-every metric. Label children are cached: `labels()` costs more than the increment.
+"""Every Prometheus metric of the daemon, created here on an injected registry (their names
+and labels: docs/ARCHITECTURE.md, "Metrics"). Constant labels (`platform` and the configured
+ones) come first on every metric. Label children are cached: `labels()` costs more than the
+increment.
 """
 
 from __future__ import annotations

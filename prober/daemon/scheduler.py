@@ -17,7 +17,7 @@ The gaps are jittered: each is drawn uniformly from [1 - JITTER, 1 + JITTER] tim
 Periodic probes through a round-robin LB lock into phase with its rotation: in a lab run one
 stream met only one of three servers for 84 requests in a row, and so never saw the others
 shut down. With random gaps every request lands on any server in rotation, which is what the
-bound on a reaction through a balancing LB assumes (`core.shutdown`).
+bound on a reaction through a balancing LB assumes (`core.reaction`).
 """
 
 from __future__ import annotations

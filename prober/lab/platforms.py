@@ -1,4 +1,4 @@
-"""Each platform's shutdown window and load balancers, as the reference describes them.
+"""Each platform's shutdown window and load balancers, as the clouds and the operator set them.
 
 A profile is data: how long the apiserver delays its shutdown (cluster-kube-apiserver-operator's
 per-platform values) and, per LB, how it health-checks `/readyz` and what it does to established

@@ -2,7 +2,8 @@
 
 The apiserver flags connections accepted after 80 % of its shutdown delay as late, and it stops
 serving when the delay ends. OpenShift sized GCP's delay as `worst late arrival / 0.8 + buffer`
-(reference section 3: late requests seen at 67 s -> 67 / 0.8 + 10 = 93.75 -> 95 s). We apply the
+(cluster-kube-apiserver-operator's `observe_termination_duration.go`: late requests seen at
+67 s -> 67 / 0.8 + 10 = 93.75 -> 95 s). We apply the
 same rule to the measured history: worst late arrival = the P99 of the reaction over the
 platform's LBs and protocols, taken separately for new and for reused connections, plus a
 buffer (10 s, as GCP's), rounded up to 5 s. Only usable history (enough runs) counts.

@@ -1,6 +1,6 @@
-"""`summary.json`: what one run measured, in the design's shape (schema v2).
+"""`summary.json`: what one run measured (schema v2; docs/ARCHITECTURE.md, "summary.json").
 
-    {"v": 2, "run_id", "platform",
+    {"v": 2, "run_id", "platform", "started",
      "windows": [{"host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by",
                   "streams": [{"stream", "lb", "protocol", "connection", "late",
                                "max_elapsed", "reaction", "reaction_lo", "reaction_hi",
@@ -14,7 +14,7 @@
                 "disruption_seconds"}]}
 
 `reaction` is null where no late request was seen. `reaction_lo`/`reaction_hi` bound the true
-reaction from the sampling (seconds after T0, see `core.shutdown`): lo is null without a late
+reaction from the sampling (seconds after T0, see `core.reaction`): lo is null without a late
 request, hi null when nothing after the last late request showed the LB had stopped;
 `bound_by` names what set hi (`failure`, `restarted`, `sampling`) or is null. An interval's
 `start_lo`..`start_hi` and `end_lo`..`end_hi` bound its true edges in run seconds, like

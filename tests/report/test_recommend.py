@@ -15,7 +15,8 @@ from prober.report.thresholds import Entry, Thresholds, to_document
 
 
 def test_the_rule_reproduces_openshifts_gcp_value() -> None:
-    # reference section 3: late requests at 67 s; 0.8 x delay >= 67 s plus a 10 s buffer: 95 s
+    # The operator's GCP sizing (observe_termination_duration.go): late requests at 67 s;
+    # 0.8 x delay >= 67 s plus a 10 s buffer: 95 s
     assert delay_for(67.0) == 95.0
     assert delay_for(24.0) == 40.0  # exactly on a step stays there
     assert delay_for(24.01) == 45.0

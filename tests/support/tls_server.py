@@ -367,7 +367,7 @@ class TLSServer:
         if mode == "goaway_answer":
             # What Go's `srv.Shutdown` does: GOAWAY (NO_ERROR) naming this stream as the last
             # it takes, then its answer. h2 answers no stream after its own GOAWAY, so the
-            # frame is written by hand (`../shared/reference.md`).
+            # frame is written by hand (RFC 9113 6.8).
             w.write(conn.data_to_send() + goaway_frame(0, stream_id))
             body = BODY.encode()
             headers = [(":status", str(self.plan.status)), *self._response_headers()]

@@ -1,8 +1,8 @@
 """Graceful termination as k8s.io/apiserver sequences it, apart from any socket.
 
-The signals fire in upstream order (reference, section 2). What each phase does to
-connections is asked of a `Drainer` (the server), and every wait goes through the injected
-`Clock`, so the whole sequence runs under a manual clock in unit tests.
+The signals fire in upstream order (k8s.io/apiserver `pkg/server/lifecycle_signals.go`). What
+each phase does to connections is asked of a `Drainer` (the server), and every wait goes through
+the injected `Clock`, so the whole sequence runs under a manual clock in unit tests.
 
     ShutdownInitiated -> TerminationPreShutdownHooksFinished -> (delay)
     -> AfterShutdownDelayDuration -> NotAcceptingNewRequest

@@ -2,7 +2,7 @@
 code of the probe that does I/O, and where OSError and ssl.SSLError become `WireError`s.
 
 An asyncio `Protocol`, not streams: every request costs a few callbacks and no extra tasks,
-which is most of the difference between httpx and the floor (`../shared/reference.md`).
+which is most of the difference between httpx and the floor (`bench/daemon_cpu.py`).
 The facts a sample reports come from here: when the request reached the network
 (`on_wire`: after the name lookup, as the TCP connect starts; for a kept connection, when the
 request is written), the local and peer addresses, the protocol spoken.
