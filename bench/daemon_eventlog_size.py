@@ -85,9 +85,8 @@ def make_sample(stream: StreamId, t: float, n: int, events: list[tuple[float, st
         elapsed = float(round(t - t0)) if late and t0 is not None else 0.0
         header = ShutdownHeader(late, DELAY, elapsed, host)
     return Sample(
-        ts=rfc3339(WALL0 + t), t=round(t, 6), dur=0.0042, stream=stream.name,
-        target=stream.target, lb=stream.lb, protocol=stream.protocol,
-        connection=stream.connection, reused=stream.connection is Connection.REUSED,
+        ts=rfc3339(WALL0 + t), t=round(t, 6), dur=0.0042, stream_id=stream,
+        reused=stream.connection is Connection.REUSED,
         http_version="HTTP/2" if stream.protocol is Protocol.HTTP2 else "HTTP/1.1",
         status=status, error=error, detail=detail, shutdown=header,
         audit_id=f"5f0c2a4e-8b1d-4c3a-9e7f-{n:012d}", local_port=40000 + n % 20000,

@@ -40,17 +40,14 @@ import bisect
 from collections import deque
 from dataclasses import dataclass, field
 
-from prober.core.models import LB, Connection, ErrorClass, Interval, Protocol, Sample
+from prober.core.models import ErrorClass, Interval, OfStream, Sample, StreamId
 
 
 @dataclass(frozen=True, slots=True)
-class DisruptionStarted:
+class DisruptionStarted(OfStream):
     """An interval just opened (for a log line and a metric); its close comes as an `Interval`."""
 
-    stream: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
+    stream_id: StreamId
     start_t: float
     start_ts: str
     error: ErrorClass
@@ -74,10 +71,7 @@ class _Open:
     def close(self, end_t: float, end_ts: str, end_hi: float | None) -> Interval:
         s = self.started
         return Interval(
-            stream=s.stream,
-            lb=s.lb,
-            protocol=s.protocol,
-            connection=s.connection,
+            stream_id=s.stream_id,
             start_t=s.start_t,
             end_t=max(end_t, s.start_t),
             start_ts=s.start_ts,
@@ -194,10 +188,7 @@ class DisruptionTracker:
         witness = newest.t if newest is not None and newest.t < sample.t else None
         lows = [t for t in (previous, witness) if t is not None]
         started = DisruptionStarted(
-            stream=sample.stream,
-            lb=sample.lb,
-            protocol=sample.protocol,
-            connection=sample.connection,
+            stream_id=sample.stream_id,
             start_t=start_t,
             start_ts=sample.ts,
             error=sample.error,

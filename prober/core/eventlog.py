@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from prober.core import strictjson
-from prober.core.models import RECORD_TYPES, Record
+from prober.core.models import RECORD_TYPES, Record, StreamId, StreamNameError
 
 SCHEMA_VERSION = 1
 MAX_PROBLEMS_KEPT = 100
@@ -52,7 +52,15 @@ def _to_json(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        body: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            keys = f.metadata.get("keys")
+            if keys is None:
+                body[f.name] = _to_json(getattr(value, f.name))
+            else:  # a stream identity, written as its name and the fields beside it
+                stream: StreamId = getattr(value, f.name)
+                body.update((key, stream.value_of(key)) for key in keys)
+        return body
     if isinstance(value, tuple | list):
         return [_to_json(v) for v in value]
     if isinstance(value, Mapping):
@@ -113,11 +121,32 @@ def _dataclass_from_json(cls: type[Any], value: Any, where: str) -> Any:
     _expect(isinstance(value, dict), where, "an object", value)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.name in value:
+        keys = f.metadata.get("keys")
+        if keys is not None:
+            kwargs[f.name] = _stream_from_json(keys, value, where)
+        elif f.name in value:
             kwargs[f.name] = _from_json(_hints(cls)[f.name], value[f.name], f"{where}.{f.name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise EventLogError(f"{where}: missing field {f.name!r}")
     return cls(**kwargs)
+
+
+def _stream_from_json(keys: tuple[str, ...], value: dict[str, Any], where: str) -> StreamId:
+    """The identity from its name; each field written beside the name must agree with it."""
+    for key in keys:
+        if key not in value:
+            raise EventLogError(f"{where}: missing field {key!r}")
+    name = _scalar(str, value["stream"], f"{where}.stream")
+    try:
+        stream = StreamId.parse(name)
+    except StreamNameError as exc:
+        raise EventLogError(f"{where}.stream: {exc}") from None
+    hints = _hints(StreamId)
+    for key in keys[1:]:
+        written = _from_json(hints[key], value[key], f"{where}.{key}")
+        if written != getattr(stream, key):
+            raise EventLogError(f"{where}.{key}: {written!s} is not the {key} of stream {name}")
+    return stream
 
 
 def _scalar(tp: Any, value: Any, where: str) -> Any:

@@ -83,6 +83,15 @@ class StreamNameError(ValueError):
     """A string that is not `<target>-<protocol>-<lb>-<connection>-connections`."""
 
 
+# How a record's `stream_id` is written: its name as `stream`, then the fields of the identity
+# that record kind has always carried beside it (the codec reads them back and checks that
+# they agree with the name). One identity on the record; the log's bytes are unchanged.
+WITH_TARGET: dict[str, tuple[str, ...]] = {
+    "keys": ("stream", "target", "lb", "protocol", "connection")
+}
+WITHOUT_TARGET: dict[str, tuple[str, ...]] = {"keys": ("stream", "lb", "protocol", "connection")}
+
+
 @dataclass(frozen=True, slots=True)
 class StreamId:
     """target x protocol x LB x connection mode: one independently tracked series of samples."""
@@ -95,6 +104,21 @@ class StreamId:
     @property
     def name(self) -> str:
         return f"{self.target}-{self.protocol}-{self.lb}-{self.connection}-connections"
+
+    @property
+    def key(self) -> tuple[LB, Protocol, Connection]:
+        """What metrics, thresholds and verdicts key on: a target is one per cluster."""
+        return (self.lb, self.protocol, self.connection)
+
+    def fields(self, keys: tuple[str, ...] = WITHOUT_TARGET["keys"]) -> dict[str, str]:
+        """The identity as a log line or the event log spells it out: name first."""
+        return {key: self.value_of(key) for key in keys}
+
+    def value_of(self, key: str) -> str:
+        """A field of the identity as the event log writes it: `stream` is the name."""
+        if key == "stream":
+            return self.name
+        return str(getattr(self, key))
 
     @classmethod
     def parse(cls, name: str) -> StreamId:
@@ -114,6 +138,33 @@ class StreamId:
         )
 
 
+class OfStream:
+    """What every record of one stream derives from its `stream_id`."""
+
+    __slots__ = ()
+    stream_id: StreamId
+
+    @property
+    def stream(self) -> str:
+        return self.stream_id.name
+
+    @property
+    def target(self) -> str:
+        return self.stream_id.target
+
+    @property
+    def lb(self) -> LB:
+        return self.stream_id.lb
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.stream_id.protocol
+
+    @property
+    def connection(self) -> Connection:
+        return self.stream_id.connection
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     KIND: ClassVar[str] = "run"
@@ -125,18 +176,14 @@ class RunRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(OfStream):
     """One request's outcome. `t` is when it was sent, `dur` how long until it ended."""
 
     KIND: ClassVar[str] = "sample"
     ts: str
     t: float
     dur: float
-    stream: str
-    target: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
+    stream_id: StreamId = field(metadata=WITH_TARGET)
     reused: bool | None  # observed, not asked for; None when the client could not tell
     http_version: str | None
     status: int | None
@@ -172,14 +219,11 @@ class Sample:
 
 
 @dataclass(frozen=True, slots=True)
-class Interval:
+class Interval(OfStream):
     """A closed disruption interval of one stream: first failure to first later success."""
 
     KIND: ClassVar[str] = "interval"
-    stream: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
+    stream_id: StreamId = field(metadata=WITHOUT_TARGET)
     start_t: float
     end_t: float
     start_ts: str
@@ -199,13 +243,10 @@ class Interval:
 
 
 @dataclass(frozen=True, slots=True)
-class WindowStream:
+class WindowStream(OfStream):
     """What one stream saw of one shutdown window."""
 
-    stream: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
+    stream_id: StreamId = field(metadata=WITHOUT_TARGET)
     late: int
     max_elapsed: float | None
     last_late_t: float | None

@@ -53,7 +53,6 @@ from prober.core.models import (
     ClosedBy,
     Connection,
     ErrorClass,
-    Protocol,
     Sample,
     StreamId,
     Window,
@@ -118,7 +117,6 @@ class _OpenWindow:
 
 
 ShutdownEvent = WindowOpened | Window
-_StreamKey = tuple[str, LB, Protocol, Connection]  # target first
 
 
 class ShutdownTracker:
@@ -138,7 +136,7 @@ class ShutdownTracker:
         self._open: dict[str, _OpenWindow] = {}
         self._closed_t0: dict[str, tuple[float, float]] = {}
         self._false_since: dict[str, float] = {}
-        self._streams: dict[str, _StreamKey] = {}
+        self._streams: dict[str, StreamId] = {}
         self._failures: dict[str, deque[float]] = {}
         self._newest_failure = -math.inf
         self.stragglers = 0
@@ -149,8 +147,7 @@ class ShutdownTracker:
         return frozenset(self._open)
 
     def feed(self, sample: Sample) -> list[ShutdownEvent]:
-        key = (sample.target, sample.lb, sample.protocol, sample.connection)
-        self._streams.setdefault(sample.stream, key)
+        self._streams.setdefault(sample.stream, sample.stream_id)
         events: list[ShutdownEvent] = list(self._close_expired(sample.t))
         if sample.failed:
             self._note_failure(sample)
@@ -204,16 +201,15 @@ class ShutdownTracker:
     def settled(self, stream: str) -> bool:
         """Whether every open window has bounded this stream's reaction (`core.reaction`):
         while one has not, it is worth sampling at the window rate."""
-        key = self._streams.get(stream)
-        if key is None:
+        known = self._streams.get(stream)
+        if known is None:
             return not self._open
-        target, lb, _, connection = key
         for window in self._open.values():
             seen = window.seen.get(stream)
-            rotation = window.rotations.get((target, lb))
+            rotation = window.rotations.get((known.target, known.lb))
             if seen is None or rotation is None:
                 return False  # nothing of it since the window opened
-            reused = connection is Connection.REUSED
+            reused = known.connection is Connection.REUSED
             if not seen.settled(rotation, window.host, reused, window.bounds()[0]):
                 return False
         return True
@@ -223,8 +219,7 @@ class ShutdownTracker:
 
         The daemon registers its configured streams and `analyze` the run record's, so that
         both list the same streams whichever samples the event log kept."""
-        key = (stream.target, stream.lb, stream.protocol, stream.connection)
-        self._streams.setdefault(stream.name, key)
+        self._streams.setdefault(stream.name, stream)
 
     def close(self, end_t: float) -> list[Window]:
         """End the run: windows past their deadline close as timeouts, the rest as `end`."""
@@ -311,21 +306,18 @@ class ShutdownTracker:
     def _stream_result(
         self, name: str, window: _OpenWindow, t0s: tuple[float, float, float], end_t: float
     ) -> WindowStream:
-        target, lb, protocol, connection = self._streams[name]
+        stream = self._streams[name]
         lo, t0, hi = t0s
         seen = window.seen.get(name) or StreamReaction()
         failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
         last = seen.last_late_t
         reaction = None if last is None else last - t0
-        rotation = window.rotations.get((target, lb), Rotation())
+        rotation = window.rotations.get((stream.target, stream.lb), Rotation())
         witness = seen.witness(rotation, window.host, lo)
-        if connection is Connection.REUSED and last is None:
+        if stream.connection is Connection.REUSED and last is None:
             witness = None  # its kept connections were all elsewhere: no reaction to bound
         return WindowStream(
-            stream=name,
-            lb=lb,
-            protocol=protocol,
-            connection=connection,
+            stream_id=stream,
             late=seen.late,
             max_elapsed=seen.max_elapsed,
             last_late_t=seen.last_late_t,

@@ -42,10 +42,7 @@ class LogSink:
         elif isinstance(event, DisruptionStarted):
             self._log.warning(
                 "disruption_started",
-                stream=event.stream,
-                lb=event.lb.value,
-                protocol=event.protocol.value,
-                connection=event.connection.value,
+                **event.stream_id.fields(),
                 error=event.error.value,
                 detail=event.detail,
                 t=event.start_t,
@@ -53,10 +50,7 @@ class LogSink:
         elif isinstance(event, Interval):
             self._log.warning(
                 "disruption_ended",
-                stream=event.stream,
-                lb=event.lb.value,
-                protocol=event.protocol.value,
-                connection=event.connection.value,
+                **event.stream_id.fields(),
                 error=event.error.value,
                 seconds=round(event.seconds, 3),
                 samples=event.samples,

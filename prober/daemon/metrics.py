@@ -183,7 +183,7 @@ class Metrics:
     def register_streams(self, streams: Iterable[StreamId]) -> None:
         """Export every stream's series from the start, at zero."""
         for stream in streams:
-            key = (stream.lb, stream.protocol, stream.connection)
+            key = stream.key
             self._keys.append(key)
             self._stream_keys[stream.name] = key
             self._child(self.requests, *key, "success")
@@ -236,7 +236,7 @@ class Metrics:
 
     def observe(self, observed: Observed) -> None:
         sample = observed.sample
-        key = (sample.lb, sample.protocol, sample.connection)
+        key = sample.stream_id.key
         result = sample.error.value if sample.error is not None else "success"
         self._child(self.requests, *key, result).inc()
         self._child(self.duration, *key).observe(sample.dur)
@@ -256,10 +256,10 @@ class Metrics:
 
     def event(self, event: Event) -> None:
         if isinstance(event, Skipped):
-            key = (event.stream.lb, event.stream.protocol, event.stream.connection)
+            key = event.stream.key
             self._child(self.skipped, *key, event.reason).inc(event.count)
         elif isinstance(event, Interval):
-            key = (event.lb, event.protocol, event.connection)
+            key = event.stream_id.key
             self._child(self.disruption_seconds, *key).inc(event.seconds)
             self._child(self.disruption_intervals, *key, event.error).inc()
         elif isinstance(event, WindowOpened):
@@ -268,7 +268,7 @@ class Metrics:
             self._child(self.shutting_down, self._apiserver(event.host)).set(0)
             self._child(self.windows, self._apiserver(event.host), event.closed_by).inc()
             for seen in event.streams:
-                key = (seen.lb, seen.protocol, seen.connection)
+                key = seen.stream_id.key
                 if seen.reaction is not None:
                     self._child(self.readiness_violation, *key).observe(seen.reaction)
                 for side, value in (("lo", seen.reaction_lo), ("hi", seen.reaction_hi)):

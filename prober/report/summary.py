@@ -139,7 +139,7 @@ def _window(w: Window) -> WindowEntry:
         "closed_by": w.closed_by.value,
         "streams": [
             {
-                **_ids(StreamId.parse(ws.stream)),
+                **_ids(ws.stream_id),
                 "late": ws.late,
                 "max_elapsed": ws.max_elapsed,
                 "reaction": ws.reaction,
@@ -154,20 +154,16 @@ def _window(w: Window) -> WindowEntry:
 
 
 def _ids(stream: StreamId) -> StreamFields:
-    return {
-        "stream": stream.name,
-        "lb": stream.lb.value,
-        "protocol": stream.protocol.value,
-        "connection": stream.connection.value,
-    }
+    return cast(StreamFields, stream.fields())
 
 
 def _stream_ids(log: RunLog, result: Replay) -> list[StreamId]:
     """The run record's streams, then any other stream the log has samples of."""
     names = dict.fromkeys(log.run.streams)
-    names.update(dict.fromkeys(s.stream for s in log.samples))
-    names.update(dict.fromkeys(i.stream for i in result.intervals))
-    return [StreamId.parse(name) for name in names]
+    ids = {StreamId.parse(name): None for name in names}
+    ids.update(dict.fromkeys(s.stream_id for s in log.samples))
+    ids.update(dict.fromkeys(i.stream_id for i in result.intervals))
+    return list(ids)
 
 
 def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int], list[str]]:
@@ -200,7 +196,7 @@ def worst_entries(
     reaction: dict[Key, tuple[float, WindowStreamEntry] | None] = {}
     disruption: dict[Key, float] = {}
     for s in streams:
-        key = (s.lb, s.protocol, s.connection)
+        key = s.key
         reaction.setdefault(key, None)
         disruption[key] = max(disruption.get(key, 0.0), seconds[s.name])
     for window in windows:

@@ -43,7 +43,7 @@ SIBLING = dataclasses.replace(STREAM, protocol=Protocol.HTTP1)  # same target an
 
 
 def replace_stream(s: Sample, stream: StreamId) -> Sample:
-    return dataclasses.replace(s, stream=stream.name, protocol=stream.protocol)
+    return dataclasses.replace(s, stream_id=stream)
 
 
 REUSED = dataclasses.replace(STREAM, connection=Connection.REUSED)
@@ -52,7 +52,7 @@ REUSED = dataclasses.replace(STREAM, connection=Connection.REUSED)
 def reuse(s: Sample) -> Sample:
     """The same request on the reused stream of the same LB and protocol, over a fresh
     connection (a replacement)."""
-    return dataclasses.replace(s, stream=REUSED.name, connection=Connection.REUSED)
+    return dataclasses.replace(s, stream_id=REUSED)
 
 
 def kept(s: Sample, port: int) -> Sample:

@@ -137,10 +137,7 @@ def test_start_and_close_events_carry_what_a_log_line_needs() -> None:
     tracker = DisruptionTracker()
     (started,) = tracker.feed(fail(1, detail="dial tcp: connection refused"))
     assert started == DisruptionStarted(
-        stream=STREAM.name,
-        lb=STREAM.lb,
-        protocol=STREAM.protocol,
-        connection=STREAM.connection,
+        stream_id=STREAM,
         start_t=1.0,
         start_ts=started.start_ts,
         error=REFUSED,

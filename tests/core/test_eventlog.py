@@ -23,10 +23,7 @@ from tests.factories import STREAM, sample
 RUN = RunRecord("run-1", "2026-11-30T00:00:00.000000Z", "aws", (STREAM.name,), "0.1.0")
 LATE = sample(10.25, host="apiserver-x", late=True, elapsed=3, delay=129)
 INTERVAL = Interval(
-    STREAM.name,
-    STREAM.lb,
-    STREAM.protocol,
-    STREAM.connection,
+    STREAM,
     1.0,
     2.5,
     "a",
@@ -46,10 +43,8 @@ WINDOW = Window(
     closed_by=ClosedBy.RECOVERED,
     end_t=200.0,
     streams=(
-        WindowStream(
-            STREAM.name, STREAM.lb, STREAM.protocol, STREAM.connection, 4, 3.0, 12.0, 2.25, 1
-        ),
-        WindowStream("x", STREAM.lb, STREAM.protocol, STREAM.connection, 0, None, None, None, 0),
+        WindowStream(STREAM, 4, 3.0, 12.0, 2.25, 1),
+        WindowStream(dataclasses.replace(STREAM, target="x"), 0, None, None, None, 0),
     ),
 )
 SUMMARY = Summary(
@@ -112,7 +107,7 @@ def test_window_wire_format_is_the_contract() -> None:
         "streams",
     }
     assert obj["streams"][1] == {
-        "stream": "x",
+        "stream": "x-http2-internal-lb-new-connections",
         "lb": "internal-lb",
         "protocol": "http2",
         "connection": "new",
@@ -175,6 +170,35 @@ def test_decode_field_errors_inside_nested_records() -> None:
     obj = json.loads(encode(LATE))
     obj["status"] = True
     with pytest.raises(EventLogError, match=r"^sample.status: expected an integer, got True$"):
+        decode(json.dumps(obj))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"lb": "external-lb"}, f"sample.lb: external-lb is not the lb of stream {STREAM.name}"),
+        ({"target": "other"}, f"sample.target: other is not the target of stream {STREAM.name}"),
+        ({"lb": "nowhere"}, "sample.lb: 'nowhere' is not one of"),
+        ({"stream": "kube-api"}, "sample.stream: stream name 'kube-api' does not end in"),
+        ({"stream": 7}, "sample.stream: expected a string, got 7"),
+        ({"connection": None}, "sample.connection: None is not one of ['new', 'reused']"),
+    ],
+    ids=["lb", "target", "bad-lb", "bad-name", "name-type", "no-connection"],
+)
+def test_a_records_stream_fields_must_agree_with_its_name(change, message) -> None:
+    # One identity on the record: the fields written beside the name are read back from it,
+    # so a line whose fields and name disagree is damaged, not a second stream.
+    obj = json.loads(encode(LATE))
+    obj.update(change)
+    with pytest.raises(EventLogError) as info:
+        decode(json.dumps(obj))
+    assert str(info.value).startswith(message)
+
+
+def test_a_missing_stream_field_is_named() -> None:
+    obj = json.loads(encode(LATE))
+    del obj["protocol"]
+    with pytest.raises(EventLogError, match=r"^sample: missing field 'protocol'$"):
         decode(json.dumps(obj))
 
 

@@ -21,6 +21,7 @@ from prober.core.models import (
     RunRecord,
     Sample,
     StreamCounters,
+    StreamId,
     Summary,
     Window,
     WindowStream,
@@ -123,16 +124,20 @@ counts = st.integers(0, 2**63 - 1)
 text = st.text(max_size=20)
 maybe = st.none().__or__
 headers = st.builds(ShutdownHeader, st.booleans(), finite, finite, text)
+# Any target, dashes and all: the name must still parse back into the same identity.
+stream_identities = st.builds(
+    StreamId,
+    st.text(min_size=1, max_size=20),
+    st.sampled_from(Protocol),
+    st.sampled_from(LB),
+    st.sampled_from(Connection),
+)
 samples = st.builds(
     Sample,
     ts=text,
     t=finite,
     dur=finite,
-    stream=text,
-    target=text,
-    lb=st.sampled_from(LB),
-    protocol=st.sampled_from(Protocol),
-    connection=st.sampled_from(Connection),
+    stream_id=stream_identities,
     reused=maybe(st.booleans()),
     http_version=maybe(text),
     status=maybe(st.integers(-(2**63), 2**63 - 1)),
@@ -146,10 +151,7 @@ samples = st.builds(
 )
 window_streams = st.builds(
     WindowStream,
-    text,
-    st.sampled_from(LB),
-    st.sampled_from(Protocol),
-    st.sampled_from(Connection),
+    stream_identities,
     counts,
     maybe(finite),
     maybe(finite),
@@ -161,10 +163,7 @@ records = st.one_of(
     samples,
     st.builds(
         Interval,
-        text,
-        st.sampled_from(LB),
-        st.sampled_from(Protocol),
-        st.sampled_from(Connection),
+        stream_identities,
         finite,
         finite,
         text,

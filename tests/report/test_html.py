@@ -217,10 +217,7 @@ def test_the_tables_show_each_reaction_and_interval_with_its_bound(outputs: Path
 def _bounded_window() -> Window:
     stream = StreamId("kube-api", Protocol.HTTP1, LB.INTERNAL, Connection.NEW)
     seen = WindowStream(
-        stream.name,
-        LB.INTERNAL,
-        Protocol.HTTP1,
-        Connection.NEW,
+        stream,
         late=3,
         max_elapsed=3.0,
         last_late_t=13.0,
@@ -269,10 +266,7 @@ def test_bands_are_clamped_to_the_view_and_an_unbounded_reaction_runs_to_the_win
 def test_an_unbounded_disruption_start_runs_to_the_view_edge() -> None:
     window = _bounded_window()
     interval = Interval(
-        window.streams[0].stream,
-        LB.INTERNAL,
-        Protocol.HTTP1,
-        Connection.NEW,
+        window.streams[0].stream_id,
         15.0,
         16.0,
         "a",
