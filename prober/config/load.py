@@ -1,6 +1,7 @@
 """Load the configuration: the YAML file, then `PROBER_<KEY>` variables, then flags.
 
-Every top-level key has one parser (`fields`); a value keeps the name of where it came from
+Every top-level key is declared once, in `keys.KEYS` (its parser, flag, help and, from
+`Config`, its default); a value keeps the name of where it came from
 (`FILE: key`, `PROBER_KEY`, `--key`) so that an error names it. Environment variables that
 are not keys are ignored: Kubernetes injects `PROBER_PORT` and friends for a Service named
 `prober`.
@@ -9,104 +10,20 @@ are not keys are ignored: Kubernetes injects `PROBER_PORT` and friends for a Ser
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from prober.common.errors import UserError
-from prober.common.logs import FORMATS, LEVELS
 from prober.config import fields as f
-from prober.config.model import (
-    DEFAULT_TARGET_NAME,
-    SERVICE_ACCOUNT_DIR,
-    Config,
-    Credentials,
-    Target,
-    with_credentials,
-)
-from prober.core.models import LB, Connection, Protocol
+from prober.config.keys import PARSERS
+from prober.config.model import SERVICE_ACCOUNT_DIR, Config, Credentials, with_credentials
 
 
 class ConfigError(UserError, ValueError):
     """A configuration fault, as one line naming the file, variable or flag and the field."""
-
-
-def _targets(value: object) -> tuple[Target, ...]:
-    if isinstance(value, str):  # from PROBER_TARGETS or a flag: YAML (or JSON) text
-        value = yaml.safe_load(value)
-    if not isinstance(value, list):
-        raise f.Invalid(f"expected a list of targets, got {f.shown(value)}")
-    targets: list[Target] = []
-    for index, item in enumerate(value):
-        try:
-            target = _target(item)
-        except f.Invalid as exc:
-            raise f.Invalid(exc.problem, f"[{index}]{exc.sub}") from None
-        if any((t.name, t.lb) == (target.name, target.lb) for t in targets):
-            raise f.Invalid(f"target {target.name!r} on {target.lb} is listed twice", f"[{index}]")
-        targets.append(target)
-    return tuple(targets)
-
-
-_TARGET_KEYS: dict[str, Callable[[object], Any]] = {
-    "name": f.target_name,
-    "lb": lambda v: f.enum_value(LB, v),
-    "url": f.base_url,
-    "ca_file": f.ca_bundle,
-    "token_file": f.readable_file,
-    "server_name": f.optional_text,
-}
-
-
-def _target(item: object) -> Target:
-    raw = f.mapping(item, _TARGET_KEYS)
-    for required in ("lb", "url"):
-        if required not in raw:
-            raise f.Invalid(f"missing {required!r}")
-    values: dict[str, Any] = {"name": DEFAULT_TARGET_NAME}
-    for key, value in raw.items():
-        try:
-            values[key] = _TARGET_KEYS[key](value)
-        except f.Invalid as exc:
-            raise f.Invalid(exc.problem, f".{key}") from None
-    return Target(**values)
-
-
-PARSERS: dict[str, Callable[[object], Any]] = {
-    "platform": f.text,
-    "interval": f.duration(minimum=0.001),
-    "quiet_interval": f.duration(allow_zero=True),
-    "settle": f.duration(allow_zero=True),
-    "workers": f.positive_int,
-    "timeout": f.duration(),
-    "max_in_flight": f.positive_int,
-    "max_apiservers": f.positive_int,
-    "protocols": f.enum_list(Protocol),
-    "connections": f.enum_list(Connection),
-    "path": f.url_path,
-    "consistent_reads": f.boolean,
-    "event_log_stdout": f.stdout_records,
-    "labels": f.labels,
-    "listen": f.host_port,
-    "event_log": f.optional_text,
-    "event_log_max_size": f.size,
-    "summary_interval": f.duration(minimum=1.0),
-    "duration": f.optional_duration,
-    "drain_timeout": f.duration(allow_zero=True),
-    "ca_file": f.ca_bundle,
-    "token_file": f.readable_file,
-    "insecure_skip_tls_verify": f.boolean,
-    "in_cluster": f.boolean,
-    "kubeconfig": f.readable_file,
-    "localhost": f.boolean,
-    "node_refresh": f.duration(minimum=1.0),
-    "log_format": f.choice(FORMATS),
-    "log_level": f.choice(tuple(LEVELS)),
-    "event_loop": f.choice(("uvloop", "asyncio")),
-    "targets": _targets,
-}
 
 
 @dataclass(frozen=True, slots=True)
