@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, add_out, forward
 from prober.report.commands import analyze_command
 
 EXAMPLE = """\
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "JUnit verdicts against the per-platform history, and a self-contained HTML report."
         ),
         epilog=EXAMPLE,
-        handler=_run,
+        handler=forward(analyze_command, "eventlogs"),
     )
     parser.add_argument(
         "eventlogs", nargs="+", type=Path, metavar="EVENTLOG", help="event log file or directory"
@@ -38,11 +38,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--platform", help="platform to judge against (default: the run record's platform)"
     )
     parser.add_argument(
-        "--thresholds", type=Path, metavar="FILE", help="thresholds.json from `prober thresholds`"
+        "--thresholds",
+        dest="thresholds_path",
+        type=Path,
+        metavar="FILE",
+        help="thresholds.json from `prober thresholds`",
     )
-    parser.add_argument(
-        "--out", type=Path, default=Path("."), metavar="DIR", help="output directory (created)"
-    )
+    add_out(parser)
     parser.add_argument(
         "--skip-bad-lines",
         action="store_true",
@@ -53,15 +55,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="EVENTLOG are pod logs (files, or directories of *.log, as CI gathers them) of "
         "daemons run with event_log_stdout: their event records are read, log lines passed over",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    return analyze_command(
-        args.eventlogs,
-        platform=args.platform,
-        thresholds_path=args.thresholds,
-        out=args.out,
-        skip_bad_lines=args.skip_bad_lines,
-        pod_logs=args.pod_logs,
     )

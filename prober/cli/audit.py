@@ -9,7 +9,7 @@ from typing import Any
 
 from prober.audit.commands import follow_command, summarize_command
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, add_out, forward
 from prober.common.exits import ExitCode
 from prober.common.values import flag, positive_int
 
@@ -67,7 +67,7 @@ def _summarize_parser(commands: Any) -> None:
         description="Summarise late requests from audit logs (JSON Lines, plain or gzip, "
         "rotated files read oldest first).",
         epilog=SUMMARIZE_EXAMPLE,
-        handler=_summarize,
+        handler=forward(summarize_command, "paths"),
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
     _common(parser)
@@ -89,7 +89,7 @@ def _summarize_parser(commands: Any) -> None:
         help="Kubernetes Events (kubectl get events -o json) with ShutdownInitiated...: "
         "count requests received during each shutdown; repeatable",
     )
-    parser.add_argument("--out", type=Path, default=Path("."), metavar="DIR")
+    add_out(parser)
     parser.add_argument("--junit", action="store_true", help="also write junit-audit.xml")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when any apiserver received late requests"
@@ -105,38 +105,13 @@ def _follow_parser(commands: Any) -> None:
         "prober_audit_late_requests_total on /metrics, and keep the position in a state "
         "file so a restart resumes where it stopped.",
         epilog=FOLLOW_EXAMPLE,
-        handler=_follow,
+        handler=forward(follow_command, "directory"),
     )
     parser.add_argument("directory", type=Path, metavar="DIR")
     _common(parser)
     parser.add_argument("--listen", default="127.0.0.1:9095", metavar="HOST:PORT")
     parser.add_argument("--interval", default="1s", help="poll interval, Go duration")
+    add_out(parser, "where the state file goes")
     parser.add_argument(
-        "--out", type=Path, default=Path("."), metavar="DIR", help="where the state file goes"
-    )
-    parser.add_argument("--state", type=Path, metavar="FILE", help="the state file itself")
-
-
-def _summarize(args: argparse.Namespace) -> int:
-    return summarize_command(
-        args.paths,
-        node=args.node,
-        events=args.events,
-        shutdown_events=args.shutdown_events,
-        out=args.out,
-        junit=args.junit,
-        check=args.check,
-        max_line_bytes=args.max_line_bytes,
-    )
-
-
-def _follow(args: argparse.Namespace) -> int:
-    return follow_command(
-        args.directory,
-        node=args.node,
-        listen=args.listen,
-        out=args.out,
-        state_file=args.state,
-        interval=args.interval,
-        max_line_bytes=args.max_line_bytes,
+        "--state", dest="state_file", type=Path, metavar="FILE", help="the state file itself"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, add_out, forward
 from prober.report.commands import dashboard_command
 
 EXAMPLE = """\
@@ -32,17 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "platform's P99 reaction and disruption moved over the periods."
         ),
         epilog=EXAMPLE,
-        handler=_run,
+        handler=forward(dashboard_command, "thresholds"),
     )
     parser.add_argument("thresholds", nargs="+", type=Path, metavar="THRESHOLDS")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("."),
-        metavar="DIR",
-        help="where dashboard.html goes (created; default the current directory)",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    return dashboard_command(args.thresholds, out=args.out)
+    add_out(parser, "where dashboard.html goes (created; default the current directory)")

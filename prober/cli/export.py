@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, add_summaries, forward
 from prober.report.commands import export_command
 from prober.report.export import LABELS
 
@@ -32,18 +32,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="summaries to warehouse rows (newline-delimited JSON for BigQuery)",
         description="Turn summary.json files into rows for the warehouse's run_rows table.",
         epilog=EXAMPLE,
-        handler=_run,
+        handler=forward(export_command, "summaries"),
     )
-    parser.add_argument("summaries", nargs="+", type=Path, metavar="SUMMARY")
+    add_summaries(parser)
     parser.add_argument(
         "--label",
+        dest="labels",
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help=f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)",
     )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
-
-
-def _run(args: argparse.Namespace) -> int:
-    return export_command(args.summaries, labels=args.label, output=args.output)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, forward
 from prober.report.commands import origin_command
 from prober.report.export import LABELS
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
         ),
         epilog=EXAMPLE,
-        handler=_run,
+        handler=forward(origin_command, "inputs"),
     )
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
     kind = parser.add_mutually_exclusive_group()
@@ -52,14 +52,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--label",
+        dest="labels",
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help=f"a run label for the autodl rows, KEY one of {', '.join(LABELS)}",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    return origin_command(
-        args.inputs, labels=args.label, out=args.out, events=args.events, pod_logs=args.pod_logs
     )

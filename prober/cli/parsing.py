@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,3 +43,20 @@ def add_out(parser: argparse.ArgumentParser, help: str = "output directory (crea
 def add_summaries(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
     """The SUMMARY arguments: summary.json files, or directories searched for them."""
     parser.add_argument("summaries", nargs=nargs, type=Path, metavar="SUMMARY")
+
+
+def forward(command: Callable[..., int], *positional: str) -> Handler:
+    """A handler that calls `command` with the parsed `positional` arguments, then each of its
+    keyword-only parameters that the parser has a destination of the same name for: the
+    parser's names are the command's, so no command needs a hand-written `_run`."""
+    names = [
+        name
+        for name, parameter in inspect.signature(command).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+    def handler(args: argparse.Namespace) -> int:
+        given = {name: getattr(args, name) for name in names if hasattr(args, name)}
+        return command(*(getattr(args, name) for name in positional), **given)
+
+    return handler

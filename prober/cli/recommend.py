@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, forward
 from prober.common.values import flag, non_negative_float
 from prober.report.commands import recommend_command
 from prober.report.recommend import DEFAULT_BUFFER
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="shutdown-delay-duration per platform from the history",
         description="Recommend kube-apiserver's shutdown-delay-duration per platform.",
         epilog=EXAMPLE,
-        handler=_run,
+        handler=forward(recommend_command, "thresholds"),
     )
     parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")
     parser.add_argument("--platform", help="only this platform")
@@ -41,9 +41,3 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"margin after the worst late arrival (default {DEFAULT_BUFFER:g})",
     )
     parser.add_argument("--out", type=Path, metavar="DIR", help="write recommendations.json here")
-
-
-def _run(args: argparse.Namespace) -> int:
-    return recommend_command(
-        args.thresholds, platform=args.platform, buffer=args.buffer, out=args.out
-    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import add_command, add_out, add_summaries
 from prober.common.errors import UserError
 from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=EXAMPLE,
         handler=_run,
     )
-    parser.add_argument("summaries", nargs="*", type=Path, metavar="SUMMARY")
+    add_summaries(parser, "*")
     parser.add_argument(
         "--from-query-result",
         type=Path,
@@ -54,9 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="instead of summaries: the result of deploy/warehouse/thresholds.sql (JSON)",
     )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="thresholds.json path")
-    parser.add_argument(
-        "--out", type=Path, default=Path("."), metavar="DIR", help="output directory (created)"
-    )
+    add_out(parser)
     parser.add_argument(
         "--min-runs",
         type=flag(positive_int),
