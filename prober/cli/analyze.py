@@ -18,17 +18,20 @@ junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hol
 Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
 """
 
+HELP = "event logs to summary.json, JUnit verdicts and an HTML report"
+DESCRIPTION = (
+    "Replay event logs through the same trackers as the daemon; write the summary, "
+    "JUnit verdicts against the per-platform history, and a self-contained HTML report."
+)
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
         subparsers,
         "analyze",
-        help="event logs to summary.json, JUnit verdicts and an HTML report",
-        description=(
-            "Replay event logs through the same trackers as the daemon; write the summary, "
-            "JUnit verdicts against the per-platform history, and a self-contained HTML report."
-        ),
-        epilog=EXAMPLE,
+        HELP,
+        DESCRIPTION,
+        EXAMPLE,
         handler=forward(analyze_command, "eventlogs"),
     )
     parser.add_argument(

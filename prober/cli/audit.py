@@ -23,16 +23,26 @@ example:
   prober audit follow /var/log/kube-apiserver --node "$NODE_NAME" --listen "[$POD_IP]:9095"
 """
 
+HELP = "summarise or follow kube-apiserver audit logs for late requests"
+DESCRIPTION = (
+    "Find requests kube-apiserver received late in its graceful termination "
+    "(audit annotations openshift.io/during-graceful and apiserver.k8s.io/shutdown)."
+)
+SUMMARIZE_HELP = "late requests per apiserver from audit log files"
+SUMMARIZE_DESCRIPTION = (
+    "Summarise late requests from audit logs (JSON Lines, plain or gzip, "
+    "rotated files read oldest first)."
+)
+FOLLOW_HELP = "follow a live audit log directory and export late requests as metrics"
+FOLLOW_DESCRIPTION = (
+    "Follow audit.log across rotation and truncation (like tail -F), export "
+    "prober_audit_late_requests_total on /metrics, and keep the position in a state "
+    "file so a restart resumes where it stopped."
+)
+
 
 def register(subparsers: Any) -> None:
-    parser = add_command(
-        subparsers,
-        "audit",
-        help="summarise or follow kube-apiserver audit logs for late requests",
-        description="Find requests kube-apiserver received late in its graceful termination "
-        "(audit annotations openshift.io/during-graceful and apiserver.k8s.io/shutdown).",
-        epilog=SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE,
-    )
+    parser = add_command(subparsers, "audit", HELP, DESCRIPTION, SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE)
     commands = parser.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     parser.set_defaults(handler=lambda _args: _usage(parser))
     _summarize_parser(commands)
@@ -63,10 +73,9 @@ def _summarize_parser(commands: Any) -> None:
     parser = add_command(
         commands,
         "summarize",
-        help="late requests per apiserver from audit log files",
-        description="Summarise late requests from audit logs (JSON Lines, plain or gzip, "
-        "rotated files read oldest first).",
-        epilog=SUMMARIZE_EXAMPLE,
+        SUMMARIZE_HELP,
+        SUMMARIZE_DESCRIPTION,
+        SUMMARIZE_EXAMPLE,
         handler=forward(summarize_command, "paths"),
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
@@ -100,11 +109,9 @@ def _follow_parser(commands: Any) -> None:
     parser = add_command(
         commands,
         "follow",
-        help="follow a live audit log directory and export late requests as metrics",
-        description="Follow audit.log across rotation and truncation (like tail -F), export "
-        "prober_audit_late_requests_total on /metrics, and keep the position in a state "
-        "file so a restart resumes where it stopped.",
-        epilog=FOLLOW_EXAMPLE,
+        FOLLOW_HELP,
+        FOLLOW_DESCRIPTION,
+        FOLLOW_EXAMPLE,
         handler=forward(follow_command, "directory"),
     )
     parser.add_argument("directory", type=Path, metavar="DIR")

@@ -21,17 +21,20 @@ Exit codes: 0 done, 2 bad usage or bad input (a bad file, a file without a perio
 of the same period).
 """
 
+HELP = "many periods' thresholds.json to one page: latest snapshot and P99 trend"
+DESCRIPTION = (
+    "Draw the latest period's thresholds across platforms and, per LB, how each "
+    "platform's P99 reaction and disruption moved over the periods."
+)
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
         subparsers,
         "dashboard",
-        help="many periods' thresholds.json to one page: latest snapshot and P99 trend",
-        description=(
-            "Draw the latest period's thresholds across platforms and, per LB, how each "
-            "platform's P99 reaction and disruption moved over the periods."
-        ),
-        epilog=EXAMPLE,
+        HELP,
+        DESCRIPTION,
+        EXAMPLE,
         handler=forward(dashboard_command, "thresholds"),
     )
     parser.add_argument("thresholds", nargs="+", type=Path, metavar="THRESHOLDS")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_summaries, forward
+from prober.cli.parsing import add_command, add_labels, add_summaries, forward
 from prober.report.commands import export_command
 from prober.report.export import LABELS
 
@@ -24,23 +24,19 @@ thresholds `prober thresholds --from-query-result` writes.
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
+HELP = "summaries to warehouse rows (newline-delimited JSON for BigQuery)"
+DESCRIPTION = "Turn summary.json files into rows for the warehouse's run_rows table."
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
         subparsers,
         "export",
-        help="summaries to warehouse rows (newline-delimited JSON for BigQuery)",
-        description="Turn summary.json files into rows for the warehouse's run_rows table.",
-        epilog=EXAMPLE,
+        HELP,
+        DESCRIPTION,
+        EXAMPLE,
         handler=forward(export_command, "summaries"),
     )
     add_summaries(parser)
-    parser.add_argument(
-        "--label",
-        dest="labels",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)",
-    )
+    add_labels(parser, f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")

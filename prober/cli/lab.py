@@ -26,19 +26,15 @@ Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or 
 to stand the lab up.
 """
 
+HELP = "fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it"
+DESCRIPTION = "Run the prober against a local stand-in cluster and check it against truth."
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
     from prober.lab.run import SCENARIOS  # noqa: PLC0415
 
-    parser = add_command(
-        subparsers,
-        "lab",
-        help="fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it",
-        description="Run the prober against a local stand-in cluster and check it against truth.",
-        epilog=EXAMPLE,
-        handler=_run,
-    )
+    parser = add_command(subparsers, "lab", HELP, DESCRIPTION, EXAMPLE, handler=_run)
     parser.add_argument(
         "--platform",
         default="aws",

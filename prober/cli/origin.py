@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, forward
+from prober.cli.parsing import add_command, add_labels, forward
 from prober.report.commands import origin_command
 from prober.report.export import LABELS
 
@@ -29,19 +29,16 @@ Backends are named prober-<stream>, never one of origin's names. See docs/ci-for
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
+HELP = "summaries or event logs to OpenShift CI's own files (intervals, backend disruption, autodl)"
+DESCRIPTION = (
+    "Write each run's results in the files openshift/origin leaves in a job's "
+    "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
+)
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
-        subparsers,
-        "origin",
-        help="summaries or event logs to OpenShift CI's own files (intervals, backend "
-        "disruption, autodl)",
-        description=(
-            "Write each run's results in the files openshift/origin leaves in a job's "
-            "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
-        ),
-        epilog=EXAMPLE,
-        handler=forward(origin_command, "inputs"),
+        subparsers, "origin", HELP, DESCRIPTION, EXAMPLE, handler=forward(origin_command, "inputs")
     )
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
     kind = parser.add_mutually_exclusive_group()
@@ -50,11 +47,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="output directory (created)"
     )
-    parser.add_argument(
-        "--label",
-        dest="labels",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"a run label for the autodl rows, KEY one of {', '.join(LABELS)}",
-    )
+    add_labels(parser, f"a run label for the autodl rows, KEY one of {', '.join(LABELS)}")

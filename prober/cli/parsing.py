@@ -14,10 +14,10 @@ Handler = Callable[[argparse.Namespace], int]
 def add_command(
     subparsers: Any,
     name: str,
-    *,
     help: str,
     description: str,
     epilog: str,
+    *,
     handler: Handler | None = None,
 ) -> argparse.ArgumentParser:
     """A command's parser, with its handler and the name its errors are printed under
@@ -60,3 +60,10 @@ def forward(command: Callable[..., int], *positional: str) -> Handler:
         return command(*(getattr(args, name) for name in positional), **given)
 
     return handler
+
+
+def add_labels(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--label KEY=VALUE`, repeatable, into `labels`."""
+    parser.add_argument(
+        "--label", dest="labels", action="append", default=[], metavar="KEY=VALUE", help=help
+    )

@@ -21,14 +21,17 @@ to the value OpenShift uses today and why it differs. --out writes recommendatio
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
+HELP = "shutdown-delay-duration per platform from the history"
+DESCRIPTION = "Recommend kube-apiserver's shutdown-delay-duration per platform."
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
         subparsers,
         "recommend",
-        help="shutdown-delay-duration per platform from the history",
-        description="Recommend kube-apiserver's shutdown-delay-duration per platform.",
-        epilog=EXAMPLE,
+        HELP,
+        DESCRIPTION,
+        EXAMPLE,
         handler=forward(recommend_command, "thresholds"),
     )
     parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")

@@ -21,17 +21,15 @@ says the endpoints are up, and {"event": "ready"} follows once every stream has 
 SIGTERM drains and exits 0.
 """
 
+HELP = "the disruption prober daemon: probe each LB, export metrics, write an event log"
+DESCRIPTION = (
+    "Probe kube-apiserver through each load balancer, over HTTP/1.1 and HTTP/2, "
+    "on new and reused connections; export Prometheus metrics and write an event log."
+)
+
 
 def register(subparsers: Any) -> None:
-    parser = add_command(
-        subparsers,
-        "run",
-        help="the disruption prober daemon: probe each LB, export metrics, write an event log",
-        description="Probe kube-apiserver through each load balancer, over HTTP/1.1 and HTTP/2, "
-        "on new and reused connections; export Prometheus metrics and write an event log.",
-        epilog=EXAMPLE,
-        handler=_handle,
-    )
+    parser = add_command(subparsers, "run", HELP, DESCRIPTION, EXAMPLE, handler=_handle)
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file")
     for key in KEYS:
         _add_flag(parser, key)

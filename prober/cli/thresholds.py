@@ -26,6 +26,12 @@ across keys) and writes OUT/regression.json.
 Exit codes: 0 done, 1 a regression was found (--check), 2 bad usage or bad input.
 """
 
+HELP = "many summaries to per-platform percentiles (thresholds.json), or a regression gate"
+DESCRIPTION = (
+    "Aggregate many runs' summary.json into per (platform, lb, protocol, connection, "
+    "metric) P50/P75/P95/P99 and run counts, the history `analyze` judges against."
+)
+
 
 def _probability(text: str) -> float:
     value = float(text)
@@ -35,17 +41,7 @@ def _probability(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = add_command(
-        subparsers,
-        "thresholds",
-        help="many summaries to per-platform percentiles (thresholds.json), or a regression gate",
-        description=(
-            "Aggregate many runs' summary.json into per (platform, lb, protocol, connection, "
-            "metric) P50/P75/P95/P99 and run counts, the history `analyze` judges against."
-        ),
-        epilog=EXAMPLE,
-        handler=_run,
-    )
+    parser = add_command(subparsers, "thresholds", HELP, DESCRIPTION, EXAMPLE, handler=_run)
     add_summaries(parser, "*")
     parser.add_argument(
         "--from-query-result",
