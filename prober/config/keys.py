@@ -171,6 +171,7 @@ KEYS: tuple[Key, ...] = (
         flag=Flag.REPEATED, flag_name="--target", metavar="LB=URL", gather=_target_flags),
 )  # fmt: skip
 
+
 def _default(field: dataclasses.Field[Any]) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()

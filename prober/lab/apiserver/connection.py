@@ -13,6 +13,7 @@ from typing import Protocol
 from prober.common.clock import Clock
 from prober.lab.apiserver.app import Application, ConnInfo, Exchange, Response
 from prober.lab.apiserver.events import (
+    Answer,
     Event,
     PeerClosed,
     ProtocolFailed,
@@ -212,7 +213,7 @@ class ServerConnection(asyncio.Protocol):
     def _respond(self, exchange: Exchange, response: Response) -> None:
         assert self.proto is not None
         watching = response.watch_timeout is not None
-        last = self.proto.send_response(
+        answer = Answer(
             exchange.stream_id,
             response.status,
             response.headers,
@@ -220,6 +221,7 @@ class ServerConnection(asyncio.Protocol):
             end=not watching,
             close=response.close_reason is not None,
         )
+        last = self.proto.send_response(answer)
         if last is not None:
             self.server.goaway_sent(self, last, response.close_reason or "")
         if watching and response.watch_timeout is not None:

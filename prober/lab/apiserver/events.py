@@ -23,6 +23,19 @@ class RequestStarted:
     ended: bool  # True when no request body follows
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A response to send on `stream_id`: `end` False leaves the body open (a watch), `close`
+    ends the connection after it."""
+
+    stream_id: int
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    end: bool = True
+    close: bool = False
+
+
 @dataclass(slots=True)
 class RequestEnded:
     stream_id: int
@@ -63,16 +76,7 @@ class ServerProtocol(Protocol):
     def next_events(self) -> list[Event]:
         """Events that became available without new input (HTTP/1.1 pipelining)."""
 
-    def send_response(
-        self,
-        stream_id: int,
-        status: int,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        *,
-        end: bool,
-        close: bool = False,
-    ) -> int | None:
+    def send_response(self, answer: Answer) -> int | None:
         """Answer a request; with `close` the connection ends after it (HTTP/1.1
         `Connection: close`, HTTP/2 GOAWAY after the response). Returns the last stream id
         of a GOAWAY this call sent."""

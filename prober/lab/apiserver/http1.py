@@ -9,6 +9,7 @@ import h11
 
 from prober.lab.apiserver.events import (
     MAX_HEADER_BYTES,
+    Answer,
     Event,
     PeerClosed,
     ProtocolFailed,
@@ -94,29 +95,21 @@ class Http1Protocol:
         return ProtocolFailed(f"HTTP/1.1: {error}")
 
     # -- output ------------------------------------------------------------------------
-    def send_response(
-        self,
-        stream_id: int,
-        status: int,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        *,
-        end: bool,
-        close: bool = False,
-    ) -> int | None:
-        if stream_id != self._stream_id or self._h11.our_state is not h11.SEND_RESPONSE:
+    def send_response(self, answer: Answer) -> int | None:
+        if answer.stream_id != self._stream_id or self._h11.our_state is not h11.SEND_RESPONSE:
             return None  # the connection moved on (error or close); nothing to answer
-        if close:
+        if answer.close:
             self._close_after_response = True
-        headers = list(headers)
+        headers = list(answer.headers)
         if self._close_after_response:
             headers.append(("Connection", "close"))
-        if end:
-            headers.append(("Content-Length", str(len(body))))
+        if answer.end:
+            headers.append(("Content-Length", str(len(answer.body))))
+        status = answer.status
         self._out += self._h11.send(
             h11.Response(status_code=status, headers=headers, reason=_reason(status))
         )
-        self.send_data(stream_id, body, end=end)
+        self.send_data(answer.stream_id, answer.body, end=answer.end)
         return None
 
     def send_data(self, stream_id: int, data: bytes, *, end: bool) -> None:

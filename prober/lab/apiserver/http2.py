@@ -19,6 +19,7 @@ from hyperframe.frame import GoAwayFrame
 
 from prober.lab.apiserver.events import (
     MAX_HEADER_BYTES,
+    Answer,
     Event,
     PeerClosed,
     ProtocolFailed,
@@ -133,19 +134,11 @@ class Http2Protocol:
         return []
 
     # -- output ------------------------------------------------------------------------
-    def send_response(
-        self,
-        stream_id: int,
-        status: int,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        *,
-        end: bool,
-        close: bool = False,
-    ) -> int | None:
+    def send_response(self, answer: Answer) -> int | None:
+        stream_id, body, end = answer.stream_id, answer.body, answer.end
         if stream_id in self._open:
-            fields = [(b":status", str(status).encode())]
-            for name, value in headers:
+            fields = [(b":status", str(answer.status).encode())]
+            for name, value in answer.headers:
                 key = name.lower()
                 if key in UNIQUE:  # never worth a slot in the HPACK table
                     fields.append(NeverIndexedHeaderTuple(key.encode(), value.encode("latin-1")))
@@ -163,7 +156,7 @@ class Http2Protocol:
                 elif body:
                     self.send_data(stream_id, body, end=end)
         # Go turns `Connection: close` on HTTP/2 into a graceful GOAWAY after the response.
-        return self.start_graceful_close() if close else None
+        return self.start_graceful_close() if answer.close else None
 
     def send_data(self, stream_id: int, data: bytes, *, end: bool) -> None:
         if stream_id not in self._open:

@@ -8,6 +8,7 @@ import h11
 import pytest
 
 from prober.lab.apiserver.events import (
+    Answer,
     PeerClosed,
     ProtocolFailed,
     RequestEnded,
@@ -40,7 +41,7 @@ def parse_responses(data: bytes) -> list[tuple[int, dict[bytes, bytes], bytes]]:
 
 
 def answer(proto: Http1Protocol, stream_id: int, body: bytes = b"ok", close: bool = False) -> None:
-    proto.send_response(stream_id, 200, [("X-Backend", "m0")], body, end=True, close=close)
+    proto.send_response(Answer(stream_id, 200, [("X-Backend", "m0")], body, close=close))
 
 
 def test_a_request_becomes_started_and_ended_events_and_keeps_the_connection() -> None:
@@ -111,7 +112,7 @@ def test_graceful_close_of_a_busy_connection_waits_for_the_response() -> None:
 def test_a_streamed_response_is_chunked_until_it_ends() -> None:
     proto = Http1Protocol()
     proto.receive_data(GET)
-    proto.send_response(1, 200, [], b'{"type":"ADDED"}\n', end=False)
+    proto.send_response(Answer(1, 200, [], b'{"type":"ADDED"}\n', end=False))
     assert proto.open_streams == 1
     proto.send_data(1, b"", end=True)
     wire = proto.data_to_send()

@@ -10,6 +10,7 @@ from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame, Frame, GoAwayFrame, RstStreamFrame
 
 from prober.lab.apiserver.events import (
+    Answer,
     PeerClosed,
     ProtocolFailed,
     RequestEnded,
@@ -72,7 +73,7 @@ def test_request_and_response_round_trip() -> None:
     ]
     assert pair.server.open_streams == 1
     headers = [("X-Backend", "m0"), ("Connection", "x")]  # hop-by-hop: dropped on HTTP/2
-    pair.server.send_response(stream, 200, headers, b"ok", end=True)
+    pair.server.send_response(Answer(stream, 200, headers, b"ok", end=True))
     client_events = pair.to_client()
     response = next(e for e in client_events if isinstance(e, h2.events.ResponseReceived))
     expected = [(b":status", b"200"), (b"x-backend", b"m0"), (b"content-length", b"2")]
@@ -96,9 +97,9 @@ def test_graceful_goaway_completes_streams_at_or_below_last_and_refuses_later_on
     # reading a GOAWAY, Go's can); both streams below the GOAWAY are still answered.
     pair.client.send_data(second, b"body", end_stream=True)
     assert RequestEnded(second) in pair.to_server()
-    pair.server.send_response(first, 200, [], b"one", end=True)
+    pair.server.send_response(Answer(first, 200, [], b"one", end=True))
     assert not pair.server.wants_close
-    pair.server.send_response(second, 200, [], b"two", end=True)
+    pair.server.send_response(Answer(second, 200, [], b"two", end=True))
     answered = frames(pair.server.data_to_send())
     ended = [f.stream_id for f in answered if isinstance(f, DataFrame) and "END_STREAM" in f.flags]
     assert ended == [first, second]
@@ -125,7 +126,7 @@ def test_a_large_body_waits_for_the_flow_control_window() -> None:
     stream = pair.request()
     pair.to_server()
     body = b"x" * 100_000  # more than the initial 65535-byte window
-    pair.server.send_response(stream, 200, [], body, end=True)
+    pair.server.send_response(Answer(stream, 200, [], body, end=True))
     received = b""
     for _ in range(10):
         for event in pair.to_client():
@@ -145,7 +146,7 @@ def test_client_reset_and_client_goaway_are_reported() -> None:
     pair.to_server()
     pair.client.reset_stream(stream, ErrorCodes.CANCEL)
     assert pair.to_server() == [StreamAborted(stream)]
-    pair.server.send_response(stream, 200, [], b"late", end=True)  # ignored, no error
+    pair.server.send_response(Answer(stream, 200, [], b"late", end=True))  # ignored, no error
     pair.client.close_connection()
     events = pair.to_server()
     assert isinstance(events[0], PeerClosed)
