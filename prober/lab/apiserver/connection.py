@@ -11,17 +11,8 @@ import asyncio
 from typing import Protocol
 
 from prober.common.clock import Clock
+from prober.lab.apiserver import events as ev
 from prober.lab.apiserver.app import Application, ConnInfo, Exchange, Response
-from prober.lab.apiserver.events import (
-    Answer,
-    Event,
-    PeerClosed,
-    ProtocolFailed,
-    RequestEnded,
-    RequestStarted,
-    ServerProtocol,
-    StreamAborted,
-)
 from prober.lab.apiserver.http1 import Http1Protocol
 from prober.lab.apiserver.http2 import Http2Protocol
 from prober.lab.apiserver.lifecycle import Lifecycle
@@ -88,7 +79,7 @@ class ServerConnection(asyncio.Protocol):
     def __init__(self, server: ConnectionOwner, tls: bool) -> None:
         self.server = server
         self.tls = tls
-        self.proto: ServerProtocol | None = None
+        self.proto: ev.ServerProtocol | None = None
         self.info: ConnInfo
         self.transport: asyncio.Transport | None = None
         self.requests = 0
@@ -177,26 +168,26 @@ class ServerConnection(asyncio.Protocol):
         self._sniffed.clear()
         return data
 
-    def _choose(self, proto: ServerProtocol) -> None:
+    def _choose(self, proto: ev.ServerProtocol) -> None:
         self.proto = proto
         self.info.protocol = proto.name
         self.server.metrics.connections[proto.name] += 1
 
     # -- events ---------------------------------------------------------------------------
-    def _handle(self, events: list[Event]) -> None:
+    def _handle(self, events: list[ev.Event]) -> None:
         app = self.server.app
         for event in events:
-            if isinstance(event, RequestStarted):
+            if isinstance(event, ev.RequestStarted):
                 self.requests += 1
                 exchange = app.start(self.info, event)
                 self._exchanges[event.stream_id] = exchange
                 if exchange.early is not None:
                     self._respond(exchange, exchange.early)
-            elif isinstance(event, RequestEnded):
+            elif isinstance(event, ev.RequestEnded):
                 ended = self._exchanges.pop(event.stream_id, None)
                 if ended is not None and ended.early is None:
                     self._respond(ended, app.finish(ended))
-            elif isinstance(event, StreamAborted):
+            elif isinstance(event, ev.StreamAborted):
                 aborted = self._exchanges.pop(event.stream_id, None)
                 if aborted is not None:
                     app.abandon(aborted)
@@ -204,16 +195,16 @@ class ServerConnection(asyncio.Protocol):
                 if watch is not None:
                     watch.forget()
                     self.server.watch_finished(watch)
-            elif isinstance(event, ProtocolFailed) and self._close_reason is None:
+            elif isinstance(event, ev.ProtocolFailed) and self._close_reason is None:
                 self.server.truth.record("protocol_error", conn=self.info.id, reason=event.reason)
                 self._close_reason = "protocol-error"
-            elif isinstance(event, PeerClosed) and event.reason != "eof":
+            elif isinstance(event, ev.PeerClosed) and event.reason != "eof":
                 self.server.truth.record("peer_goaway", conn=self.info.id, reason=event.reason)
 
     def _respond(self, exchange: Exchange, response: Response) -> None:
         assert self.proto is not None
         watching = response.watch_timeout is not None
-        answer = Answer(
+        answer = ev.Answer(
             exchange.stream_id,
             response.status,
             response.headers,

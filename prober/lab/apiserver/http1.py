@@ -7,21 +7,13 @@ from http import HTTPStatus
 
 import h11
 
-from prober.lab.apiserver.events import (
-    MAX_HEADER_BYTES,
-    Answer,
-    Event,
-    PeerClosed,
-    ProtocolFailed,
-    RequestEnded,
-    RequestStarted,
-)
+from prober.lab.apiserver import events as ev
 
 
 class Http1Protocol:
     name = "h1"
 
-    def __init__(self, max_header_bytes: int = MAX_HEADER_BYTES) -> None:
+    def __init__(self, max_header_bytes: int = ev.MAX_HEADER_BYTES) -> None:
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_bytes + 4096)
         self._out = bytearray()
         self._stream_id = 0
@@ -30,14 +22,14 @@ class Http1Protocol:
         self._wants_close = False
 
     # -- input -------------------------------------------------------------------------
-    def receive_data(self, data: bytes) -> list[Event]:
+    def receive_data(self, data: bytes) -> list[ev.Event]:
         if self._wants_close:
             return []
         self._h11.receive_data(data)
         return self.next_events()
 
-    def next_events(self) -> list[Event]:
-        events: list[Event] = []
+    def next_events(self) -> list[ev.Event]:
+        events: list[ev.Event] = []
         while not self._wants_close:
             try:
                 event = self._h11.next_event()
@@ -49,22 +41,22 @@ class Http1Protocol:
             if isinstance(event, h11.Request):
                 events.append(self._started(event))
             elif isinstance(event, h11.EndOfMessage):
-                events.append(RequestEnded(self._stream_id))
+                events.append(ev.RequestEnded(self._stream_id))
             elif isinstance(event, h11.ConnectionClosed):
                 if not self._responding:
                     self._wants_close = True
-                events.append(PeerClosed("eof"))
+                events.append(ev.PeerClosed("eof"))
                 break
         return events
 
-    def _started(self, request: h11.Request) -> RequestStarted:
+    def _started(self, request: h11.Request) -> ev.RequestStarted:
         self._stream_id += 1
         self._responding = True
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers]
         authority = next((v for k, v in headers if k == "host"), "")
         chunked = any(k == "transfer-encoding" for k, _ in headers)
         length = next((v for k, v in headers if k == "content-length"), "0")
-        return RequestStarted(
+        return ev.RequestStarted(
             stream_id=self._stream_id,
             method=request.method.decode("ascii", "replace"),
             target=request.target.decode("latin-1"),
@@ -73,7 +65,7 @@ class Http1Protocol:
             ended=not chunked and length.strip() in ("", "0"),
         )
 
-    def _fail(self, error: h11.RemoteProtocolError) -> ProtocolFailed:
+    def _fail(self, error: h11.RemoteProtocolError) -> ev.ProtocolFailed:
         """Answer as net/http does (`400 Bad Request`, `431 ...`), then close."""
         code = error.error_status_hint if error.error_status_hint >= 400 else 400
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -92,10 +84,10 @@ class Http1Protocol:
             except h11.LocalProtocolError:
                 pass
         self._wants_close = True
-        return ProtocolFailed(f"HTTP/1.1: {error}")
+        return ev.ProtocolFailed(f"HTTP/1.1: {error}")
 
     # -- output ------------------------------------------------------------------------
-    def send_response(self, answer: Answer) -> int | None:
+    def send_response(self, answer: ev.Answer) -> int | None:
         if answer.stream_id != self._stream_id or self._h11.our_state is not h11.SEND_RESPONSE:
             return None  # the connection moved on (error or close); nothing to answer
         if answer.close:

@@ -17,19 +17,10 @@ from h2.errors import ErrorCodes
 from hpack import NeverIndexedHeaderTuple
 from hyperframe.frame import GoAwayFrame
 
-from prober.lab.apiserver.events import (
-    MAX_HEADER_BYTES,
-    Answer,
-    Event,
-    PeerClosed,
-    ProtocolFailed,
-    RequestEnded,
-    RequestStarted,
-    StreamAborted,
-)
+from prober.lab.apiserver import events as ev
 
 MAX_CONCURRENT_STREAMS = 250  # golang.org/x/net/http2's default
-MAX_HEADER_LIST_SIZE = MAX_HEADER_BYTES + 320  # what Go's server advertises
+MAX_HEADER_LIST_SIZE = ev.MAX_HEADER_BYTES + 320  # what Go's server advertises
 UNIQUE = frozenset({"audit-id"})
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding"})
 
@@ -65,24 +56,24 @@ class Http2Protocol:
         self._preface_seen = False
 
     # -- input -------------------------------------------------------------------------
-    def receive_data(self, data: bytes) -> list[Event]:
+    def receive_data(self, data: bytes) -> list[ev.Event]:
         if self._failed:
             return []
         if not data:
             self._peer_gone = True
-            return [PeerClosed("eof")]
+            return [ev.PeerClosed("eof")]
         try:
             h2_events = self._h2.receive_data(data)
         except h2.exceptions.ProtocolError as error:
             # h2 has queued a GOAWAY with the error code, as Go's server sends one.
             self._failed = True
-            return [ProtocolFailed(f"HTTP/2: {type(error).__name__}: {error}")]
-        events: list[Event] = []
+            return [ev.ProtocolFailed(f"HTTP/2: {type(error).__name__}: {error}")]
+        events: list[ev.Event] = []
         for event in h2_events:
             self._translate(event, events)
         return events
 
-    def _translate(self, event: h2.events.Event, events: list[Event]) -> None:
+    def _translate(self, event: h2.events.Event, events: list[ev.Event]) -> None:
         if isinstance(event, h2.events.RequestReceived):
             self._request(event, events)
         elif isinstance(event, h2.events.DataReceived):
@@ -90,11 +81,11 @@ class Http2Protocol:
                 self._h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
             if event.stream_id in self._open:
-                events.append(RequestEnded(event.stream_id))
+                events.append(ev.RequestEnded(event.stream_id))
         elif isinstance(event, h2.events.StreamReset):
             self._open.discard(event.stream_id)
             self._pending.pop(event.stream_id, None)
-            events.append(StreamAborted(event.stream_id))
+            events.append(ev.StreamAborted(event.stream_id))
         elif isinstance(event, h2.events.WindowUpdated):
             for stream_id in list(self._pending):
                 self._flush_stream(stream_id)
@@ -102,9 +93,9 @@ class Http2Protocol:
             self._preface_seen = True
         elif isinstance(event, h2.events.ConnectionTerminated):
             self._peer_gone = True
-            events.append(PeerClosed(f"GOAWAY error_code={event.error_code}"))
+            events.append(ev.PeerClosed(f"GOAWAY error_code={event.error_code}"))
 
-    def _request(self, event: h2.events.RequestReceived, events: list[Event]) -> None:
+    def _request(self, event: h2.events.RequestReceived, events: list[ev.Event]) -> None:
         stream_id = event.stream_id
         if self.goaway_last_stream_id is not None and stream_id > self.goaway_last_stream_id:
             self._h2.reset_stream(stream_id, ErrorCodes.REFUSED_STREAM)
@@ -120,7 +111,7 @@ class Http2Protocol:
                 headers.append((key, text))
         self._open.add(stream_id)
         events.append(
-            RequestStarted(
+            ev.RequestStarted(
                 stream_id=stream_id,
                 method=pseudo.get(":method", ""),
                 target=pseudo.get(":path", ""),
@@ -130,11 +121,11 @@ class Http2Protocol:
             )
         )
 
-    def next_events(self) -> list[Event]:
+    def next_events(self) -> list[ev.Event]:
         return []
 
     # -- output ------------------------------------------------------------------------
-    def send_response(self, answer: Answer) -> int | None:
+    def send_response(self, answer: ev.Answer) -> int | None:
         stream_id, body, end = answer.stream_id, answer.body, answer.end
         if stream_id in self._open:
             fields = [(b":status", str(answer.status).encode())]
