@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_out, add_summaries
+from prober.cli.parsing import add_command, add_out, add_summaries, forward
 from prober.common.errors import UserError
 from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_summaries(parser, "*")
     parser.add_argument(
         "--from-query-result",
+        dest="query_result",
         type=Path,
         metavar="FILE",
         help="instead of summaries: the result of deploy/warehouse/thresholds.sql (JSON)",
@@ -59,7 +60,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"runs a key needs to be usable for verdicts (default {DEFAULT_MIN_RUNS})",
     )
     parser.add_argument(
-        "--check", type=Path, metavar="HISTORY", help="test SUMMARY runs against this history"
+        "--check",
+        dest="history",
+        type=Path,
+        metavar="HISTORY",
+        help="test SUMMARY runs against this history",
     )
     parser.add_argument(
         "--quantile",
@@ -76,22 +81,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    if (args.from_query_result is None) == (not args.summaries):
+    if (args.query_result is None) == (not args.summaries):
         raise UserError("give SUMMARY files or --from-query-result, one of the two")
-    if args.check is not None and args.from_query_result is not None:
+    if args.history is not None and args.query_result is not None:
         raise UserError("--check takes SUMMARY files, not a query result")
-    if args.check is not None:
-        return check_command(
-            args.summaries,
-            history=args.check,
-            out=args.out,
-            quantile=args.quantile,
-            alpha=args.alpha,
-        )
-    return thresholds_command(
-        args.summaries,
-        output=args.output,
-        out=args.out,
-        min_runs=args.min_runs,
-        query_result=args.from_query_result,
-    )
+    command = check_command if args.history is not None else thresholds_command
+    return forward(command, "summaries")(args)

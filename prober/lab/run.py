@@ -110,29 +110,34 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
         cluster = LabCluster(
             platform, out / "cluster", group, options.servers, options.goaway_chance
         )
-        pods: list[Pod] = []  # the upgrade's prober pods, filled as they start
+        pods: list[Pod] = []
         try:
-            load = await _measure(options, cluster, group, out, say, pods=pods)
+            load = await _measure(_Run(options, cluster, group, out, say, pods))
         finally:
             cluster.close()
     return _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
 
 
-async def _measure(
-    options: LabOptions,
-    cluster: LabCluster,
-    group: ProcessGroup,
-    out: Path,
-    say: object,
-    *,
-    pods: list[Pod],
-) -> Load:
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What one lab run's measuring phase works with."""
+
+    options: LabOptions
+    cluster: LabCluster
+    group: ProcessGroup
+    out: Path
+    say: object
+    pods: list[Pod]  # the upgrade's prober pods, filled as they start
+
+
+async def _measure(run: _Run) -> Load:
     """Stand the cluster up, run the daemon through the scenario, stop the daemon."""
+    options, cluster, group, out, say = run.options, run.cluster, run.group, run.out, run.say
     platform = cluster.platform
     _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} HAProxy LBs")
     await cluster.start()
     if options.scenario == "upgrade":
-        return await _measure_upgrade(options, cluster, group, out, say, pods=pods)
+        return await _measure_upgrade(run)
     config_path = out / "prober.yaml"
     config = _daemon_config(cluster, options, out / "events.jsonl")
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -162,15 +167,9 @@ async def _measure(
     return load
 
 
-async def _measure_upgrade(
-    options: LabOptions,
-    cluster: LabCluster,
-    group: ProcessGroup,
-    out: Path,
-    say: object,
-    *,
-    pods: list[Pod],
-) -> Load:
+async def _measure_upgrade(run: _Run) -> Load:
+    options, cluster = run.options, run.cluster
+
     def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
         # Three daemons share the machine: see `upgrade.QUIET_FLOOR`.
         return _daemon_config(
@@ -185,12 +184,12 @@ async def _measure_upgrade(
 
     lab = UpgradeLab(
         cluster,
-        group,
-        out,
+        run.group,
+        run.out,
         config_for,
         log_max_size=options.log_max_size,
-        say=lambda text: _say(say, text),
-        pods=pods,
+        say=lambda text: _say(run.say, text),
+        pods=run.pods,
     )
     return await run_upgrade(lab, options.shutdowns, warm_up=WARM_UP * cluster.platform.time_scale)
 
