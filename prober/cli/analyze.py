@@ -1,11 +1,16 @@
-"""`prober analyze`: event logs -> summary.json, junit.xml, report.html."""
+"""`prober analyze`: event logs to summary.json, JUnit verdicts and an HTML report
+
+Replay event logs through the same trackers as the daemon; write the summary, JUnit verdicts
+against the per-platform history, and a self-contained HTML report.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_out, forward
+from prober.cli.parsing import Subparsers, add_command, add_out, forward
 from prober.report.commands import analyze_command
 
 EXAMPLE = """\
@@ -18,22 +23,9 @@ junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hol
 Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
 """
 
-HELP = "event logs to summary.json, JUnit verdicts and an HTML report"
-DESCRIPTION = (
-    "Replay event logs through the same trackers as the daemon; write the summary, "
-    "JUnit verdicts against the per-platform history, and a self-contained HTML report."
-)
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = add_command(
-        subparsers,
-        "analyze",
-        HELP,
-        DESCRIPTION,
-        EXAMPLE,
-        handler=forward(analyze_command, "eventlogs"),
-    )
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "analyze", __doc__, EXAMPLE, forward(analyze_command, "eventlogs"))
     parser.add_argument(
         "eventlogs", nargs="+", type=Path, metavar="EVENTLOG", help="event log file or directory"
     )

@@ -1,4 +1,10 @@
-"""`prober audit summarize|follow`: argument parsing only; the work is in `prober.audit`."""
+"""`prober audit`: summarise or follow kube-apiserver audit logs for late requests
+
+Find requests kube-apiserver received late in its graceful termination (audit annotations
+openshift.io/during-graceful and apiserver.k8s.io/shutdown).
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import Any
 
 from prober.audit.commands import follow_command, summarize_command
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES
-from prober.cli.parsing import add_command, add_out, forward
+from prober.cli.parsing import Subparsers, add_command, add_out, forward
 from prober.common.exits import ExitCode
 from prober.common.values import flag, positive_int
 
@@ -22,27 +28,23 @@ FOLLOW_EXAMPLE = """\
 example:
   prober audit follow /var/log/kube-apiserver --node "$NODE_NAME" --listen "[$POD_IP]:9095"
 """
+SUMMARIZE_DOC = """`prober audit summarize`: late requests per apiserver from audit log files
 
-HELP = "summarise or follow kube-apiserver audit logs for late requests"
-DESCRIPTION = (
-    "Find requests kube-apiserver received late in its graceful termination "
-    "(audit annotations openshift.io/during-graceful and apiserver.k8s.io/shutdown)."
-)
-SUMMARIZE_HELP = "late requests per apiserver from audit log files"
-SUMMARIZE_DESCRIPTION = (
-    "Summarise late requests from audit logs (JSON Lines, plain or gzip, "
-    "rotated files read oldest first)."
-)
-FOLLOW_HELP = "follow a live audit log directory and export late requests as metrics"
-FOLLOW_DESCRIPTION = (
-    "Follow audit.log across rotation and truncation (like tail -F), export "
-    "prober_audit_late_requests_total on /metrics, and keep the position in a state "
-    "file so a restart resumes where it stopped."
-)
+Summarise late requests from audit logs (JSON Lines, plain or gzip, rotated files read oldest
+first).
+"""
+
+FOLLOW_DOC = """`prober audit follow`: follow a live audit log directory and export late
+requests as metrics
+
+Follow audit.log across rotation and truncation (like tail -F), export
+prober_audit_late_requests_total on /metrics, and keep the position in a state file so a restart
+resumes where it stopped.
+"""
 
 
-def register(subparsers: Any) -> None:
-    parser = add_command(subparsers, "audit", HELP, DESCRIPTION, SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE)
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "audit", __doc__, SUMMARIZE_EXAMPLE + FOLLOW_EXAMPLE)
     commands = parser.add_subparsers(dest="audit_command", metavar="SUBCOMMAND")
     parser.set_defaults(handler=lambda _args: _usage(parser))
     _summarize_parser(commands)
@@ -71,12 +73,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _summarize_parser(commands: Any) -> None:
     parser = add_command(
-        commands,
-        "summarize",
-        SUMMARIZE_HELP,
-        SUMMARIZE_DESCRIPTION,
-        SUMMARIZE_EXAMPLE,
-        handler=forward(summarize_command, "paths"),
+        commands, "summarize", SUMMARIZE_DOC, SUMMARIZE_EXAMPLE, forward(summarize_command, "paths")
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
     _common(parser)
@@ -107,12 +104,7 @@ def _summarize_parser(commands: Any) -> None:
 
 def _follow_parser(commands: Any) -> None:
     parser = add_command(
-        commands,
-        "follow",
-        FOLLOW_HELP,
-        FOLLOW_DESCRIPTION,
-        FOLLOW_EXAMPLE,
-        handler=forward(follow_command, "directory"),
+        commands, "follow", FOLLOW_DOC, FOLLOW_EXAMPLE, forward(follow_command, "directory")
     )
     parser.add_argument("directory", type=Path, metavar="DIR")
     _common(parser)

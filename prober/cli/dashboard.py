@@ -1,11 +1,16 @@
-"""`prober dashboard`: many thresholds.json, one per period, as one page with a trend."""
+"""`prober dashboard`: many periods' thresholds.json to one page: latest snapshot and P99 trend
+
+Draw the latest period's thresholds across platforms and, per LB, how each platform's P99
+reaction and disruption moved over the periods.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_out, forward
+from prober.cli.parsing import Subparsers, add_command, add_out, forward
 from prober.report.commands import dashboard_command
 
 EXAMPLE = """\
@@ -21,21 +26,10 @@ Exit codes: 0 done, 2 bad usage or bad input (a bad file, a file without a perio
 of the same period).
 """
 
-HELP = "many periods' thresholds.json to one page: latest snapshot and P99 trend"
-DESCRIPTION = (
-    "Draw the latest period's thresholds across platforms and, per LB, how each "
-    "platform's P99 reaction and disruption moved over the periods."
-)
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subparsers) -> None:
     parser = add_command(
-        subparsers,
-        "dashboard",
-        HELP,
-        DESCRIPTION,
-        EXAMPLE,
-        handler=forward(dashboard_command, "thresholds"),
+        sub, "dashboard", __doc__, EXAMPLE, forward(dashboard_command, "thresholds")
     )
     parser.add_argument("thresholds", nargs="+", type=Path, metavar="THRESHOLDS")
     add_out(parser, "where dashboard.html goes (created; default the current directory)")

@@ -1,11 +1,15 @@
-"""`prober export`: summaries -> warehouse rows (argument parsing only)."""
+"""`prober export`: summaries to warehouse rows (newline-delimited JSON for BigQuery)
+
+Turn summary.json files into rows for the warehouse's run_rows table.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_labels, add_summaries, forward
+from prober.cli.parsing import Subparsers, add_command, add_labels, add_summaries, forward
 from prober.report.commands import export_command
 from prober.report.export import LABELS
 
@@ -24,19 +28,9 @@ thresholds `prober thresholds --from-query-result` writes.
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
-HELP = "summaries to warehouse rows (newline-delimited JSON for BigQuery)"
-DESCRIPTION = "Turn summary.json files into rows for the warehouse's run_rows table."
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = add_command(
-        subparsers,
-        "export",
-        HELP,
-        DESCRIPTION,
-        EXAMPLE,
-        handler=forward(export_command, "summaries"),
-    )
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "export", __doc__, EXAMPLE, forward(export_command, "summaries"))
     add_summaries(parser)
     add_labels(parser, f"a run label, KEY one of {', '.join(LABELS)} (upgrade: true or false)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")

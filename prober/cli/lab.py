@@ -1,11 +1,16 @@
-"""`prober lab`: the whole job on one machine (argument parsing only)."""
+"""`prober lab`: fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it
+
+Run the prober against a local stand-in cluster and check it against truth.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import Subparsers, add_command
 from prober.common.values import flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
 
@@ -26,15 +31,12 @@ Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or 
 to stand the lab up.
 """
 
-HELP = "fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it"
-DESCRIPTION = "Run the prober against a local stand-in cluster and check it against truth."
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subparsers) -> None:
     from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
     from prober.lab.run import SCENARIOS  # noqa: PLC0415
 
-    parser = add_command(subparsers, "lab", HELP, DESCRIPTION, EXAMPLE, handler=_run)
+    parser = add_command(sub, "lab", __doc__, EXAMPLE, _run)
     parser.add_argument(
         "--platform",
         default="aws",

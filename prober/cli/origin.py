@@ -1,12 +1,17 @@
-"""`prober origin`: summaries or event logs -> OpenShift CI's own files (argument parsing
-only)."""
+"""`prober origin`: summaries or event logs to OpenShift CI's own files (intervals, backend
+disruption, autodl)
+
+Write each run's results in the files openshift/origin leaves in a job's artifacts, which Sippy,
+ci-tools and ci-data-loader pick up.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_labels, forward
+from prober.cli.parsing import Subparsers, add_command, add_labels, forward
 from prober.report.commands import origin_command
 from prober.report.export import LABELS
 
@@ -29,17 +34,9 @@ Backends are named prober-<stream>, never one of origin's names. See docs/ci-for
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
-HELP = "summaries or event logs to OpenShift CI's own files (intervals, backend disruption, autodl)"
-DESCRIPTION = (
-    "Write each run's results in the files openshift/origin leaves in a job's "
-    "artifacts, which Sippy, ci-tools and ci-data-loader pick up."
-)
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = add_command(
-        subparsers, "origin", HELP, DESCRIPTION, EXAMPLE, handler=forward(origin_command, "inputs")
-    )
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "origin", __doc__, EXAMPLE, forward(origin_command, "inputs"))
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT")
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--events", action="store_true", help="INPUT: event logs")

@@ -6,22 +6,23 @@ import argparse
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 Handler = Callable[[argparse.Namespace], int]
+# Generic only to type checkers: argparse's class takes no subscript at run time.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def add_command(
-    subparsers: Any,
-    name: str,
-    help: str,
-    description: str,
-    epilog: str,
-    *,
-    handler: Handler | None = None,
+    subparsers: Any, name: str, doc: str | None, epilog: str, handler: Handler | None = None
 ) -> argparse.ArgumentParser:
     """A command's parser, with its handler and the name its errors are printed under
-    (`prober audit follow: ...`)."""
+    (`prober audit follow: ...`). `doc` is the command module's docstring: its first line,
+    after "`prober <name>`: ", is the one-line help, and the paragraph after it the
+    description (a paragraph after that is for the reader of the code)."""
+    first, description, *_ = [*(doc or "").strip().split("\n\n"), ""]
+    help = " ".join(first.partition(": ")[2].split())
+    description = " ".join(description.split())
     parser: argparse.ArgumentParser = subparsers.add_parser(
         name,
         help=help,

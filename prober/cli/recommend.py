@@ -1,11 +1,15 @@
-"""`prober recommend`: a data-driven shutdown-delay-duration per platform."""
+"""`prober recommend`: shutdown-delay-duration per platform from the history
+
+Recommend kube-apiserver's shutdown-delay-duration per platform.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, forward
+from prober.cli.parsing import Subparsers, add_command, forward
 from prober.common.values import flag, non_negative_float
 from prober.report.commands import recommend_command
 from prober.report.recommend import DEFAULT_BUFFER
@@ -21,18 +25,10 @@ to the value OpenShift uses today and why it differs. --out writes recommendatio
 Exit codes: 0 done, 2 bad usage or bad input.
 """
 
-HELP = "shutdown-delay-duration per platform from the history"
-DESCRIPTION = "Recommend kube-apiserver's shutdown-delay-duration per platform."
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subparsers) -> None:
     parser = add_command(
-        subparsers,
-        "recommend",
-        HELP,
-        DESCRIPTION,
-        EXAMPLE,
-        handler=forward(recommend_command, "thresholds"),
+        sub, "recommend", __doc__, EXAMPLE, forward(recommend_command, "thresholds")
     )
     parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")
     parser.add_argument("--platform", help="only this platform")

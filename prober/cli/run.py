@@ -1,11 +1,16 @@
-"""`prober run`: the in-cluster disruption prober daemon (argument parsing only)."""
+"""`prober run`: the disruption prober daemon: probe each LB, export metrics, write an event log
+
+Probe kube-apiserver through each load balancer, over HTTP/1.1 and HTTP/2, on new and reused
+connections; export Prometheus metrics and write an event log.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from prober.cli.parsing import add_command
+from prober.cli.parsing import Subparsers, add_command
 from prober.config.keys import KEYS, Flag, Key
 
 EXAMPLE = """\
@@ -21,15 +26,9 @@ says the endpoints are up, and {"event": "ready"} follows once every stream has 
 SIGTERM drains and exits 0.
 """
 
-HELP = "the disruption prober daemon: probe each LB, export metrics, write an event log"
-DESCRIPTION = (
-    "Probe kube-apiserver through each load balancer, over HTTP/1.1 and HTTP/2, "
-    "on new and reused connections; export Prometheus metrics and write an event log."
-)
 
-
-def register(subparsers: Any) -> None:
-    parser = add_command(subparsers, "run", HELP, DESCRIPTION, EXAMPLE, handler=_handle)
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "run", __doc__, EXAMPLE, _handle)
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file")
     for key in KEYS:
         _add_flag(parser, key)

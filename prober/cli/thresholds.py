@@ -1,11 +1,18 @@
-"""`prober thresholds`: many runs' summaries -> per-platform percentiles; `--check` gates."""
+"""`prober thresholds`: many summaries to per-platform percentiles (thresholds.json), or a
+regression gate
+
+Aggregate many runs' summary.json into per (platform, lb, protocol, connection, metric)
+P50/P75/P95/P99 and run counts, the history `analyze` judges against.
+
+Argument parsing only; the work is in the layer below.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import add_command, add_out, add_summaries, forward
+from prober.cli.parsing import Subparsers, add_command, add_out, add_summaries, forward
 from prober.common.errors import UserError
 from prober.common.values import flag, positive_int
 from prober.report.commands import check_command, thresholds_command
@@ -26,12 +33,6 @@ across keys) and writes OUT/regression.json.
 Exit codes: 0 done, 1 a regression was found (--check), 2 bad usage or bad input.
 """
 
-HELP = "many summaries to per-platform percentiles (thresholds.json), or a regression gate"
-DESCRIPTION = (
-    "Aggregate many runs' summary.json into per (platform, lb, protocol, connection, "
-    "metric) P50/P75/P95/P99 and run counts, the history `analyze` judges against."
-)
-
 
 def _probability(text: str) -> float:
     value = float(text)
@@ -40,8 +41,8 @@ def _probability(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = add_command(subparsers, "thresholds", HELP, DESCRIPTION, EXAMPLE, handler=_run)
+def register(sub: Subparsers) -> None:
+    parser = add_command(sub, "thresholds", __doc__, EXAMPLE, _run)
     add_summaries(parser, "*")
     parser.add_argument(
         "--from-query-result",
