@@ -38,8 +38,9 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from prober.core import strictjson
 from prober.core.models import (
@@ -112,45 +113,29 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     return summary, warnings
 
 
+# The record fields each entry copies, in the document's order (enums as their values).
+_INTERVAL_FIELDS = (
+    "start_t", "end_t", "start_lo", "start_hi", "end_lo", "end_hi", "start_ts", "end_ts",
+    "error", "detail", "samples",
+)  # fmt: skip
+_WINDOW_FIELDS = ("host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by")
+_WINDOW_STREAM_FIELDS = (
+    "late", "max_elapsed", "reaction", "reaction_lo", "reaction_hi", "bound_by", "failures",
+)  # fmt: skip
+
+
+def _copied(record: object, names: tuple[str, ...]) -> dict[str, Any]:
+    values = {name: getattr(record, name) for name in names}
+    return {k: v.value if isinstance(v, Enum) else v for k, v in values.items()}
+
+
 def _interval(i: Interval) -> IntervalEntry:
-    return {
-        "start_t": i.start_t,
-        "end_t": i.end_t,
-        "start_lo": i.start_lo,
-        "start_hi": i.start_hi,
-        "end_lo": i.end_lo,
-        "end_hi": i.end_hi,
-        "start_ts": i.start_ts,
-        "end_ts": i.end_ts,
-        "error": i.error.value,
-        "detail": i.detail,
-        "samples": i.samples,
-    }
+    return cast(IntervalEntry, _copied(i, _INTERVAL_FIELDS))
 
 
 def _window(w: Window) -> WindowEntry:
-    return {
-        "host": w.host,
-        "node": w.node,
-        "delay": w.delay,
-        "t0": w.t0,
-        "t0_lo": w.t0_lo,
-        "t0_hi": w.t0_hi,
-        "closed_by": w.closed_by.value,
-        "streams": [
-            {
-                **_ids(ws.stream_id),
-                "late": ws.late,
-                "max_elapsed": ws.max_elapsed,
-                "reaction": ws.reaction,
-                "reaction_lo": ws.reaction_lo,
-                "reaction_hi": ws.reaction_hi,
-                "bound_by": ws.bound_by,
-                "failures": ws.failures,
-            }
-            for ws in w.streams
-        ],
-    }
+    streams = [{**_ids(ws.stream_id), **_copied(ws, _WINDOW_STREAM_FIELDS)} for ws in w.streams]
+    return cast(WindowEntry, {**_copied(w, _WINDOW_FIELDS), "streams": streams})
 
 
 def _ids(stream: StreamId) -> StreamFields:
