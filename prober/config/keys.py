@@ -50,9 +50,19 @@ class Key:
     def described(self) -> str:
         """The help line, with the default `Config` has."""
         default = _DEFAULTS[self.name]
-        if self.show is None or default in (None, "", False) or default in ((), {}):
+        if self.show is None or _unset(default):
             return self.help
         return f"{self.help} ({self.show(default)})"
+
+
+def _unset(default: Any) -> bool:
+    """Nothing worth showing: no value, off, or empty. Not `default in (None, False, "")`:
+    0 == False, so a key whose default is 0 would lose it from its help."""
+    return (
+        default is None
+        or default is False
+        or (isinstance(default, str | tuple | dict) and not default)
+    )
 
 
 def _seconds(value: float) -> str:

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from prober.cli import build_parser
-from prober.config.keys import KEYS, Flag
+from prober.config.keys import KEYS, Flag, _unset
 from prober.config.load import PARSERS
 from prober.config.model import Config
 
@@ -53,6 +53,14 @@ def test_every_key_has_its_flag_and_help_and_shows_configs_default(key) -> None:
 def test_the_default_in_help_is_configs(name, shown) -> None:
     (key,) = [k for k in KEYS if k.name == name]
     assert key.described().endswith(shown)
+
+
+@pytest.mark.parametrize(
+    ("default", "unset"),
+    [(None, True), (False, True), ("", True), ((), True), ({}, True), (0, False), (0.0, False)],
+)
+def test_a_zero_default_is_shown_and_an_empty_one_is_not(default, unset) -> None:
+    assert _unset(default) is unset
 
 
 def test_switches_and_repeated_flags_reach_the_loader_as_values() -> None:
