@@ -84,9 +84,14 @@ class Compactor:
             elif isinstance(event, DisruptionStarted):
                 out.extend(self._witness(event))
                 closer = event.closer
-                if closer is not None and not self._written.has(closer, out):
+                if closer is not None and not self._has(closer, out):
                     out.append(dataclasses.replace(closer, held=True))
         return out
+
+    def _has(self, sample: Sample, pending: list[Sample]) -> bool:
+        """Whether the log has `sample` already, or is about to (it is also the witness)."""
+        ids = {p.audit_id for p in pending}
+        return sample.audit_id in self._written or sample.audit_id in ids
 
     def _witness(self, started: DisruptionStarted) -> list[Sample]:
         """The success that bounds an interval's start, unless the log has it already."""
@@ -129,6 +134,5 @@ class _WrittenSuccesses:
         while self._sent and self._sent[0][0] < self._newest - HORIZON:
             self._ids.discard(self._sent.popleft()[1])
 
-    def has(self, sample: Sample, pending: list[Sample]) -> bool:
-        ids = self._ids
-        return sample.audit_id in ids or any(p.audit_id == sample.audit_id for p in pending)
+    def __contains__(self, audit_id: object) -> bool:
+        return audit_id in self._ids
