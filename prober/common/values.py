@@ -66,15 +66,35 @@ def duration(*, minimum: float = 0.0, allow_zero: bool = False) -> Callable[[obj
     return parse
 
 
-def positive_int(value: object) -> int:
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and is_decimal(value.strip()):
-        number = int(value)
-    if number is None or number < 1:
-        raise Invalid(f"expected a whole number of at least 1, got {shown(value)}")
-    return number
+def whole(minimum: int) -> Callable[[object], int]:
+    """A whole number of at least `minimum`."""
+
+    def parse(value: object) -> int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and is_decimal(value.strip()):
+            number = int(value)
+        if number is None or number < minimum:
+            raise Invalid(f"expected a whole number of at least {minimum}, got {shown(value)}")
+        return number
+
+    return parse
+
+
+positive_int = whole(1)
+
+
+def at_least(minimum: float) -> Callable[[object], float]:
+    """A number of at least `minimum`."""
+
+    def parse(value: object) -> float:
+        number = _number(value)
+        if number is None or not number >= minimum:
+            raise Invalid(f"expected a number of at least {minimum:g}, got {shown(value)}")
+        return number
+
+    return parse
 
 
 def positive_float(value: object) -> float:

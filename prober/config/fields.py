@@ -18,9 +18,9 @@ from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from prober.common.values import Invalid, duration, host_port, positive_int, shown
+from prober.common.values import Invalid, at_least, duration, host_port, positive_int, shown, whole
 
-__all__ = ["Invalid", "duration", "host_port", "positive_int", "shown"]
+__all__ = ["Invalid", "at_least", "duration", "host_port", "positive_int", "shown", "whole"]
 
 E = TypeVar("E", bound=StrEnum)
 

@@ -142,6 +142,11 @@ KEYS: tuple[Key, ...] = (
     Key("workers", f.positive_int, "parallel workers per stream, staggered"),
     Key("timeout", f.duration(), "request timeout", show=_seconds),
     Key("max_in_flight", f.positive_int, "requests waiting per worker before ticks skip"),
+    Key("burst_parallel", f.whole(0),
+        "most witness-burst requests in flight at once, over every LB; 0: no bursts"),
+    Key("rise", f.at_least(1.0),
+        "new-connection streams of an LB whose reaction is open sample this many times "
+        "faster than the window rate"),
     Key("max_apiservers", f.positive_int, "most apiservers a run tracks and labels"),
     Key("protocols", f.enum_list(Protocol), "comma-separated", show=_joined),
     Key("connections", f.enum_list(Connection), "comma-separated", show=_joined),

@@ -37,6 +37,11 @@ class Config:
     workers: int = 2
     timeout: float = 5.0
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
+    # Witness bursts (`core.burst`): at most this many burst requests in flight at once over
+    # every LB (0: none); and how much faster than the window rate an LB's new-connection
+    # streams sample while its reaction is open (`core.pace`, 1: no faster).
+    burst_parallel: int = 8
+    rise: float = 2.0
     # Apiserver names are the servers' to choose: at most this many shutdown windows open and
     # `apiserver` label values (a cluster has a handful); the rest counted, logged once.
     max_apiservers: int = 16

@@ -4,8 +4,9 @@ At the default rates the daemon takes hundreds of samples a second, almost all o
 successes that change nothing; a 4-hour log of every sample would be gigabytes. The trackers
 only depend on:
 
-* every failed, late (`shutdown=true`) or header-less sample, and every one sent again (its
-  `retried` is what the report counts): always kept;
+* every failed, late (`shutdown=true`) or header-less sample, every one sent again (its
+  `retried` is what the report counts) and every one of a witness burst (`core.burst`: how
+  many requests the bounds cost is the report's to count): always kept;
 * every sample that made a tracker emit something (an interval closed, a window opened or
   timed out, a window recovered): kept, in the same order, so a replay emits the same thing;
 * every `shutdown=false` answer from a host whose window is open (it narrows T0): kept;
@@ -54,6 +55,7 @@ class Compactor:
         emitted = bool(events)
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late or sample.retried is not None
+        keep = keep or sample.burst is not None
         if header is not None and open_hosts:
             keep = True
         if header is not None and not header.shutdown and header.host not in open_hosts:

@@ -71,6 +71,7 @@ class Pace(StrEnum):
 
     QUIET = "quiet"
     WINDOW = "window"
+    FAST = "fast"  # one stream, faster than the window rate (`core.pace`)
 
 
 class ClosedBy(StrEnum):
@@ -196,6 +197,7 @@ class Sample(OfStream):
     # A `reused` stream's worker keeps one connection; a sample that had to open one says
     # why (`Replacement`), so that a fresh connection under a reused name is never silent.
     replaced: Replacement | None = None
+    replaced_port: int | None = None  # the local port of the kept connection it replaced
     # Sent again once on a new connection, as Go's transport would: `goaway` (an HTTP/2 stream
     # the server never processed) or `closed_idle` (a kept HTTP/1.1 connection closed as the
     # request went out); the first attempt's error is in `detail`.
@@ -203,6 +205,8 @@ class Sample(OfStream):
     # Written to the event log after later samples, only for the bound it puts on a shutdown's
     # T0 (see `core.compaction`); a replay must not let it touch disruption intervals.
     held: bool = False
+    # Sent as part of a witness burst (`core.burst`): that burst's number in this run.
+    burst: int | None = None
 
     @property
     def end(self) -> float:

@@ -11,8 +11,16 @@ Within a window, precision is only needed where the answer is still open. A stre
 reaction to every open window is bounded above (`core.reaction`: its LB has shown it stopped
 routing there) and that is not in a disruption interval goes back to the quiet rate, after the
 first `HOLD` seconds of the window; a late answer on it, a failure or a new window brings it
-back. Kept connections to the shutting-down server and localhost stay fast for the whole delay;
-new connections through an LB that dropped the server within seconds do not.
+back. Kept connections to the shutting-down server stay fast for the whole delay; new
+connections through an LB that dropped the server within seconds do not. A stream whose
+reaction can only end with the shutdown delay its server announced (`rests_until`: localhost,
+or any LB that never showed another server) rests at the quiet rate too, until `WAKE` seconds
+before that delay ends: in between it could only answer late, again and again.
+
+Where the answer is open on an LB that balances, the LB's new-connection streams sample
+faster still (`Pace.FAST`, `rise` times the window rate): the bound on such a reaction is
+as tight as the fresh connections near the LB's switch are dense (`core.reaction`), and the
+witness bursts of `core.burst` only help once the LB has switched.
 
 What the quiet rate costs: T0's lower bound comes from the last `shutdown=false` before the
 window, up to a quiet gap earlier. What gets it back: in the `HOLD` seconds at the window rate,
@@ -28,15 +36,22 @@ from prober.core.models import Pace, PaceChange, Sample, parse_rfc3339, rfc3339
 
 DEFAULT_SETTLE = 30.0
 HOLD = 2.0  # every stream fast this long after a window opens: T0's rounding step
+WAKE = 5.0  # a resting stream is fast again this long before the delay it waits for ends
 
 
 class PaceTracker:
-    def __init__(self, settle: float = DEFAULT_SETTLE) -> None:
+    def __init__(self, settle: float = DEFAULT_SETTLE, wake: float = WAKE) -> None:
         self._settle = settle
+        self._wake = wake
         self.pace = Pace.QUIET
         self._last_alarm = float("-inf")
         self._engaged = float("-inf")
-        self.released: set[str] = set()  # streams back at the quiet rate inside a window
+        self.streams: dict[str, Pace] = {}  # streams off the window rate inside a window
+
+    @property
+    def released(self) -> set[str]:
+        """Streams back at the quiet rate inside a window."""
+        return {name for name, pace in self.streams.items() if pace is Pace.QUIET}
 
     def feed(
         self,
@@ -46,10 +61,15 @@ class PaceTracker:
         opened: bool = False,
         settled: bool = False,
         disrupted: bool = False,
+        rests_until: float | None = None,
+        rising: bool = False,
     ) -> list[PaceChange]:
         """The changes this sample makes. `windows_open`: any shutdown window open once it
         was fed; `opened`: it opened one; `settled`: its stream's reaction to every open window
-        is bounded; `disrupted`: its stream is in a disruption interval."""
+        is bounded; `disrupted`: its stream is in a disruption interval; `rests_until`: its
+        reaction can only end when a shutdown delay ends, then (`ShutdownTracker.rests_until`);
+        `rising`: it is a new-connection stream of an LB whose reaction is open
+        (`ShutdownTracker.wanted`)."""
         changes: list[PaceChange] = []
         alarm = _alarm(sample)
         if alarm:
@@ -60,7 +80,8 @@ class PaceTracker:
             reason = f"no shutdown window open, nothing late or failed for {self._settle:g} s"
             changes.append(self._set(sample, Pace.QUIET, reason))
         if self.pace is Pace.WINDOW:
-            change = self._stream(sample, settled, disrupted)
+            resting = rests_until is not None and sample.end < rests_until - self._wake
+            change = self._stream(sample, settled, resting, disrupted, rising)
             if change is not None:
                 changes.append(change)
         return changes
@@ -70,23 +91,40 @@ class PaceTracker:
 
     def _set(self, sample: Sample, pace: Pace, reason: str) -> PaceChange:
         self.pace = pace
-        self.released.clear()
+        self.streams.clear()
         if pace is Pace.WINDOW:
             self._engaged = sample.end
         return PaceChange(sample.end, _end_ts(sample), pace, reason)
 
-    def _stream(self, sample: Sample, settled: bool, disrupted: bool) -> PaceChange | None:
+    def _stream(
+        self, sample: Sample, settled: bool, resting: bool, disrupted: bool, rising: bool
+    ) -> PaceChange | None:
         stream = sample.stream
-        hold = not settled or disrupted or sample.end - self._engaged < HOLD
-        if hold and stream in self.released:
-            self.released.discard(stream)
-            why = "in a disruption interval" if disrupted else "its reaction is open again"
-            return PaceChange(sample.end, _end_ts(sample), Pace.WINDOW, why, stream)
-        if not hold and stream not in self.released:
-            self.released.add(stream)
-            why = "its reaction to every open window is bounded"
-            return PaceChange(sample.end, _end_ts(sample), Pace.QUIET, why, stream)
-        return None
+        hold = not (settled or resting) or disrupted or sample.end - self._engaged < HOLD
+        pace = Pace.FAST if hold and rising else Pace.WINDOW if hold else Pace.QUIET
+        was = self.streams.get(stream, Pace.WINDOW)
+        if pace is was:
+            return None
+        if pace is Pace.WINDOW:
+            del self.streams[stream]
+        else:
+            self.streams[stream] = pace
+        why = _why(pace, was, settled=settled, disrupted=disrupted)
+        return PaceChange(sample.end, _end_ts(sample), pace, why, stream)
+
+
+def _why(pace: Pace, was: Pace, *, settled: bool, disrupted: bool) -> str:
+    if pace is Pace.QUIET and settled:
+        return "its reaction to every open window is bounded"
+    if pace is Pace.QUIET:
+        return "its reaction can only end with the shutdown delay its server announced"
+    if pace is Pace.FAST:
+        return "its LB has not shown that it stopped routing to the server"
+    if disrupted:
+        return "in a disruption interval"
+    if was is Pace.FAST:
+        return "its LB's reaction is bounded"
+    return "its reaction is open again"
 
 
 def _alarm(sample: Sample) -> str:

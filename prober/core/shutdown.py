@@ -58,7 +58,13 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.core.reaction import FAILURE, RESTARTED, Rotation, StreamReaction
+from prober.core.reaction import (
+    CLOSED,
+    FAILURE,
+    RESTARTED,
+    Rotation,
+    StreamReaction,
+)
 
 ROUNDING = 0.5  # elapsed is rounded to whole seconds
 DEFAULT_GRACE = 30.0  # origin closes a window delay + 30 s after first seen
@@ -82,6 +88,18 @@ class WindowOpened:
     first_seen_t: float
     stream: str
     elapsed: float
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What would settle an LB's fresh connections' reaction to one shutdown: `missing` more
+    fresh connections answered elsewhere after the last late one (sent at `after`), to bound
+    it and confirm the bound; `have` of them came already."""
+
+    host: str
+    after: float
+    have: int
+    missing: int
 
 
 @dataclass(slots=True)
@@ -188,6 +206,8 @@ class ShutdownTracker:
             if header is not None and header.host == window.host:
                 continue
             seen, rotation = window.stream(sample)
+            if sample.replaced_port is not None:
+                seen.note_witness(sample, CLOSED)  # the kept connection it replaced was gone
             if header is not None:
                 rotation.hosts.add(header.host)
                 if sample.reused is not True:
@@ -213,6 +233,70 @@ class ShutdownTracker:
             if not seen.settled(rotation, window.host, reused, window.bounds()[0]):
                 return False
         return True
+
+    def wanted(self, target: str, lb: LB) -> Wanted | None:
+        """The first open window where a new-connection stream through this LB met the host
+        late and nothing bounds its reaction yet (`core.burst` asks for the rest)."""
+        for window in self._open.values():
+            rotation = window.rotations.get((target, lb))
+            if rotation is None or rotation.hosts <= {window.host}:
+                continue  # nothing through it, or only the server: no choice of the LB's
+            since = window.bounds()[0]
+            after = max(
+                (
+                    seen.last_late_t
+                    for name, seen in window.seen.items()
+                    if seen.last_late_t is not None
+                    and self._is_fresh(name, target, lb)
+                    and seen.witness(rotation, window.host, since) is None
+                ),
+                default=None,
+            )
+            if after is None:
+                continue
+            have = rotation.misses_after(max(after, rotation.late_t))
+            settles = 2 * rotation.needed(window.host)  # `StreamReaction.settled`
+            return Wanted(window.host, after, have, max(settles - have, 1))
+        return None
+
+    def rising(self, stream: StreamId) -> bool:
+        """Whether this is a new-connection stream of an LB whose reaction is open: where
+        denser fresh connections tighten the bound (`core.pace`'s `Pace.FAST`)."""
+        if stream.connection is not Connection.NEW or not self._open:
+            return False
+        return self.wanted(stream.target, stream.lb) is not None
+
+    def _is_fresh(self, name: str, target: str, lb: LB) -> bool:
+        stream = self._streams.get(name)
+        return (
+            stream is not None
+            and stream.connection is Connection.NEW
+            and (stream.target, stream.lb) == (target, lb)
+        )
+
+    def rests_until(self, stream: str) -> float | None:
+        """Until when this stream has nothing to learn though its reaction is open: every open
+        window it has not bounded is one whose host alone answered through its LB (localhost,
+        or a cluster of one), so the reaction can only end with the host's shutdown delay,
+        which its header announced. None: not resting (or bounded: see `settled`)."""
+        known = self._streams.get(stream)
+        if known is None:
+            return None
+        until: float | None = None
+        for window in self._open.values():
+            seen = window.seen.get(stream)
+            rotation = window.rotations.get((known.target, known.lb))
+            if seen is None or rotation is None or seen.last_late_t is None:
+                return None
+            lo = window.bounds()[0]
+            reused = known.connection is Connection.REUSED
+            if seen.settled(rotation, window.host, reused, lo):
+                continue
+            if rotation.hosts != {window.host} or seen.after:
+                return None  # another server answered, or something failed: watch it
+            end = lo + window.delay
+            until = end if until is None else min(until, end)
+        return until
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.
@@ -252,6 +336,8 @@ class ShutdownTracker:
         seen, rotation = window.stream(sample)
         seen.note_late(sample, header.elapsed)
         rotation.hosts.add(header.host)
+        if sample.reused is not True:
+            rotation.add_late(sample)
         return events
 
     def _is_straggler(self, sample: Sample) -> bool:
@@ -310,11 +396,16 @@ class ShutdownTracker:
         lo, t0, hi = t0s
         seen = window.seen.get(name) or StreamReaction()
         failures = sum(1 for t in self._failures.get(name, ()) if lo <= t <= end_t)
-        last = seen.last_late_t
-        reaction = None if last is None else last - t0
         rotation = window.rotations.get((stream.target, stream.lb), Rotation())
-        witness = seen.witness(rotation, window.host, lo)
-        if stream.connection is Connection.REUSED and last is None:
+        reused = stream.connection is Connection.REUSED
+        last = seen.last_late_t
+        if last is not None and not reused:
+            # One rotation serves every fresh connection through the LB, whichever stream
+            # sent it: the LB's last one to the server is each fresh stream's reaction.
+            last = max(last, rotation.late_t)
+        reaction = None if last is None else last - t0
+        witness = seen.witness(rotation, window.host, lo, reused)
+        if reused and last is None:
             witness = None  # its kept connections were all elsewhere: no reaction to bound
         return WindowStream(
             stream_id=stream,

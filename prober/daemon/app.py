@@ -22,8 +22,10 @@ from prober.common.clock import Clock, SystemClock
 from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
+from prober.core.burst import Burst, BurstPlanner
 from prober.core.models import RunRecord, StreamId, rfc3339
 from prober.core.pace import PaceTracker
+from prober.daemon.bursts import BurstSender
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.logs import LogSink
@@ -72,6 +74,7 @@ class Daemon:
         self.port = 0
         self.pipeline: Pipeline | None = None
         self.metrics: Metrics | None = None
+        self._bursts: BurstSender | None = None
         self.run_id = str(uuid.uuid4())
 
     def stop(self, reason: str = "stopped") -> None:
@@ -88,7 +91,7 @@ class Daemon:
             version=__version__,
         )
         config = self.config
-        pacer = Pacer(config.quiet_interval or None)
+        pacer = Pacer(config.quiet_interval or None, config.rise)
         metrics = Metrics(
             self.registry,
             config.constant_labels,
@@ -98,7 +101,7 @@ class Daemon:
         metrics.register_streams(self.streams)
         window_gap = config.interval / config.workers
         quiet_gap = max(config.quiet_interval, window_gap) if config.quiet_interval else window_gap
-        metrics.pace_gaps(window=window_gap, quiet=quiet_gap, pace=pacer.pace)
+        metrics.pace_gaps(window=window_gap, quiet=quiet_gap, pace=pacer.pace, rise=config.rise)
         loop = asyncio.get_running_loop()
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
@@ -125,6 +128,9 @@ class Daemon:
             pace=PaceTracker(config.settle) if pacer.quiet else None,
             on_pace=pacer.set,
             max_open=config.max_apiservers,
+            bursts=BurstPlanner() if config.burst_parallel else None,
+            on_burst=self._send_burst,
+            rise=config.rise > 1,
         )
         self.metrics = metrics
         status = StatusServer(self.registry, readyz=self._not_ready)
@@ -152,6 +158,14 @@ class Daemon:
             )
             for stream in self.streams
         ]
+        if pipeline.bursts is not None:
+            self._bursts = BurstSender(
+                pipeline.bursts,
+                schedulers,
+                parallel=config.burst_parallel,
+                supervisor=self.supervisor,
+                now=pipeline.now,
+            )
         self._start_tasks(pipeline, schedulers)
         self._log_start(header)
         try:
@@ -159,6 +173,10 @@ class Daemon:
         finally:
             await self._drain(pipeline, schedulers, probers, writer, status)
         return 0
+
+    def _send_burst(self, burst: Burst) -> None:
+        if self._bursts is not None:
+            self._bursts.send(burst)
 
     def _start_tasks(self, pipeline: Pipeline, schedulers: list[StreamScheduler]) -> None:
         spawn = self.supervisor.spawn
@@ -243,6 +261,7 @@ class Daemon:
             "stopping", reason=self._stop_reason, in_flight=sum(s.in_flight for s in schedulers)
         )
         names = [f"stream:{s.stream.name}" for s in schedulers] + ["summary", "ready"]
+        names += self.supervisor.running("burst-")
         await self.supervisor.stop(*names, *(["leases"] if self._hosts else []))
         drained = await asyncio.gather(*(s.drain(self.config.drain_timeout) for s in schedulers))
         await self.supervisor.stop("pipeline")

@@ -116,6 +116,14 @@ class Metrics:
             labels(*STREAM_LABELS, "reason"),
             registry=registry,
         )
+        self.bursts = Counter(
+            "prober_burst_requests_total",
+            "Requests sent as part of a witness burst (fresh connections through an LB that "
+            "seems to have stopped routing to a shutting-down apiserver), also counted in "
+            "prober_requests_total.",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
         self.interval = Gauge(
             "prober_sampling_interval_seconds",
             "A stream's mean gap between requests now: the window gap while an apiserver "
@@ -193,9 +201,9 @@ class Metrics:
             for reason in SKIP_REASONS:
                 self._child(self.skipped, *key, reason)
 
-    def pace_gaps(self, *, window: float, quiet: float, pace: Pace) -> None:
+    def pace_gaps(self, *, window: float, quiet: float, pace: Pace, rise: float = 1.0) -> None:
         """The gaps of each pace, and the pace at the start."""
-        self._gaps = {Pace.WINDOW: window, Pace.QUIET: quiet}
+        self._gaps = {Pace.WINDOW: window, Pace.QUIET: quiet, Pace.FAST: window / rise}
         self._set_pace(pace)
 
     def _set_pace(self, pace: Pace, stream: str | None = None) -> None:
@@ -246,6 +254,8 @@ class Metrics:
             self._child(self.replaced, *key, sample.replaced.value).inc()
         if sample.retried is not None:
             self._child(self.retried, *key, sample.retried).inc()
+        if sample.burst is not None:
+            self._child(self.bursts, *key).inc()
         if observed.gaps:
             gaps = self._child(self.gaps, *key)
             for gap in observed.gaps:

@@ -3,7 +3,8 @@
 The pipeline decides the pace from the samples (`core.pace`); the pacer holds it, tells each
 scheduler its mean gap, and wakes every scheduler sleeping out a quiet gap when the window
 rate engages, so that each stream's next request goes out at once rather than up to a quiet
-gap later.
+gap later. Inside a window a stream may be off the window rate: back at the quiet gap, or
+`rise` times faster (`Pace.FAST`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ class Pacer:
     """`quiet`: the mean gap per stream while no apiserver shuts down; None for no quiet rate
     (always the window rate)."""
 
-    def __init__(self, quiet: float | None) -> None:
+    def __init__(self, quiet: float | None, rise: float = 1.0) -> None:
         self.quiet = quiet
+        self.rise = rise
         self.pace = Pace.QUIET if quiet else Pace.WINDOW
-        self._released: set[str] = set()  # streams at the quiet rate inside a window
+        self._streams: dict[str, Pace] = {}  # streams off the window rate inside a window
         self._sleepers: dict[str, Wakeable] = {}
 
     def attach(self, scheduler: Wakeable) -> None:
@@ -34,22 +36,28 @@ class Pacer:
 
     def gap(self, stream: str, window_gap: float) -> float:
         """A stream's mean gap now, given its gap at the window rate."""
-        if self.quiet is not None and (self.pace is Pace.QUIET or stream in self._released):
+        if self.quiet is None:
+            return window_gap
+        pace = self._streams.get(stream, self.pace) if self.pace is Pace.WINDOW else self.pace
+        if pace is Pace.QUIET:
             return max(self.quiet, window_gap)
-        return window_gap
+        return window_gap / self.rise if pace is Pace.FAST else window_gap
 
     def set(self, change: PaceChange) -> None:
         if self.quiet is None:
             return
         if change.stream is None:
             self.pace = change.pace
-            self._released.clear()
+            self._streams.clear()
             woken = list(self._sleepers.values()) if change.pace is Pace.WINDOW else []
         elif change.pace is Pace.QUIET:
-            self._released.add(change.stream)
+            self._streams[change.stream] = Pace.QUIET
             woken = []
         else:
-            self._released.discard(change.stream)
+            if change.pace is Pace.WINDOW:
+                self._streams.pop(change.stream, None)
+            else:
+                self._streams[change.stream] = change.pace
             woken = [s for name, s in self._sleepers.items() if name == change.stream]
         for scheduler in woken:
             scheduler.wake()

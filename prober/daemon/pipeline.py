@@ -8,7 +8,8 @@ back from earlier), then `event(...)` for the trackers' events (`DisruptionStart
 `Interval`, `WindowOpened`, `Window`). `event` also carries the `Summary` records of
 `summary()`, the `Skipped` ticks of `skipped()`, a `PaceChange` after the sample that changed
 the sampling rate (`core.pace`), and what `close()` closes at the end of the run (open
-intervals and windows, as `end`).
+intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
+witness burst it asks for goes to `on_burst` (`daemon.bursts`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from prober.core.burst import Burst, BurstPlanner
 from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionStarted
 from prober.core.gaps import GapStats
@@ -93,7 +95,12 @@ class Pipeline:
         pace: PaceTracker | None = None,
         on_pace: Callable[[PaceChange], None] | None = None,
         max_open: int = DEFAULT_MAX_OPEN,
+        bursts: BurstPlanner | None = None,
+        on_burst: Callable[[Burst], None] | None = None,
+        rise: bool = False,
     ) -> None:
+        """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
+        streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`."""
         # Defaults otherwise: analyze replays the same trackers.
         self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
         self.disruption = self.trackers.disruption
@@ -105,6 +112,9 @@ class Pipeline:
         self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
         self._pace = pace  # None: one fixed rate
         self._on_pace = on_pace or (lambda _pace: None)
+        self._rise = rise
+        self.bursts = bursts
+        self._on_burst = on_burst or (lambda _burst: None)
         self._counts = {s.name: self._new_counts() for s in streams}
         self.queue: asyncio.Queue[Sample] = asyncio.Queue()
         self.fed = 0
@@ -137,6 +147,10 @@ class Pipeline:
             self._emit(event)
         if self._pace is not None:
             self._pace_after(sample, events)
+        if self.bursts is not None:
+            burst = self.bursts.feed(sample, self.shutdown)
+            if burst is not None:
+                self._on_burst(burst)
 
     def skipped(self, stream: StreamId, reason: str, count: int) -> None:
         """A scheduler did not send `count` ticks of `stream`, for `reason`."""
@@ -154,6 +168,8 @@ class Pipeline:
             opened=any(isinstance(e, WindowOpened) for e in events),
             settled=self.shutdown.settled(sample.stream),
             disrupted=self.disruption.is_open(sample.stream),
+            rests_until=self.shutdown.rests_until(sample.stream),
+            rising=self._rise and self.shutdown.rising(sample.stream_id),
         )
         for change in changes:
             self._on_pace(change)
@@ -206,6 +222,8 @@ class Pipeline:
         counts.failures += sample.failed
         counts.late += sample.late
         counts.results[sample.error.value if sample.error else "success"] += 1
+        if sample.burst is not None:
+            return ()  # sent beside the ticks: no sampling gap of the stream's
         return tuple(counts.gaps.feed(sample.t))
 
     def _emit(self, event: Event) -> None:

@@ -23,6 +23,7 @@ bound on a reaction through a balancing LB assumes (`core.reaction`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 from collections import Counter
@@ -78,11 +79,12 @@ class StreamScheduler:
         self._pacer = pacer or Pacer(None)
         self._pacer.attach(self)
         self._sleeper: asyncio.Future[None] | None = None  # a quiet sleep, cut short by wake()
-        self._in_flight: list[set[asyncio.Task[None]]] = [set() for _ in workers]
+        self._in_flight: list[set[asyncio.Task[bool]]] = [set() for _ in workers]
         self._crashed: BaseException | None = None
         self.ticks = 0
         self.skipped: Counter[str] = Counter()  # ticks not taken, by reason
         self.started = 0  # requests sent: each must end as exactly one emitted sample
+        self._extras = 0
 
     @property
     def in_flight(self) -> int:
@@ -134,7 +136,7 @@ class StreamScheduler:
     async def _sleep_until(self, due: float) -> bool:
         """Sleep until `due`; True if woken earlier (the window rate engaged). Only a quiet
         sleep is wakeable: at the window rate a gap is short, and a task per tick would cost."""
-        if self._pacer.gap(self.stream_name, self._gap) == self._gap:
+        if self._pacer.gap(self.stream_name, self._gap) <= self._gap:
             await self._clock.sleep_until(due)
             return False
         sleeper = self._sleeper = asyncio.ensure_future(self._clock.sleep_until(due))
@@ -159,22 +161,35 @@ class StreamScheduler:
                 "ticks_skipped", stream=self.stream.name, reason=reason, in_flight=self.in_flight
             )
 
-    def _start(self, worker: int) -> None:
-        task = asyncio.create_task(self._one(worker), name=f"{self.stream.name}/{worker}")
+    def _start(self, worker: int, burst: int | None = None) -> asyncio.Task[bool]:
+        name = f"{self.stream.name}/{worker}" + ("" if burst is None else f"/burst-{burst}")
+        task = asyncio.create_task(self._one(worker, burst), name=name)
         self._in_flight[worker].add(task)
         self.started += 1
+        return task
 
-    async def _one(self, worker: int) -> None:
+    def extra(self, burst: int) -> asyncio.Task[bool]:
+        """One request now, outside the ticks, as part of witness burst `burst`: a sample of
+        this stream like any other, marked with the burst's number. The burst's sender
+        bounds how many are in flight (`daemon.bursts`), so no tick capacity applies; the
+        workers take turns, and `drain` waits for these too. The task's result: whether it
+        emitted its sample."""
+        worker = self._extras % len(self._workers)
+        self._extras += 1
+        return self._start(worker, burst)
+
+    async def _one(self, worker: int, burst: int | None = None) -> bool:
         try:
             sample = await self._workers[worker].sample()
         except Exception as exc:  # a bug, not a network fault: the stream task restarts
             self._crashed = exc
-            return
+            return False
         finally:
             task = asyncio.current_task()
             if task is not None:
                 self._in_flight[worker].discard(task)
-        self._emit(sample)
+        self._emit(sample if burst is None else dataclasses.replace(sample, burst=burst))
+        return True
 
     async def drain(self, timeout: float, grace: float = 1.0) -> int:
         """Wait up to `timeout` for requests in flight, then make the rest end as timeouts

@@ -43,6 +43,29 @@ class Supervisor:
         self._tasks[name] = task
         return task
 
+    def spawn_once(self, name: str, run: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """Run `run()` once as task `name`, forgotten once it ended: a failure is logged with
+        its name and counted, not restarted (a one-off job, such as a witness burst)."""
+        task = asyncio.create_task(self._once(name, run), name=name)
+        self._tasks[name] = task
+        task.add_done_callback(lambda done: self._forget(name, done))
+        return task
+
+    def _forget(self, name: str, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(name) is task:
+            del self._tasks[name]
+
+    def running(self, prefix: str) -> list[str]:
+        """The names of the tasks running now that start with `prefix`."""
+        return [n for n, t in self._tasks.items() if n.startswith(prefix) and not t.done()]
+
+    async def _once(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await run()
+        except Exception as exc:
+            self.failures[name] += 1
+            log.error("task_failed", task=name, error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+
     async def _guard(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         failures = 0
         while True:
@@ -69,7 +92,11 @@ class Supervisor:
 
     async def stop(self, *names: str) -> None:
         """Cancel the named tasks (all when none are named) and wait for them to end."""
-        chosen = [self._tasks[n] for n in names] if names else list(self._tasks.values())
+        chosen = (
+            [self._tasks[n] for n in names if n in self._tasks]
+            if names
+            else list(self._tasks.values())
+        )
         for task in chosen:
             task.cancel()
         for task in chosen:

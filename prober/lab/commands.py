@@ -114,7 +114,8 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(f"wrote {written}", file=stdout)
 
 
-HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "truth", "error"]
+HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "hi set by", "truth"]
+HEADERS += ["error"]
 HEADERS += ["late", "failed"]
 GAP_HEADERS = ["stream", "samples", "gap p50", "gap p99", "gap max", "skipped"]
 
@@ -123,7 +124,7 @@ def _rows(results: Sequence[ShutdownResult], tolerance: float) -> list[list[str]
     rows = []
     for result in results:
         if result.window is None:
-            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 8])
+            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 9])
             continue
         for row in result.rows:
             rows.append(
@@ -134,6 +135,7 @@ def _rows(results: Sequence[ShutdownResult], tolerance: float) -> list[list[str]
                     str(row.connection),
                     seconds(row.measured, 3),
                     _bound(row.lo, row.hi) + (" !" if row.outside(tolerance) is not None else ""),
+                    row.bound_by or "-",
                     seconds(row.truth, 3),
                     "-" if row.error is None else f"{row.error:+.3f} s",
                     str(row.late),

@@ -66,6 +66,7 @@ class _Attempt:
     local: tuple[str, int] | None = None
     peer: tuple[str, int] | None = None
     replaced: Replacement | None = None
+    replaced_port: int | None = None
     retried: str | None = None
     first_error: str = ""
 
@@ -97,6 +98,7 @@ class Prober:
         reused = stream.connection is Connection.REUSED
         self._reused = reused
         self._kept: WireConnection | None = None
+        self._kept_port: int | None = None  # the local port of the last kept connection
         self._opening = asyncio.Lock()  # HTTP/2 requests while the kept one is being opened
         self._retired: set[WireConnection] = set()  # given up, closed when their last answer is in
         # Why the kept connection's successor will be opened: set as each request ends.
@@ -192,6 +194,7 @@ class Prober:
             local_port=attempt.local[1] if attempt.local else None,
             peer=_address(attempt.peer),
             replaced=attempt.replaced,
+            replaced_port=attempt.replaced_port,
             retried=attempt.retried,
         )
 
@@ -246,8 +249,10 @@ class Prober:
                 self._retire(kept)
                 self._kept = None
             attempt.replaced = self._replacing or Replacement.CLOSED
+            attempt.replaced_port = self._kept_port  # what a kept connection's bound needs
             self._replacing = None
             self._kept = await self._open(attempt)
+            self._kept_port = self._kept.local[1] if self._kept.local else None
             return self._kept
 
     def _after(

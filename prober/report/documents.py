@@ -43,7 +43,7 @@ class WindowStreamEntry(StreamFields):
     reaction: float | None  # None: no late request
     reaction_lo: NotRequired[float | None]  # v2
     reaction_hi: NotRequired[float | None]  # v2
-    bound_by: NotRequired[str | None]  # v2: `failure`, `restarted`, `sampling`, or None
+    bound_by: NotRequired[str | None]  # v2: `failure`, `restarted`, `sampling`, `closed`, None
     failures: int
 
 

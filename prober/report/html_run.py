@@ -243,6 +243,7 @@ _BOUND_BY = {
     "failure": "a failed request",
     "restarted": "the restarted apiserver answering",
     "sampling": "enough answers from other apiservers",
+    "closed": "kept until its connection closed",
 }
 
 

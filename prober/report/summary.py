@@ -16,7 +16,8 @@
 `reaction` is null where no late request was seen. `reaction_lo`/`reaction_hi` bound the true
 reaction from the sampling (seconds after T0, see `core.reaction`): lo is null without a late
 request, hi null when nothing after the last late request showed the LB had stopped;
-`bound_by` names what set hi (`failure`, `restarted`, `sampling`) or is null. An interval's
+`bound_by` names what set hi (`failure`, `restarted`, `sampling`, `closed`: the kept
+connection's replacement) or is null. An interval's
 `start_lo`..`start_hi` and `end_lo`..`end_hi` bound its true edges in run seconds, like
 `start_t` and `end_t` (see `core.disruption`); null is unbounded on that side. `worst` holds,
 per LB x protocol x connection, the largest reaction over every window, with the bound of the

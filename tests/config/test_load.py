@@ -166,6 +166,8 @@ WIRE = "only printable ASCII, without spaces, goes on the wire"
 INVALID = [
     ("workers: two", "workers: expected a whole number of at least 1, got 'two'"),
     ("workers: 0", "workers: expected a whole number of at least 1, got 0"),
+    ("burst_parallel: -1", "burst_parallel: expected a whole number of at least 0, got -1"),
+    ("rise: 0.5", "rise: expected a number of at least 1, got 0.5"),
     ("interval: 100", "interval: expected a Go duration such as 100ms or 5s, got 100"),
     ("interval: 100 ms", "interval: '100 ms' is not a Go duration such as 100ms or 5s"),
     ("interval: 0s", "interval: '0s' must be longer than 1ms"),

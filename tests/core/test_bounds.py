@@ -171,6 +171,63 @@ CASES = [
         stream=REUSED,
     ),
     Case(
+        "a fresh stream's reaction is its LB's: a sibling's later late request raises its "
+        "lower bound, and the misses count from it",
+        [late(10.0), replace_stream(late(10.3), SIBLING), *misses(10.4, K3)],
+        10.3,
+        10.4 + (K3 - 1) * 0.1 + DUR,
+        "sampling",
+    ),
+    Case(
+        "misses before the LB's last late request, whichever stream sent it, bound nothing",
+        [late(10.0), *misses(10.1, 3), replace_stream(late(10.45), SIBLING), *misses(10.5, K3 - 1)],
+        10.45,
+        None,
+        None,
+    ),
+    Case(
+        "a kept connection is bounded when its replacement is opened, by the replacement's "
+        "send time",
+        [
+            kept(late(10.0, stream=REUSED), 5000),
+            dataclasses.replace(
+                answered(10.3, "B", stream=REUSED),
+                reused=False,
+                local_port=5001,
+                replaced_port=5000,
+            ),
+        ],
+        10.0,
+        10.3,
+        "closed",
+        stream=REUSED,
+    ),
+    Case(
+        "the replacement of another kept connection of the stream is no witness",
+        [
+            kept(late(10.0, stream=REUSED), 5000),
+            dataclasses.replace(
+                answered(10.3, "B", stream=REUSED),
+                reused=False,
+                local_port=6001,
+                replaced_port=6000,
+            ),
+        ],
+        10.0,
+        None,
+        None,
+        stream=REUSED,
+    ),
+    Case(
+        "fresh connections sent elsewhere say nothing of a kept connection (an LB that keeps "
+        "flows keeps it on the server after dropping the server from its rotation)",
+        [kept(late(10.0, stream=REUSED), 5000), *misses(10.1, 2 * K3)],
+        10.0,
+        None,
+        None,
+        stream=REUSED,
+    ),
+    Case(
         "a 2xx without the header proves nothing",
         [late(10.0), ok(10.1), ok(10.2)],
         10.0,

@@ -85,8 +85,10 @@ def test_sample_wire_format_is_the_contract() -> None:
         "local_port": None,
         "peer": None,
         "replaced": None,
+        "replaced_port": None,
         "retried": None,
         "held": False,
+        "burst": None,
     }
 
 

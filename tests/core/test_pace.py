@@ -93,3 +93,34 @@ def test_a_stream_whose_reaction_is_bounded_goes_quiet_after_the_hold() -> None:
     (again,) = feed(late(16.0), windows_open=True, opened=True, settled=False)
     assert (again.stream, again.pace) == (None, Pace.WINDOW)
     assert tracker.released == set()
+
+
+def test_an_lbs_fresh_streams_sample_fast_while_its_reaction_is_open() -> None:
+    tracker = PaceTracker(settle=30.0)
+    feed = tracker.feed
+    feed(late(10.0), windows_open=True, opened=True)
+    (fast,) = feed(ok(10.5), windows_open=True, rising=True)
+    assert (fast.stream, fast.pace) == (STREAM.name, Pace.FAST)
+    assert fast.reason == "its LB has not shown that it stopped routing to the server"
+    assert feed(ok(10.6), windows_open=True, rising=True) == []
+    (back,) = feed(ok(12.5), windows_open=True)
+    assert (back.pace, back.reason) == (Pace.WINDOW, "its LB's reaction is bounded")
+    (quiet,) = feed(ok(13.0), windows_open=True, settled=True)
+    assert quiet.pace is Pace.QUIET
+    # A new window brings every stream back to the window rate together.
+    feed(late(20.0), windows_open=True, opened=True)
+    assert tracker.streams == {}
+
+
+def test_a_stream_waiting_for_the_delay_rests_and_wakes_before_it_ends() -> None:
+    tracker = PaceTracker(settle=30.0, wake=5.0)
+    feed = tracker.feed
+    feed(late(10.0), windows_open=True, opened=True)
+    assert feed(late(11.0), windows_open=True, rests_until=80.0) == []  # the hold
+    (rest,) = feed(late(12.5), windows_open=True, rests_until=80.0)
+    assert (rest.pace, rest.reason) == (
+        Pace.QUIET, "its reaction can only end with the shutdown delay its server announced",
+    )  # fmt: skip
+    assert feed(late(74.0), windows_open=True, rests_until=80.0) == []
+    (awake,) = feed(late(75.5), windows_open=True, rests_until=80.0)
+    assert (awake.pace, awake.reason) == (Pace.WINDOW, "its reaction is open again")

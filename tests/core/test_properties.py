@@ -67,14 +67,17 @@ def runs(draw):
     seed = draw(st.integers(0, 2**32 - 1))
     n_streams = draw(st.integers(1, 8))
     gap = draw(st.sampled_from([0.02, 0.05, 0.1, 0.25, 0.5, 1.0]))
+    streams = stream_ids(n_streams)
+    # One switch per LB: its rotation serves every stream through it, whatever the protocol.
+    switch = {stream.lb: draw(st.floats(0, 40)) for stream in streams}
     plans = [
         StreamPlan(
             stream=stream,
             gap=gap,
             phase=draw(st.floats(0, gap, exclude_max=True)),
-            switch_after=draw(st.floats(0, 40)),
+            switch_after=switch[stream.lb],
         )
-        for stream in stream_ids(n_streams)
+        for stream in streams
     ]
     t0 = draw(st.floats(10, 20))
     max_dur = draw(st.sampled_from([0.001, 0.01, 0.05, 0.2]))

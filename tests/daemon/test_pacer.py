@@ -43,3 +43,17 @@ def test_without_a_quiet_rate_the_pace_never_changes() -> None:
 
 def test_a_quiet_gap_is_never_shorter_than_the_window_gap() -> None:
     assert Pacer(quiet=0.01).gap("a", 0.05) == 0.05
+
+
+def test_a_fast_stream_samples_rise_times_the_window_rate_until_the_next_window() -> None:
+    pacer, a = Pacer(quiet=1.0, rise=2.0), Sleeper("a")
+    pacer.attach(a)
+    pacer.set(change(Pace.WINDOW))
+    pacer.set(change(Pace.QUIET, "a"))
+    pacer.set(change(Pace.FAST, "a"))  # out of the quiet rate: woken
+    assert (pacer.gap("a", 0.05), a.woken) == (0.025, 2)
+    pacer.set(change(Pace.WINDOW, "a"))
+    assert pacer.gap("a", 0.05) == 0.05
+    pacer.set(change(Pace.FAST, "a"))
+    pacer.set(change(Pace.QUIET))  # no window open: every stream quiet again
+    assert pacer.gap("a", 0.05) == 1.0

@@ -223,6 +223,13 @@ async def test_each_replacement_of_a_kept_connection_says_why(
         (True, None),
     ]
     assert got[5].error is ErrorClass.TIMEOUT
+    # Each replacement names the kept connection it replaced, by its local port.
+    assert [s.replaced_port for s in got if s.replaced] == [
+        None,
+        got[2].local_port,
+        got[5].local_port,
+    ]
+    assert got[2].local_port != got[3].local_port != got[6].local_port
     # A reused worker's fresh connections are exactly its replacements.
     fresh = [s for s in got if s.reused is False]
     assert tls_server.connections == len(fresh) == len([s for s in got if s.replaced])

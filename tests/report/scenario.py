@@ -11,10 +11,10 @@ disruption interval they make.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
-from prober.core.models import ErrorClass, Sample, StreamId
+from prober.core.models import Connection, ErrorClass, Replacement, Sample, StreamId
 from tests.factories import sample
 from tests.support.synthetic import go_rounded
 
@@ -59,25 +59,37 @@ class Scenario:
     @cached_property
     def _samples(self) -> tuple[Sample, ...]:
         out: list[Sample] = []
-        for plan in self.plans:
+        for index, plan in enumerate(self.plans):
             n = 0
             t = plan.phase
+            kept: tuple[str, int] | None = None  # a reused stream's connection: host, port
             while t < self.end:
-                out.append(self._request(plan, t, n))
+                request = self._request(plan, t, n)
+                if plan.stream.connection is Connection.REUSED:
+                    request, kept = _over_kept(request, self._route(plan, t, n), kept, index)
+                out.append(request)
                 n += 1
                 t = plan.phase + n * plan.gap
         out.sort(key=lambda s: (s.end, s.stream))
         return tuple(out)
 
     def true_reaction(self, plan: StreamPlan, shutdown: Shutdown) -> float | None:
-        """Last request the LB sent to the host while it was serving, minus T0."""
+        """Last request the LB sent to the host while it was serving, minus T0: over the
+        stream's kept connections, or over any fresh connection through the LB (one rotation
+        serves them all, `core.reaction`)."""
+        mine = plan.stream
+
+        def same(s: Sample) -> bool:
+            if mine.connection is Connection.REUSED:
+                return s.stream == mine.name
+            return s.stream_id.connection is mine.connection and (s.target, s.lb) == (
+                mine.target, mine.lb,
+            )  # fmt: skip
+
         late = [
             s.t
             for s in self._samples
-            if s.stream == plan.stream.name
-            and s.late
-            and s.shutdown is not None
-            and s.shutdown.host == shutdown.host
+            if same(s) and s.late and s.shutdown is not None and s.shutdown.host == shutdown.host
         ]
         return max(late) - shutdown.t0 if late else None
 
@@ -116,3 +128,19 @@ class Scenario:
         away = {sd.host for sd in self.shutdowns if sd.t0 <= t < sd.back}
         up = [h for h in self.hosts if h not in away]
         return up[n % len(up)]
+
+
+def _over_kept(
+    request: Sample, host: str, kept: tuple[str, int] | None, index: int
+) -> tuple[Sample, tuple[str, int] | None]:
+    """A reused stream's request over its kept connection to `host`; a new connection, which
+    names the one it replaced, when the LB's route for it changed."""
+    if kept is not None and kept[0] == host:
+        return replace(request, reused=True, local_port=kept[1]), kept
+    port = 40000 + 1000 * index + (0 if kept is None else kept[1] % 1000 + 1)
+    why = Replacement.FIRST if kept is None else Replacement.CLOSED
+    fresh = replace(
+        request, reused=False, local_port=port, replaced=why,
+        replaced_port=None if kept is None else kept[1],
+    )  # fmt: skip
+    return fresh, (host, port)

@@ -99,7 +99,7 @@ def _assert_reaction_bound(ws: dict, truth: float, switch: float, delay: float) 
         assert ws["bound_by"] is None
         return
     assert max(truth, ws["reaction"]) <= hi
-    assert ws["bound_by"] in ("failure", "restarted", "sampling")
+    assert ws["bound_by"] in ("failure", "restarted", "sampling", "closed")
     if switch < delay:
         assert lo <= switch <= hi
 

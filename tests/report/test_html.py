@@ -212,6 +212,7 @@ def test_the_tables_show_each_reaction_and_interval_with_its_bound(outputs: Path
         html,
     )
     assert "<td>a failed request</td>" in html  # the external LB's reused connections
+    assert "<td>kept until its connection closed</td>" in html  # the internal LB's
 
 
 def _bounded_window() -> Window:

@@ -1,0 +1,74 @@
+"""The daemon's side of witness bursts: send what `core.burst`'s planner asks for.
+
+The pipeline feeds each sample to the planner after the trackers; a burst it returns comes
+here, and goes out as requests of the LB's new-connection streams (`StreamScheduler.extra`,
+taking turns), at most `parallel` of them in flight at once over every LB, so that no LB and
+no apiserver sees more than that many burst requests from one prober. Before each request the
+planner is asked whether to go on (it stops a burst that met the server); when the burst is
+over, the planner hears how many samples it made, and counts them in as they are fed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from prober.core.burst import Burst, BurstPlanner
+from prober.core.models import LB, Connection
+from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.supervisor import Supervisor
+
+
+class BurstSender:
+    def __init__(
+        self,
+        planner: BurstPlanner,
+        schedulers: Sequence[StreamScheduler],
+        *,
+        parallel: int,
+        supervisor: Supervisor,
+        now: Callable[[], float],
+    ) -> None:
+        self._planner = planner
+        self._fresh: dict[tuple[str, LB], list[StreamScheduler]] = {}
+        for scheduler in schedulers:
+            stream = scheduler.stream
+            if stream.connection is Connection.NEW:
+                self._fresh.setdefault((stream.target, stream.lb), []).append(scheduler)
+        self._slots = asyncio.Semaphore(parallel)
+        self._supervisor = supervisor
+        self._now = now
+        self.bursts = 0
+
+    def send(self, burst: Burst) -> None:
+        """Called by the pipeline as the planner asks; the burst runs as its own task."""
+        streams = self._fresh.get((burst.target, burst.lb))
+        if not streams:  # the planner only asks for LBs the samples came through
+            self._planner.stopped(burst.number, 0, self._now())
+            return
+        self.bursts += 1
+        self._supervisor.spawn_once(f"burst-{burst.number}", lambda: self._run(burst, streams))
+
+    async def _run(self, burst: Burst, streams: list[StreamScheduler]) -> None:
+        try:
+            made = await self._requests(burst, streams)
+        except Exception:
+            self._planner.stopped(burst.number, 0, self._now())  # the LB may burst again
+            raise
+        self._planner.stopped(burst.number, made, self._now())
+
+    async def _requests(self, burst: Burst, streams: list[StreamScheduler]) -> int:
+        """Send the burst's requests; how many made a sample. Cancelled (the daemon stops),
+        the requests sent are the schedulers' to drain."""
+        tasks: list[asyncio.Task[bool]] = []
+        for index in range(burst.count):
+            await self._slots.acquire()
+            if not self._planner.going(burst.number):
+                self._slots.release()
+                break
+            task = streams[index % len(streams)].extra(burst.number)
+            task.add_done_callback(lambda _task: self._slots.release())
+            tasks.append(task)
+        if tasks:
+            await asyncio.wait(tasks)
+        return sum(1 for t in tasks if not t.cancelled() and t.result())
