@@ -13,9 +13,10 @@ routing there) and that is not in a disruption interval goes back to the quiet r
 first `HOLD` seconds of the window; a late answer on it, a failure or a new window brings it
 back. Kept connections to the shutting-down server stay fast for the whole delay; new
 connections through an LB that dropped the server within seconds do not. A stream whose
-reaction can only end with the shutdown delay its server announced (`rests_until`: localhost,
-or any LB that never showed another server) rests at the quiet rate too, until `WAKE` seconds
-before that delay ends: in between it could only answer late, again and again.
+reaction can only end with the shutdown delay its server announced (`rests`: localhost, any
+LB that never showed another server, a kept connection an LB did not break as it dropped the
+server) rests at the quiet rate too, until `WAKE` seconds before that delay ends: in between
+it could only answer late, again and again.
 
 Where the answer is open on an LB that balances, the LB's new-connection streams sample
 faster still (`Pace.FAST`, `rise` times the window rate): the bound on such a reaction is
@@ -61,13 +62,13 @@ class PaceTracker:
         opened: bool = False,
         settled: bool = False,
         disrupted: bool = False,
-        rests_until: float | None = None,
+        rests: tuple[float, float] | None = None,
         rising: bool = False,
     ) -> list[PaceChange]:
         """The changes this sample makes. `windows_open`: any shutdown window open once it
         was fed; `opened`: it opened one; `settled`: its stream's reaction to every open window
-        is bounded; `disrupted`: its stream is in a disruption interval; `rests_until`: its
-        reaction can only end when a shutdown delay ends, then (`ShutdownTracker.rests_until`);
+        is bounded; `disrupted`: its stream is in a disruption interval; `rests`: from when its
+        reaction can only end when a shutdown delay ends, and then (`ShutdownTracker.rests`);
         `rising`: it is a new-connection stream of an LB whose reaction is open
         (`ShutdownTracker.wanted`)."""
         changes: list[PaceChange] = []
@@ -80,7 +81,7 @@ class PaceTracker:
             reason = f"no shutdown window open, nothing late or failed for {self._settle:g} s"
             changes.append(self._set(sample, Pace.QUIET, reason))
         if self.pace is Pace.WINDOW:
-            resting = rests_until is not None and sample.end < rests_until - self._wake
+            resting = rests is not None and rests[0] <= sample.end < rests[1] - self._wake
             change = self._stream(sample, settled, resting, disrupted, rising)
             if change is not None:
                 changes.append(change)

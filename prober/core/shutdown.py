@@ -73,6 +73,7 @@ DEFAULT_FAILURE_LOOKBACK = 600.0  # longer than any platform's graceful terminat
 # opened 2,000 windows in 4,000 samples. A cluster has a handful of apiservers.
 DEFAULT_MAX_OPEN = 16
 _SAME_SHUTDOWN_SLACK = 1.0  # a restart never comes within a second of the last T0
+KEPT_REST_AFTER = 2.0  # a kept flow the LB did not reset this long after it dropped the server
 
 
 def t0_range(sample: Sample, elapsed: float) -> tuple[float, float]:
@@ -274,29 +275,39 @@ class ShutdownTracker:
             and (stream.target, stream.lb) == (target, lb)
         )
 
-    def rests_until(self, stream: str) -> float | None:
-        """Until when this stream has nothing to learn though its reaction is open: every open
-        window it has not bounded is one whose host alone answered through its LB (localhost,
-        or a cluster of one), so the reaction can only end with the host's shutdown delay,
-        which its header announced. None: not resting (or bounded: see `settled`)."""
+    def rests(self, stream: str) -> tuple[float, float] | None:
+        """From when until when this stream has nothing to learn though its reaction is
+        open, in run time; None: it has (or it is bounded: see `settled`). In every open
+        window it has not bounded, its reaction can only end with the host's shutdown delay,
+        which the header announced, because
+        * only the host ever answered through its LB (localhost, a cluster of one); or
+        * it is a reused stream whose kept connection is on the host, and its LB's fresh
+          connections showed (bounded and confirmed) that the LB dropped the host more than
+          `KEPT_REST_AFTER` ago without breaking the kept one: an LB that resets the flows of
+          a server it drops (AWS) does so as it drops it; one that did not keeps the flow
+          until the server closes it (GCP, Azure, conntrack), at the end of its delay."""
         known = self._streams.get(stream)
         if known is None:
             return None
-        until: float | None = None
+        start, until = -math.inf, math.inf
+        reused = known.connection is Connection.REUSED
         for window in self._open.values():
             seen = window.seen.get(stream)
             rotation = window.rotations.get((known.target, known.lb))
             if seen is None or rotation is None or seen.last_late_t is None:
                 return None
             lo = window.bounds()[0]
-            reused = known.connection is Connection.REUSED
             if seen.settled(rotation, window.host, reused, lo):
                 continue
-            if rotation.hosts != {window.host} or seen.after:
-                return None  # another server answered, or something failed: watch it
-            end = lo + window.delay
-            until = end if until is None else min(until, end)
-        return until
+            if seen.after:
+                return None  # something failed, or restarted: watch it
+            if rotation.hosts != {window.host}:
+                dropped = rotation.bound(window.host, lo, times=2) if reused else None
+                if dropped is None:
+                    return None  # another server answered, and the LB may still route here
+                start = max(start, dropped + KEPT_REST_AFTER)
+            until = min(until, lo + window.delay)
+        return None if until == math.inf else (start, until)
 
     def add_stream(self, stream: StreamId) -> None:
         """Make a stream part of every window from now on, even before its first sample.

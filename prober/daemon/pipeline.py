@@ -168,7 +168,7 @@ class Pipeline:
             opened=any(isinstance(e, WindowOpened) for e in events),
             settled=self.shutdown.settled(sample.stream),
             disrupted=self.disruption.is_open(sample.stream),
-            rests_until=self.shutdown.rests_until(sample.stream),
+            rests=self.shutdown.rests(sample.stream),
             rising=self._rise and self.shutdown.rising(sample.stream_id),
         )
         for change in changes:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
 from prober.core.burst import Burst, BurstPlanner
-from prober.core.models import LB, Connection, Protocol, Sample
+from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample
 from prober.core.reaction import misses_needed
 from prober.core.shutdown import ShutdownTracker, Wanted
 from tests.factories import STREAM, sample
@@ -119,9 +120,28 @@ def test_a_stream_that_waits_for_the_delay_rests_until_it_ends() -> None:
     feeder = Feeder()
     feeder.feed(late(10.0, stream=LOCAL), late(10.5, stream=LOCAL))
     lo = 10.0 - 0.5  # t0's lower bound from elapsed 0 at t=10
-    until = feeder.tracker.rests_until(LOCAL.name)
-    assert until is not None
-    assert until == pytest.approx(lo + 70.0, abs=0.6)
+    rests = feeder.tracker.rests(LOCAL.name)
+    assert rests is not None
+    assert rests == (-math.inf, pytest.approx(lo + 70.0, abs=0.6))
     # A fresh stream of a balancing LB waits for its LB, not for the delay.
     feeder.feed(late(10.6), miss(10.7))
-    assert feeder.tracker.rests_until(STREAM.name) is None
+    assert feeder.tracker.rests(STREAM.name) is None
+
+
+def test_a_kept_connection_the_lb_did_not_break_rests_until_the_delay_ends() -> None:
+    feeder = Feeder()
+    kept = dataclasses.replace(late(10.1, stream=REUSED), reused=True, local_port=5000)
+    feeder.feed(late(10.0), miss(10.05), kept)
+    assert feeder.tracker.rests(REUSED.name) is None  # the LB may still route to A
+    confirming = [miss(10.2 + i / 100, "BC"[i % 2]) for i in range(2 * M3)]
+    feeder.feed(*confirming)
+    rests = feeder.tracker.rests(REUSED.name)
+    assert rests is not None
+    # From 2 s after the LB's fresh connections confirmed it dropped A (the 2m-th miss after
+    # its last late one, counting the one at 10.05), to the delay's end.
+    assert rests[0] == pytest.approx(confirming[2 * M3 - 2].end + 2.0)
+    assert rests[1] == pytest.approx(10.0 - 0.5 + 70.0, abs=0.6)
+    # Its kept connection broke: it has something to show, and samples at the window rate.
+    broken = dataclasses.replace(kept, t=13.0, error=ErrorClass.CONNECTION_RESET, shutdown=None)
+    feeder.feed(broken)
+    assert feeder.tracker.rests(REUSED.name) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -116,11 +117,11 @@ def test_a_stream_waiting_for_the_delay_rests_and_wakes_before_it_ends() -> None
     tracker = PaceTracker(settle=30.0, wake=5.0)
     feed = tracker.feed
     feed(late(10.0), windows_open=True, opened=True)
-    assert feed(late(11.0), windows_open=True, rests_until=80.0) == []  # the hold
-    (rest,) = feed(late(12.5), windows_open=True, rests_until=80.0)
+    assert feed(late(11.0), windows_open=True, rests=(-math.inf, 80.0)) == []  # the hold
+    (rest,) = feed(late(12.5), windows_open=True, rests=(-math.inf, 80.0))
     assert (rest.pace, rest.reason) == (
         Pace.QUIET, "its reaction can only end with the shutdown delay its server announced",
     )  # fmt: skip
-    assert feed(late(74.0), windows_open=True, rests_until=80.0) == []
-    (awake,) = feed(late(75.5), windows_open=True, rests_until=80.0)
+    assert feed(late(74.0), windows_open=True, rests=(-math.inf, 80.0)) == []
+    (awake,) = feed(late(75.5), windows_open=True, rests=(-math.inf, 80.0))
     assert (awake.pace, awake.reason) == (Pace.WINDOW, "its reaction is open again")
