@@ -8,11 +8,19 @@ and known LB switch times; the figure is the ratio of their p99 absolute errors.
 
 Adaptive sampling (`core.pace`): the streams sample every `QUIET` seconds until the first late
 answer ends, then every 50 ms. The same synthetic shutdowns are measured under that schedule
-(reaction and T0 errors against the fixed 50 ms rate), and a simulated 2-hour CI run with 3
-rollouts of 3 apiservers at a platform's real shutdown delay counts the requests of each
-schedule, with the real `PaceTracker` deciding the pace from the simulated answers.
+(reaction and T0 errors against the fixed 50 ms rate).
 
-    .venv/bin/python bench/core_precision.py [--runs N] [--platform aws]
+Bounds (issue 24): a simulated cluster (`_bounds_sim`: the real trackers, `PaceTracker` and
+`BurstPlanner`, fed in completion order) measured by today's sampling (quiet, window rate,
+back to quiet once bounded) and by the new one (streams resting while they wait for a delay,
+an LB's fresh streams `rise` times faster while its reaction is open, witness bursts), on the
+same shutdowns: per LB x protocol x connection the bound's width (p50, p90), the truths inside
+it and the requests per window over a 2-hour CI run of 3 rollouts; the requests per window and
+over the run, each policy against the other; then over `--sims` rollouts the truths outside
+their bounds, against what `MISS_CHANCE` allows, and the p90 width on the balancing LBs'
+new-connection streams.
+
+    .venv/bin/python bench/core_precision.py [--runs N] [--sims N] [--platform aws]
 """
 
 from __future__ import annotations
@@ -23,15 +31,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import dataclasses
-import heapq
-from dataclasses import dataclass
+import multiprocessing
 
-from prober.core.disruption import DisruptionTracker
-from prober.core.models import LB, Connection, ErrorClass, Pace, StreamId, Window
-from prober.core.pace import PaceTracker
-from prober.core.shutdown import ShutdownTracker, WindowOpened
+import _bounds_sim as sim
+
+from prober.core.burst import PARALLEL
+from prober.core.models import LB, Connection, Window
+from prober.core.reaction import MISS_CHANCE
+from prober.core.shutdown import ShutdownTracker
 from prober.core.stats import percentile_cont
 from tests.factories import sample
 from tests.support.synthetic import HOST, OTHER_HOST, StreamPlan, go_rounded, make_run, stream_ids
@@ -42,9 +51,8 @@ DELAYS = {"aws": (129.0, 194.0), "gcp": (95.0, 160.0), "default": (70.0, 135.0)}
 
 def measure(rng: random.Random, gap: float, streams: int) -> tuple[list[float], list[float]]:
     """Absolute reaction errors (ours, incumbent's) over the streams of one shutdown."""
-    plans = [
-        StreamPlan(s, gap, rng.uniform(0, gap), rng.uniform(1.0, 30.0)) for s in stream_ids(streams)
-    ]
+    switch = {lb: rng.uniform(1.0, 30.0) for lb in LB}  # one rotation per LB
+    plans = [StreamPlan(s, gap, rng.uniform(0, gap), switch[s.lb]) for s in stream_ids(streams)]
     run = make_run(rng, rng.uniform(10, 20), plans, max_dur=0.02)
     tracker = ShutdownTracker()
     windows = [w for s in run.samples for w in tracker.feed(s) if isinstance(w, Window)]
@@ -65,7 +73,8 @@ def adaptive_errors(rng: random.Random) -> tuple[list[float], list[float]]:
     """Reaction and T0 errors of one shutdown sampled quiet, then at the window rate from the
     end of the first late answer on (each stream's next request within a window gap)."""
     t0 = rng.uniform(10, 20)
-    plans = [(s, rng.uniform(1.0, 30.0), rng.uniform(0, QUIET)) for s in stream_ids(STREAMS)]
+    switch = {lb: rng.uniform(1.0, 30.0) for lb in LB}  # one rotation per LB
+    plans = [(s, switch[s.lb], rng.uniform(0, QUIET)) for s in stream_ids(STREAMS)]
 
     def answer(stream, t: float, switch: float):
         dur = rng.uniform(0.0005, 0.02)
@@ -99,105 +108,11 @@ def _ticks(start: float, end: float, gap: float, rng: random.Random) -> list[flo
     return out
 
 
-@dataclass
-class SimStream:
-    """One stream of the simulated CI run: which LB, whether its connections are kept."""
-
-    stream: StreamId
-    reaction: float  # how long after T0 its LB still routes new connections to the server
-    localhost: bool = False  # reaches master-0 only, until it stops listening
-    resets: bool = False  # the LB resets kept connections when it drops a server (AWS)
-    pinned: bool = False  # kept connection on the shutting-down server (decided at each T0)
-
-
-def sim_streams(rng: random.Random, delay: float) -> list[SimStream]:
-    out = []
-    for stream in stream_ids(STREAMS):
-        if stream.lb is LB.LOCALHOST:
-            out.append(SimStream(stream, delay, localhost=True))
-        elif stream.lb is LB.SERVICE_NETWORK:
-            out.append(SimStream(stream, rng.uniform(1.0, 3.0)))
-        else:
-            out.append(SimStream(stream, rng.uniform(10.0, 30.0), resets=True))
-    return out
-
-
-def requests_in_a_ci_run(rng: random.Random, delay: float, termination: float) -> tuple[int, int]:
-    """Requests of the fixed and the adaptive schedule over 2 hours with 3 rollouts of 3
-    apiservers, each shutdown starting a minute after the previous server is back. New
-    connections reach the shutting-down server one in three until its LB drops it; a kept
-    connection on it (one in three) until the server closes it at the end of the delay;
-    localhost reaches master-0 alone. The real trackers and `PaceTracker` decide each
-    stream's pace from the simulated answers."""
-    duration = 7200.0
-    shutdowns = [start + n * (termination + 60.0) for start in (1200.0, 3600.0, 6000.0)
-                 for n in range(3)]  # fmt: skip
-    streams = sim_streams(rng, delay)
-    shutdown, disruption, pace = ShutdownTracker(), DisruptionTracker(), PaceTracker()
-    for sim in streams:
-        shutdown.add_stream(sim.stream)
-    released: set[str] = set()
-    queue = [(rng.uniform(0, QUIET), index) for index in range(STREAMS)]
-    adaptive, current = 0, -1
-    while queue:
-        t, index = heapq.heappop(queue)
-        if t > duration:
-            continue
-        adaptive += 1
-        which = max((n for n, s in enumerate(shutdowns) if s <= t), default=-1)
-        if which != current:  # a new shutdown: where the kept connections are
-            current = which
-            for sim in streams:
-                sim.pinned = rng.random() < 1 / 3
-        t0 = shutdowns[which] if which >= 0 else -1e9
-        answer = sim_answer(streams[index], t, t0, which % 3 == 0, (delay, termination))
-        events = [*disruption.feed(answer), *shutdown.feed(answer)]
-        changes = pace.feed(
-            answer, windows_open=bool(shutdown.open_hosts),
-            opened=any(isinstance(e, WindowOpened) for e in events),
-            settled=shutdown.settled(answer.stream), disrupted=disruption.is_open(answer.stream),
-        )  # fmt: skip
-        for change in changes:
-            if change.stream is None:
-                released.clear()
-                if change.pace is Pace.WINDOW:  # every stream wakes
-                    queue = [(min(q, t + rng.uniform(0, WINDOW_GAP)), i) for q, i in queue]
-                    heapq.heapify(queue)
-            elif change.pace is Pace.QUIET:
-                released.add(change.stream)
-            else:
-                released.discard(change.stream)
-        name = streams[index].stream.name
-        fast = pace.pace is Pace.WINDOW and name not in released
-        gap = WINDOW_GAP if fast else QUIET
-        heapq.heappush(queue, (t + gap * rng.uniform(0.5, 1.5), index))
-    return round(duration * STREAMS / WINDOW_GAP), adaptive
-
-
-def sim_answer(sim: SimStream, t: float, t0: float, master0: bool, platform: tuple[float, float]):
-    """One answer of the simulated run. The server serves until the end of its delay, then
-    refuses; it is back (`shutdown=false`) `termination` + 10 s after T0. An LB that resets
-    kept connections (`SimStream.resets`) does so when it drops the server."""
-    delay, termination = platform
-    reused = sim.stream.connection is Connection.REUSED
-    down = t0 <= t < t0 + termination + 10
-    if sim.localhost:
-        on_server = master0 and down
-    elif reused:
-        on_server = down and sim.pinned and t < t0 + (sim.reaction if sim.resets else delay)
-    else:
-        on_server = down and t < t0 + sim.reaction and random.random() < 1 / 3
-    if on_server and t >= t0 + delay:
-        return sample(t, stream=sim.stream, error=ErrorClass.CONNECT_REFUSED, dur=0.001)
-    shown = sample(t, stream=sim.stream, host=HOST if on_server else OTHER_HOST, late=on_server,
-                   elapsed=go_rounded(t - t0) if on_server else 0.0)  # fmt: skip
-    return dataclasses.replace(shown, reused=reused and not on_server)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--platform", choices=sorted(DELAYS), default="aws")
+    parser.add_argument("--sims", type=int, default=100, help="simulated rollouts for the misses")
     args = parser.parse_args()
     rng = random.Random(20261130)
     random.seed(20261201)  # the simulated LBs' choices
@@ -218,12 +133,12 @@ def main() -> int:
         print(f"{name:48} {len(errors):6d} {p50:9.3f} {p99:9.3f} {max(errors):9.3f}")
     ratio = percentile_cont(incumbent, 0.99) / percentile_cont(ours, 0.99)
     print(f"p99 reaction error: incumbent / prober = {ratio:.1f}x")
-    adaptive_rows(rng, args.runs, ours, args.platform)
+    adaptive_rows(rng, args.runs, ours)
+    bounds_rows(args.platform, args.sims)
     return 0
 
 
-def adaptive_rows(rng: random.Random, runs: int, fixed: list[float], name: str) -> None:
-    delay, term = DELAYS[name]
+def adaptive_rows(rng: random.Random, runs: int, fixed: list[float]) -> None:
     reactions, t0s, fixed_t0 = [], [], []
     for _ in range(runs):
         errors, t0_errors = adaptive_errors(rng)
@@ -241,13 +156,89 @@ def adaptive_rows(rng: random.Random, runs: int, fixed: list[float], name: str) 
     ):
         p50, p99 = percentile_cont(errors, 0.5), percentile_cont(errors, 0.99)
         print(f"{label:48} {len(errors):6d} {p50:9.3f} {p99:9.3f} {max(errors):9.3f}")
-    fixed_n, adaptive_n = requests_in_a_ci_run(rng, delay, term)
-    print(f"requests in 2 h with 3 rollouts on {name} (delay {delay:g} s): fixed {fixed_n}, "
-          f"adaptive {adaptive_n}: {fixed_n / adaptive_n:.1f}x fewer")  # fmt: skip
+
+
+def bounds_rows(platform: str, sims: int) -> None:
+    """Today's sampling against witness bursts with the rising rate, on the same simulated
+    shutdowns (`_bounds_sim`): a 2-hour CI run of 3 rollouts, then `sims` rollouts."""
+    delay, term = DELAYS[platform]
+    print()
+    print(f"bounds: {sim.TODAY.name} (quiet/window/release) against {sim.NEW.name} "
+          f"(rise {sim.NEW.rise:g}x, bursts of at most {PARALLEL} in flight), {platform}, "
+          f"delay {delay:g} s")  # fmt: skip
+    starts = [1200.0, 3600.0, 6000.0]
+    ci = {p.name: simulate(p, 7, starts, (7200.0, delay, term)) for p in (sim.TODAY, sim.NEW)}
+    print_stream_table(ci)
+    today, new = ci[sim.TODAY.name], ci[sim.NEW.name]
+    for label, key in (("mean", None), *((f"{h}'s", i) for i, h in enumerate(sim.HOSTS))):
+        a, b = _per_window(today, key), _per_window(new, key)
+        print(f"requests per shutdown window, {label:12} today {a:8.0f}  bursts {b:8.0f}  "
+              f"{_pct(b, a)}")  # fmt: skip
+    print(f"requests over the 2-hour run        today {today.requests:8d}  bursts "
+          f"{new.requests:8d}  {_pct(new.requests, today.requests)} "
+          f"({new.burst_requests} in bursts)")  # fmt: skip
+    with multiprocessing.Pool(2) as pool:
+        args = [(p, seed, delay, term) for p in (sim.TODAY, sim.NEW) for seed in range(sims)]
+        rollouts = pool.starmap(_rollout, args)
+    for policy, results in ((sim.TODAY, rollouts[:sims]), (sim.NEW, rollouts[sims:])):
+        rows = [r for res in results for r in res.rows]
+        bounded = [r for r in rows if r.hi is not None]
+        outside = sum(1 for r in rows if not r.inside)
+        widths = [r.width for r in rows if _balancing_fresh(r) and r.width is not None]
+        print(f"{sims} rollouts, {policy.name:7}: truths outside their bound {outside} of "
+              f"{len(rows)} ({len(bounded)} bounded above; MISS_CHANCE allows "
+              f"{MISS_CHANCE * len(rows):.2f}); balancing LBs' new-connection streams: width "
+              f"p50 {percentile_cont(widths, 0.5):.3f} s, p90 {percentile_cont(widths, 0.9):.3f} s"
+              )  # fmt: skip
+
+
+def simulate(policy, seed, starts, times):
+    """One policy over shutdowns starting at `starts`; `times`: (end, delay, termination)."""
+    end, delay, term = times
+    rng = random.Random(seed)
+    plan = sim.shutdowns(rng, starts, delay, term)
+    return sim.Simulation(random.Random(seed + 1), policy, plan, delay, term).run(0.0, end)
+
+
+def _rollout(policy, seed, delay, term):
+    return simulate(policy, 1000 + seed, [20.0], (3 * (term + 60.0) + 20.0, delay, term))
+
+
+def _balancing_fresh(row) -> bool:
+    return row.stream.connection is Connection.NEW and row.stream.lb is not LB.LOCALHOST
+
+
+def _per_window(result, which: int | None) -> float:
+    counts = result.per_window if which is None else result.per_window[which::3]
+    return sum(counts) / len(counts)
+
+
+def _pct(new: float, old: float) -> str:
+    return f"{100 * (new / old - 1):+6.1f} %"
+
+
+def print_stream_table(ci) -> None:
+    """Per LB x protocol x connection: bound width, truths inside, requests per window."""
+    print(f"{'':38} {'today':>30}   {'bursts':>30}")
+    head = f"{'w p50':>7} {'w p90':>7} {'inside':>7} {'req/win':>7}"
+    print(f"{'stream':38} {head}   {head}")
+    for stream in sim.STREAMS:
+        cells = []
+        for result in ci.values():
+            rows = [r for r in result.rows if r.stream == stream]
+            widths = [r.width for r in rows if r.width is not None]
+            inside = sum(r.inside for r in rows)
+            per = result.window_requests[stream.name] / len(result.per_window)
+            w50 = percentile_cont(widths, 0.5) if widths else float("nan")
+            w90 = percentile_cont(widths, 0.9) if widths else float("nan")
+            cells.append(f"{w50:7.3f} {w90:7.3f} {f'{inside}/{len(rows)}':>7} {per:7.0f}")
+        name = f"{stream.lb} {stream.protocol} {stream.connection}"
+        print(f"{name:38} {cells[0]}   {cells[1]}")
 
 
 def fixed_t0_error(rng: random.Random) -> float:
-    plans = [StreamPlan(s, WINDOW_GAP, rng.uniform(0, WINDOW_GAP), rng.uniform(1.0, 30.0))
+    switch = {lb: rng.uniform(1.0, 30.0) for lb in LB}
+    plans = [StreamPlan(s, WINDOW_GAP, rng.uniform(0, WINDOW_GAP), switch[s.lb])
              for s in stream_ids(STREAMS)]  # fmt: skip
     t0 = rng.uniform(10, 20)
     run = make_run(rng, t0, plans, max_dur=0.02)
