@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from prober.config import Config
 from prober.core.burst import PARALLEL, Burst, BurstPlanner
 from prober.core.disruption import DisruptionTracker
 from prober.core.header import ShutdownHeader
@@ -59,7 +60,7 @@ class Policy:
 
 
 TODAY = Policy("today", bursts=False, rests=False)
-NEW = Policy("bursts", bursts=True, rests=True, rise=2.0)
+NEW = Policy("bursts", bursts=True, rests=True, rise=Config().rise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +258,9 @@ class _Sending:
     remaining: int
     sent: int = 0
 
+    def priority(self) -> tuple[int, int]:
+        return (0 if self.sent < self.burst.bounding else 1, self.burst.number)
+
 
 class Simulation:
     """One policy over one plan of shutdowns, from `start` to `end`."""
@@ -335,16 +339,20 @@ class Simulation:
 
     def send_bursts(self, now: float) -> None:
         """As `daemon.bursts` sends them: the LB's fresh streams in turn, `PARALLEL` in
-        flight over every LB, each next one as one ends, until the planner says stop."""
+        flight over every LB, the bounding requests of every burst first, then the oldest
+        burst's, until the planner says stop."""
         for sending in list(self.sending):
-            going = self.planner.going(sending.burst.number)
-            while going and sending.remaining and self.slots:
-                self.slots -= 1
-                stream = sending.streams[sending.sent % len(sending.streams)]
-                self.send(stream, now + 0.0002 * (sending.sent + 1), sending.burst.number)
-                sending.remaining -= 1
-                sending.sent += 1
-            if not going or not sending.remaining:
+            if not self.planner.going(sending.burst.number) or not sending.remaining:
+                self.sending.remove(sending)
+                self.planner.stopped(sending.burst.number, sending.sent, now)
+        while self.slots and self.sending:
+            sending = min(self.sending, key=_Sending.priority)
+            self.slots -= 1
+            stream = sending.streams[sending.sent % len(sending.streams)]
+            self.send(stream, now + 0.0002 * (sending.sent + 1), sending.burst.number)
+            sending.remaining -= 1
+            sending.sent += 1
+            if not sending.remaining:
                 self.sending.remove(sending)
                 self.planner.stopped(sending.burst.number, sending.sent, now)
 

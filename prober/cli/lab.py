@@ -34,7 +34,7 @@ to stand the lab up.
 
 def register(sub: Subparsers) -> None:
     from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
-    from prober.lab.run import SCENARIOS  # noqa: PLC0415
+    from prober.lab.scenarios import SCENARIOS  # noqa: PLC0415
 
     parser = add_command(sub, "lab", __doc__, EXAMPLE, _run)
     parser.add_argument(
@@ -89,6 +89,12 @@ def register(sub: Subparsers) -> None:
         "drain evicts it; judge what a CI gather step collects: the daemons' pod logs",
     )
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="run a second daemon beside, with witness bursts and the rising rate off, and "
+        "print both policies' bounds and requests side by side",
+    )
+    parser.add_argument(
         "--container-log-max-size",
         type=flag(size),
         default=10 * 1024 * 1024,
@@ -120,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         evict=args.evict,
         log_max_size=args.container_log_max_size,
+        control=args.control,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

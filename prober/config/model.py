@@ -41,7 +41,7 @@ class Config:
     # every LB (0: none); and how much faster than the window rate an LB's new-connection
     # streams sample while its reaction is open (`core.pace`, 1: no faster).
     burst_parallel: int = 8
-    rise: float = 2.0
+    rise: float = 1.5
     # Apiserver names are the servers' to choose: at most this many shutdown windows open and
     # `apiserver` label values (a cluster has a handful); the rest counted, logged once.
     max_apiservers: int = 16

@@ -13,15 +13,19 @@ simulates the same planner):
 
 * an LB is asked once `trigger` fresh connections through it were answered elsewhere after
   the last late one of a stream whose reaction is still unbounded (`ShutdownTracker.wanted`):
-  with k = 3 a run of 4 misses happens by chance one time in five while the LB still routes
+  with k = 3 a run of 3 misses happens by chance 8 times in 27 while the LB still routes
   there;
 * one burst per LB at a time, of the misses that would bound the reaction and confirm the
-  bound (`StreamReaction.settled`), stopped as soon as one of its requests meets the server
+  bound (`ShutdownTracker.wanted`), stopped as soon as one of its requests meets the server
   (the LB still routes there: the rest would only be misses to throw away);
 * a burst that met the server spaces the LB's next one out: `spacing` doubled for each
   such burst in this window, up to `max_spacing`;
 * an LB that only ever showed one server (localhost) is never asked: its reaction ends with
   the server's delay, not with a choice of the LB.
+
+The sender hands out its `parallel` slots to the bounding requests of every burst before the
+confirming ones (then the oldest burst first): when the LBs switch together, each gets its
+bound as soon as the slots allow, and confirmation waits.
 
 Every request of a burst is a sample of one of the LB's new-connection streams, marked with
 the burst's number (`Sample.burst`); the trackers count it like any other, so the bound's
@@ -39,9 +43,9 @@ from prober.core.shutdown import ShutdownTracker
 
 # Chosen with bench/core_precision.py's simulated CI run (the closing note of issue 24 has the
 # table): tighter bounds for fewer requests than the neighbours of each value.
-TRIGGER = 4  # fresh connections answered elsewhere after the last late one
-SPACING = 0.05  # seconds after a burst that met the server, doubled each time
-MAX_SPACING = 0.1
+TRIGGER = 3  # fresh connections answered elsewhere after the last late one
+SPACING = 0.03  # seconds after a burst that met the server, doubled each time
+MAX_SPACING = 0.06
 MOST = 64  # requests in one burst, whatever the servers seen call for
 PARALLEL = 8  # burst requests in flight at once, over every LB (`burst_parallel`)
 
@@ -55,6 +59,7 @@ class Burst:
     lb: LB
     host: str
     count: int
+    bounding: int = 0  # the first of them bound the reaction, the rest confirm the bound
 
 
 @dataclass(slots=True)
@@ -95,7 +100,8 @@ class BurstPlanner:
         wanted = shutdown.wanted(*key)
         if wanted is None or wanted.have < self._trigger:
             return None
-        burst = Burst(next(self._numbers), *key, wanted.host, min(wanted.missing, self._most))
+        count = min(wanted.missing, self._most)
+        burst = Burst(next(self._numbers), *key, wanted.host, count, min(wanted.bounding, count))
         self._flights[burst.number] = _Flight(burst)
         self._flying[key] = burst.number
         return burst

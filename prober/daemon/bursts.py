@@ -3,7 +3,8 @@
 The pipeline feeds each sample to the planner after the trackers; a burst it returns comes
 here, and goes out as requests of the LB's new-connection streams (`StreamScheduler.extra`,
 taking turns), at most `parallel` of them in flight at once over every LB, so that no LB and
-no apiserver sees more than that many burst requests from one prober. Before each request the
+no apiserver sees more than that many burst requests from one prober; a free slot goes to a
+request that bounds a reaction before one that confirms a bound, then to the oldest burst. Before each request the
 planner is asked whether to go on (it stops a burst that met the server); when the burst is
 over, the planner hears how many samples it made, and counts them in as they are fed.
 """
@@ -11,12 +12,44 @@ over, the planner hears how many samples it made, and counts them in as they are
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections.abc import Callable, Sequence
 
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.models import LB, Connection
 from prober.daemon.scheduler import StreamScheduler
 from prober.daemon.supervisor import Supervisor
+
+
+class Slots:
+    """At most `size` held at once; waiters served by priority (lowest first), then in turn."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiting: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    async def acquire(self, priority: tuple[int, int]) -> None:
+        if self._free and not self._waiting:
+            self._free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._order), waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, waiter = heapq.heappop(self._waiting)
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
 
 class BurstSender:
@@ -35,7 +68,7 @@ class BurstSender:
             stream = scheduler.stream
             if stream.connection is Connection.NEW:
                 self._fresh.setdefault((stream.target, stream.lb), []).append(scheduler)
-        self._slots = asyncio.Semaphore(parallel)
+        self._slots = Slots(parallel)
         self._supervisor = supervisor
         self._now = now
         self.bursts = 0
@@ -62,7 +95,8 @@ class BurstSender:
         the requests sent are the schedulers' to drain."""
         tasks: list[asyncio.Task[bool]] = []
         for index in range(burst.count):
-            await self._slots.acquire()
+            # The bounding requests of every burst first, then the oldest burst's.
+            await self._slots.acquire((0 if index < burst.bounding else 1, burst.number))
             if not self._planner.going(burst.number):
                 self._slots.release()
                 break

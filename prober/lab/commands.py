@@ -96,6 +96,10 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    if result.comparison:
+        print("", file=stdout)
+        print("both policies on the same shutdowns (--control):", file=stdout)
+        print("\n".join(result.comparison), file=stdout)
     if result.fates:
         print("", file=stdout)
         print(

@@ -11,7 +11,7 @@ import asyncio
 import json
 import signal
 import urllib.request
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,17 +36,17 @@ from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs
 from prober.lab.haproxy import ServerEvent
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
+from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
+from prober.lab.scenarios import play
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
 from prober.lab.upgrade import QUIET_FLOOR, UPGRADE_WORKERS, Pod, UpgradeLab, run_upgrade
 from prober.report.analyze import RunAnalysis, analyze_runs
 
-SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
-ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
 QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
 
 
@@ -64,6 +64,7 @@ class LabOptions:
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
     evict: bool = False  # kill the daemon inside the first window and start another
     log_max_size: int = DEFAULT_MAX_SIZE  # upgrade: the kubelet's containerLogMaxSize
+    control: bool = False  # a second daemon with today's sampling beside (`lab.policies`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class LabResult:
     tolerance: float = TOLERANCE
     answered: AnsweredCheck | None = None  # failed samples the servers had answered
     fates: tuple[ContainerFate, ...] = ()  # upgrade: what each container kept, by the gather
+    comparison: tuple[str, ...] = ()  # --control: both policies side by side, as printed
 
 
 def default_scale(platform: Platform) -> float:
@@ -102,6 +104,8 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     platform = profile_for(options)
     if options.evict and options.scenario == "upgrade":
         raise LabError("--evict: the upgrade scenario drains and reboots its own probers")
+    if options.control and (options.evict or options.scenario == "upgrade"):
+        raise LabError("--control: one daemon beside another, not with --evict or upgrade")
     if out.exists() and any(out.iterdir()):
         raise LabError(f"{out}: output directory is not empty; each run needs its own")
     out.mkdir(parents=True, exist_ok=True)
@@ -145,6 +149,10 @@ async def _measure(run: _Run) -> Load:
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
     (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
     await wait_ready(daemon)
+    control = None
+    if options.control:
+        control_config = _daemon_config(cluster, options, control_event_log(out))
+        control = await start_control(control_config, group, control_event_log(out))
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
@@ -155,15 +163,18 @@ async def _measure(run: _Run) -> Load:
         _say(say, "the daemon: SIGKILL (evicted), and a new one in its place")
         daemon, port = await evict(group, daemon, config, out)
 
-    await _play(options, cluster, platform, say, eviction if options.evict else None)
+    after_first = eviction if options.evict else None
+    await play(cluster, options.scenario, options.shutdowns, lambda t: _say(say, t), after_first)
     await cluster.settle()
     await asyncio.sleep(2.0)  # the restarted server's first answers close its window
     load = meter.stop()
     _snapshot_metrics(port, out / "metrics.prom")
-    daemon.send_signal(signal.SIGTERM)
-    code = await daemon.wait(30)
-    if code != 0:
-        raise ProcessError(f"prober run exited with {code}; see {daemon.stderr_path}")
+    for each in (daemon, control):
+        if each is not None:
+            each.send_signal(signal.SIGTERM)
+            code = await each.wait(30)
+            if code != 0:
+                raise ProcessError(f"prober run exited with {code}; see {each.stderr_path}")
     return load
 
 
@@ -242,31 +253,6 @@ def _daemon_config(
     }
 
 
-async def _play(
-    options: LabOptions,
-    cluster: LabCluster,
-    platform: Platform,
-    say: object,
-    after_first_shutdown: Callable[[], Awaitable[None]] | None = None,
-) -> None:
-    for index, server in enumerate(cluster.apiservers[: options.shutdowns]):
-        if options.scenario == "crash":
-            _say(say, f"{server.hostname}: SIGKILL")
-            await cluster.kill(server, ENDPOINT_TTL * platform.time_scale)
-            await cluster.wait_exit(server, 10)
-            await cluster.until_marked_down(server.hostname)
-        else:
-            _say(
-                say, f"{server.hostname}: SIGTERM (shutdown delay {platform.shutdown_delay:.1f} s)"
-            )
-            await cluster.shutdown(server)
-            if index == 0 and after_first_shutdown is not None:
-                await after_first_shutdown()
-            await cluster.wait_exit(server, platform.graceful_termination + 30)
-        _say(say, f"{server.hostname}: restarting, waiting until every LB routes to it")
-        await cluster.restart(server)
-
-
 def _snapshot_metrics(port: int, path: Path) -> None:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
         path.write_bytes(answer.read())
@@ -311,6 +297,15 @@ def _judge(
     answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
     last = analysis.log.last_summary
+    comparison: tuple[str, ...] = ()
+    if options.control:
+        comparison = compare_control(
+            control_event_log(out),
+            platform=options.platform,
+            tolerance=options.tolerance,
+            truth=(shutdowns, lbs),
+            ours=(results, analysis.log),
+        )
     return LabResult(
         platform,
         options.scenario,
@@ -324,6 +319,7 @@ def _judge(
         streams=last.streams if last is not None else (),
         tolerance=options.tolerance,
         answered=answered,
+        comparison=comparison,
     )
 
 

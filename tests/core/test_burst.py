@@ -52,19 +52,19 @@ def test_no_burst_without_an_open_reaction() -> None:
     assert feeder.tracker.wanted(STREAM.target, STREAM.lb) is None
 
 
-def test_four_misses_after_the_last_late_one_ask_for_the_rest() -> None:
+def test_three_misses_after_the_last_late_one_ask_for_the_rest() -> None:
     feeder = Feeder()
-    assert feeder.feed(late(10.0), miss(10.1), miss(10.2, "C"), miss(10.3)) == []
+    assert feeder.feed(late(10.0), miss(10.1), miss(10.2, "C")) == []
     wanted = feeder.tracker.wanted(STREAM.target, STREAM.lb)
-    assert wanted == Wanted("A", 10.0, 3, 2 * M3 - 3)
-    (burst,) = feeder.feed(miss(10.4, "C", stream=SIBLING))  # the LB's: any fresh stream
-    assert burst == Burst(1, STREAM.target, STREAM.lb, "A", 2 * M3 - 4)
+    assert wanted == Wanted("A", 10.0, 2, 2 * M3 - 2, M3 - 2)
+    (burst,) = feeder.feed(miss(10.35, "C", stream=SIBLING))  # the LB's: any fresh stream
+    assert burst == Burst(1, STREAM.target, STREAM.lb, "A", 2 * M3 - 3, M3 - 3)
     assert feeder.planner.going(1)
 
 
 def test_misses_before_a_later_late_one_do_not_count() -> None:
     feeder = Feeder()
-    assert feeder.feed(late(10.0), miss(10.1), miss(10.2), miss(10.3)) == []
+    assert feeder.feed(late(10.0), miss(10.1), miss(10.2)) == []
     assert feeder.feed(late(10.35, stream=SIBLING), miss(10.4), miss(10.5)) == []
     assert feeder.tracker.wanted(STREAM.target, STREAM.lb).have == 2  # type: ignore[union-attr]
 

@@ -16,6 +16,7 @@ from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import Connection, Sample, Window
 from prober.daemon.app import Daemon
+from prober.daemon.bursts import Slots
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
 from tests.support.replay import read_log
@@ -103,3 +104,26 @@ async def test_bursts_are_marked_samples_within_their_parallel_limit(
     assert all(ws.reaction_hi is not None and ws.bound_by == "sampling" for ws in fresh)
     # The last witness of the bound is a burst's: the bound came from one.
     assert any(s.t > window.t0_lo + min(ws.reaction for ws in fresh) for s in burst)
+
+
+async def test_slots_go_to_bounding_requests_first_then_the_oldest_burst() -> None:
+    slots = Slots(1)
+    await slots.acquire((0, 1))  # held
+    order: list[str] = []
+
+    async def take(name: str, priority: tuple[int, int]) -> None:
+        await slots.acquire(priority)
+        order.append(name)
+
+    waiters = [
+        asyncio.create_task(take(name, priority))
+        for name, priority in (("confirm-1", (1, 1)), ("bound-3", (0, 3)), ("bound-2", (0, 2)))
+    ]
+    cancelled = asyncio.create_task(take("cancelled", (0, 0)))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    for _ in waiters:
+        slots.release()
+        await asyncio.sleep(0)
+    await asyncio.gather(*waiters)
+    assert order == ["bound-2", "bound-3", "confirm-1"]
