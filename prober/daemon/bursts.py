@@ -4,9 +4,10 @@ The pipeline feeds each sample to the planner after the trackers; a burst it ret
 here, and goes out as requests of the LB's new-connection streams (`StreamScheduler.extra`,
 taking turns), at most `parallel` of them in flight at once over every LB, so that no LB and
 no apiserver sees more than that many burst requests from one prober; a free slot goes to a
-request that bounds a reaction before one that confirms a bound, then to the oldest burst. Before each request the
-planner is asked whether to go on (it stops a burst that met the server); when the burst is
-over, the planner hears how many samples it made, and counts them in as they are fed.
+request that bounds a reaction before one that confirms a bound, then to the oldest burst.
+Before each request the planner is asked whether to go on (it stops a burst that met the
+server); when the burst is over, the planner hears how many samples it made, and counts them
+in as they are fed.
 """
 
 from __future__ import annotations
