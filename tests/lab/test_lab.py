@@ -22,6 +22,7 @@ from prober.cli import main
 from prober.core.models import LB, Connection
 from prober.lab.compare import TOLERANCE, Row
 from prober.lab.platforms import PLATFORMS
+from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -186,3 +187,35 @@ def _children(pid: int) -> list[int]:
         if f"\nPPid:\t{pid}\n" in text:
             found.append(int(status.parent.name))
     return found
+
+
+async def test_a_control_daemon_measures_the_same_shutdowns_with_todays_sampling(
+    tmp_path: Path,
+) -> None:
+    options = LabOptions(platform="gcp", time_scale=SCALE, shutdowns=1, control=True)
+    result = await run_lab(options, tmp_path / "lab", say=None)
+    print("\n".join(result.comparison))
+    samples = {
+        name: [json.loads(line) for line in path.read_text().splitlines()]
+        for name, path in (("bursts", result.out / "events.jsonl"),
+                           ("control", control_event_log(result.out)))
+    }  # fmt: skip
+    bursts = {n: [r for r in recs if r.get("burst") is not None] for n, recs in samples.items()}
+    assert bursts["control"] == []  # bursts off in the control
+    assert bursts["bursts"], "the daemon sent no burst through a balancing LB"
+    assert {r["connection"] for r in bursts["bursts"]} == {"new"}
+    header, _, *lines, total = result.comparison
+    assert header.split() == ["lb", "protocol", "conn", "policy", "width", "p50", "width", "p90",
+                              "inside", "req/window"]  # fmt: skip
+    policies = [line.split()[3] for line in lines]
+    assert policies == ["bursts", "control"] * (len(lines) // 2)  # each key, both policies
+    assert total.startswith("requests per shutdown window: bursts ")
+
+
+async def test_a_control_daemon_is_refused_where_daemons_come_and_go(tmp_path: Path) -> None:
+    for options in (
+        LabOptions(scenario="upgrade", control=True),
+        LabOptions(evict=True, control=True),
+    ):
+        with pytest.raises(LabError, match="--control: one daemon beside another"):
+            await run_lab(options, tmp_path / "lab", say=None)
