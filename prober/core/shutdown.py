@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from prober.core.models import (
@@ -58,27 +58,15 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.core.reaction import (
-    CLOSED,
-    FAILURE,
-    RESTARTED,
-    Rotation,
-    StreamReaction,
-)
+from prober.core.reaction import CLOSED, FAILURE, RESTARTED, Rotation, StreamReaction
+from prober.core.windows import OpenWindow, Wanted, t0_range
 
-ROUNDING = 0.5  # elapsed is rounded to whole seconds
 DEFAULT_GRACE = 30.0  # origin closes a window delay + 30 s after first seen
 DEFAULT_FAILURE_LOOKBACK = 600.0  # longer than any platform's graceful termination
 # Hosts are the server's to name: a server answering shutdown=true with a new host each time
 # opened 2,000 windows in 4,000 samples. A cluster has a handful of apiservers.
 DEFAULT_MAX_OPEN = 16
 _SAME_SHUTDOWN_SLACK = 1.0  # a restart never comes within a second of the last T0
-KEPT_REST_AFTER = 2.0  # a kept flow the LB did not reset this long after it dropped the server
-
-
-def t0_range(sample: Sample, elapsed: float) -> tuple[float, float]:
-    """Where T0 must lie given one `shutdown=true` sample with this elapsed."""
-    return sample.t - elapsed - ROUNDING, sample.end - max(elapsed - ROUNDING, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,55 +77,6 @@ class WindowOpened:
     first_seen_t: float
     stream: str
     elapsed: float
-
-
-@dataclass(frozen=True, slots=True)
-class Wanted:
-    """What would bound an LB's fresh connections' reaction to one shutdown and confirm the
-    bound: `missing` more fresh connections answered elsewhere after the last late one (sent
-    at `after`); `have` of them came already. Why the burst brings the confirmation too: a
-    bound whose sampling slowed down the moment it formed would stand longer uncorrected
-    when it is wrong; asked for in one go, the m misses after it are as dense as the m that
-    made it (a simulation asking for the bounding misses only, with bursts after two misses,
-    had 2 truths outside their bounds in 270, where `MISS_CHANCE` allows 0.03)."""
-
-    host: str
-    after: float
-    have: int
-    missing: int
-    bounding: int  # of `missing`, those that bound it; the rest confirm the bound
-
-
-@dataclass(slots=True)
-class _OpenWindow:
-    host: str
-    delay: float
-    first_seen_t: float
-    late_lo: float = -math.inf
-    late_hi: float = math.inf
-    false_lo: float = -math.inf
-    seen: dict[str, StreamReaction] = field(default_factory=dict)
-    rotations: dict[tuple[str, LB], Rotation] = field(default_factory=dict)
-
-    def stream(self, sample: Sample) -> tuple[StreamReaction, Rotation]:
-        """What this window keeps of the sample's stream and of its LB's rotation."""
-        seen = self.seen.setdefault(sample.stream, StreamReaction())
-        return seen, self.rotations.setdefault((sample.target, sample.lb), Rotation())
-
-    def bounds(self) -> tuple[float, float]:
-        """[t0_lo, t0_hi] from every constraint that does not contradict the late samples."""
-        lo, hi = self.late_lo, self.late_hi
-        if lo > hi:
-            mid = (lo + hi) / 2
-            return mid, mid
-        if self.false_lo <= hi:
-            lo = max(lo, self.false_lo)
-        return lo, hi
-
-    def constrain(self, sample: Sample, elapsed: float) -> None:
-        lo, hi = t0_range(sample, elapsed)
-        self.late_lo = max(self.late_lo, lo)
-        self.late_hi = min(self.late_hi, hi)
 
 
 ShutdownEvent = WindowOpened | Window
@@ -157,7 +96,7 @@ class ShutdownTracker:
         self._max_open = max_open
         self._node_of = node_of or (lambda _host: None)
         self._lookback = failure_lookback
-        self._open: dict[str, _OpenWindow] = {}
+        self._open: dict[str, OpenWindow] = {}
         self._closed_t0: dict[str, tuple[float, float]] = {}
         self._false_since: dict[str, float] = {}
         self._streams: dict[str, StreamId] = {}
@@ -230,40 +169,17 @@ class ShutdownTracker:
         known = self._streams.get(stream)
         if known is None:
             return not self._open
-        for window in self._open.values():
-            seen = window.seen.get(stream)
-            rotation = window.rotations.get((known.target, known.lb))
-            if seen is None or rotation is None:
-                return False  # nothing of it since the window opened
-            reused = known.connection is Connection.REUSED
-            if not seen.settled(rotation, window.host, reused, window.bounds()[0]):
-                return False
-        return True
+        return all(window.settles(known) for window in self._open.values())
 
     def wanted(self, target: str, lb: LB) -> Wanted | None:
         """The first open window where a new-connection stream through this LB met the host
         late and nothing bounds its reaction yet (`core.burst` asks for the rest)."""
+        fresh = [s.name for s in self._streams.values() if s.connection is Connection.NEW
+                 and (s.target, s.lb) == (target, lb)]  # fmt: skip
         for window in self._open.values():
-            rotation = window.rotations.get((target, lb))
-            if rotation is None or rotation.hosts <= {window.host}:
-                continue  # nothing through it, or only the server: no choice of the LB's
-            since = window.bounds()[0]
-            after = max(
-                (
-                    seen.last_late_t
-                    for name, seen in window.seen.items()
-                    if seen.last_late_t is not None
-                    and self._is_fresh(name, target, lb)
-                    and seen.witness(rotation, window.host, since) is None
-                ),
-                default=None,
-            )
-            if after is None:
-                continue
-            have = rotation.misses_after(max(after, rotation.late_t))
-            needed = rotation.needed(window.host)
-            missing = max(2 * needed - have, 1)  # `StreamReaction.settled`
-            return Wanted(window.host, after, have, missing, max(needed - have, 0))
+            found = window.wanted(target, lb, fresh)
+            if found is not None:
+                return found
         return None
 
     def rising(self, stream: StreamId) -> bool:
@@ -273,46 +189,19 @@ class ShutdownTracker:
             return False
         return self.wanted(stream.target, stream.lb) is not None
 
-    def _is_fresh(self, name: str, target: str, lb: LB) -> bool:
-        stream = self._streams.get(name)
-        return (
-            stream is not None
-            and stream.connection is Connection.NEW
-            and (stream.target, stream.lb) == (target, lb)
-        )
-
     def rests(self, stream: str) -> tuple[float, float] | None:
         """From when until when this stream has nothing to learn though its reaction is
-        open, in run time; None: it has (or it is bounded: see `settled`). In every open
-        window it has not bounded, its reaction can only end with the host's shutdown delay,
-        which the header announced, because
-        * only the host ever answered through its LB (localhost, a cluster of one); or
-        * it is a reused stream whose kept connection is on the host, and its LB's fresh
-          connections showed (bounded and confirmed) that the LB dropped the host more than
-          `KEPT_REST_AFTER` ago without breaking the kept one: an LB that resets the flows of
-          a server it drops (AWS) does so as it drops it; one that did not keeps the flow
-          until the server closes it (GCP, Azure, conntrack), at the end of its delay."""
+        open, in run time (`OpenWindow.rests`, over every open window); None: it has, or
+        it is bounded (see `settled`)."""
         known = self._streams.get(stream)
         if known is None:
             return None
         start, until = -math.inf, math.inf
-        reused = known.connection is Connection.REUSED
         for window in self._open.values():
-            seen = window.seen.get(stream)
-            rotation = window.rotations.get((known.target, known.lb))
-            if seen is None or rotation is None or seen.last_late_t is None:
+            span = window.rests(known)
+            if span is None:
                 return None
-            lo = window.bounds()[0]
-            if seen.settled(rotation, window.host, reused, lo):
-                continue
-            if seen.after:
-                return None  # something failed, or restarted: watch it
-            if rotation.hosts != {window.host}:
-                dropped = rotation.bound(window.host, lo, times=2) if reused else None
-                if dropped is None:
-                    return None  # another server answered, and the LB may still route here
-                start = max(start, dropped + KEPT_REST_AFTER)
-            until = min(until, lo + window.delay)
+            start, until = max(start, span[0]), min(until, span[1])
         return None if until == math.inf else (start, until)
 
     def add_stream(self, stream: StreamId) -> None:
@@ -328,7 +217,7 @@ class ShutdownTracker:
         closed.extend(self._close(w, ClosedBy.END, end_t) for w in list(self._open.values()))
         return closed
 
-    def _feed_late(self, sample: Sample, window: _OpenWindow | None) -> list[ShutdownEvent]:
+    def _feed_late(self, sample: Sample, window: OpenWindow | None) -> list[ShutdownEvent]:
         assert sample.shutdown is not None
         header = sample.shutdown
         events: list[ShutdownEvent] = []
@@ -339,7 +228,7 @@ class ShutdownTracker:
             if len(self._open) >= self._max_open:
                 self.refused += 1
                 return events
-            window = _OpenWindow(header.host, header.delay, sample.t)
+            window = OpenWindow(header.host, header.delay, sample.t)
             window.false_lo = self._false_since.pop(header.host, -math.inf)
             self._open[header.host] = window
             node = self._node_of(header.host)
@@ -385,7 +274,7 @@ class ShutdownTracker:
         while times and times[0] < horizon:
             times.popleft()
 
-    def _close(self, window: _OpenWindow, closed_by: ClosedBy, end_t: float) -> Window:
+    def _close(self, window: OpenWindow, closed_by: ClosedBy, end_t: float) -> Window:
         del self._open[window.host]
         lo, hi = window.bounds()
         t0 = (lo + hi) / 2
@@ -407,7 +296,7 @@ class ShutdownTracker:
         )
 
     def _stream_result(
-        self, name: str, window: _OpenWindow, t0s: tuple[float, float, float], end_t: float
+        self, name: str, window: OpenWindow, t0s: tuple[float, float, float], end_t: float
     ) -> WindowStream:
         stream = self._streams[name]
         lo, t0, hi = t0s

@@ -10,7 +10,8 @@ import pytest
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample
 from prober.core.reaction import misses_needed
-from prober.core.shutdown import ShutdownTracker, Wanted
+from prober.core.shutdown import ShutdownTracker
+from prober.core.windows import Wanted
 from tests.factories import STREAM, sample
 
 SIBLING = dataclasses.replace(STREAM, protocol=Protocol.HTTP1)
