@@ -11,7 +11,10 @@ The LBs, per shutdown (T0 = the server's `/readyz` going false):
   connections until the server closes them at the end of its delay;
 * localhost: master-0 only, until it stops listening at the end of its delay.
 Each fresh connection goes to a server of the LB's rotation chosen at random; each stream's
-kept connection is on the shutting-down server one time in three. The server serves (late)
+kept connection is on the shutting-down server one time in three. The prober has one core,
+and each request costs it CPU before it reaches the network (`HANDSHAKE` for a fresh
+connection's TLS handshake), so a burst's requests queue behind each other and the ticks:
+without that, parallel requests would be free, and the bursts' benefit overstated. The server serves (late)
 until T0 + delay, then refuses connections; it is back `termination` + 10 s after T0.
 """
 
@@ -45,6 +48,9 @@ from prober.core.pace import PaceTracker
 from prober.core.shutdown import ShutdownTracker, WindowOpened
 
 HOSTS = ("master-0", "master-1", "master-2")
+# The prober's CPU per request (bench/daemon_cpu.py: about 3.2 ms a fresh HTTP/1.1 request on
+# uvloop, here; a kept one a fraction of it): a burst's requests queue for it.
+HANDSHAKE, KEPT_CPU = 0.003, 0.0005
 QUIET, WINDOW_GAP = 1.0, 0.05
 STREAMS = [
     StreamId("kube-api", p, lb, c) for lb in LB for p in Protocol for c in Connection
@@ -279,6 +285,7 @@ class Simulation:
         self.sends: list[tuple[float, str]] = []
         self.windows: list[Window] = []
         self.sending: list[_Sending] = []
+        self.cpu_free = 0.0  # when the prober's core is free for the next request
         self.slots = PARALLEL
 
     def push(self, t: float, kind: str, data: object) -> None:
@@ -309,6 +316,13 @@ class Simulation:
         return WINDOW_GAP / self.policy.rise if pace is Pace.FAST else WINDOW_GAP
 
     def send(self, stream: StreamId, t: float, burst: int | None = None) -> None:
+        """One request, once the prober's one core gets to it: a fresh connection costs it
+        `HANDSHAKE` of CPU (the TLS handshake), a kept one `KEPT_CPU`, one after another; the
+        request reaches the network (`t`, where the LB chooses) when that is done."""
+        fresh = stream.connection is Connection.NEW
+        start = max(t, self.cpu_free)
+        self.cpu_free = start + (HANDSHAKE if fresh else KEPT_CPU)
+        t = self.cpu_free
         answer = self.cluster.answer(stream, t, burst)
         self.result.requests += 1
         self.result.burst_requests += burst is not None

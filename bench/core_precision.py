@@ -165,7 +165,8 @@ def bounds_rows(platform: str, sims: int) -> None:
     print()
     print(f"bounds: {sim.TODAY.name} (quiet/window/release) against {sim.NEW.name} "
           f"(rise {sim.NEW.rise:g}x, bursts of at most {PARALLEL} in flight), {platform}, "
-          f"delay {delay:g} s")  # fmt: skip
+          f"delay {delay:g} s, {sim.HANDSHAKE * 1000:g} ms of the prober's CPU per fresh "
+          f"connection")  # fmt: skip
     starts = [1200.0, 3600.0, 6000.0]
     ci = {p.name: simulate(p, 7, starts, (7200.0, delay, term)) for p in (sim.TODAY, sim.NEW)}
     print_stream_table(ci)

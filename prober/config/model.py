@@ -39,9 +39,12 @@ class Config:
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
     # Witness bursts (`core.burst`): at most this many burst requests in flight at once over
     # every LB (0: none); and how much faster than the window rate an LB's new-connection
-    # streams sample while its reaction is open (`core.pace`, 1: no faster).
+    # streams sample while its reaction is open (`core.pace`; 1, the default: no faster. Each
+    # fresh connection costs the prober a TLS handshake of CPU, ~3 ms here: a faster rate
+    # delays the bursts behind it, and bench/core_precision.py measured wider bounds with
+    # 1.5 than with 1).
     burst_parallel: int = 8
-    rise: float = 1.5
+    rise: float = 1.0
     # Apiserver names are the servers' to choose: at most this many shutdown windows open and
     # `apiserver` label values (a cluster has a handful); the rest counted, logged once.
     max_apiservers: int = 16

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from prober.core.models import LB, Sample
 from prober.core.shutdown import ShutdownTracker
 
-# Chosen with bench/core_precision.py's simulated CI run (the closing note of issue 24 has the
-# table): tighter bounds for fewer requests than the neighbours of each value.
+# Chosen with bench/core_precision.py's simulated CI run, the prober's CPU per handshake
+# modelled (the closing note of issue 24 has the table).
 TRIGGER = 3  # fresh connections answered elsewhere after the last late one
 SPACING = 0.03  # seconds after a burst that met the server, doubled each time
 MAX_SPACING = 0.06
