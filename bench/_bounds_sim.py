@@ -14,8 +14,9 @@ Each fresh connection goes to a server of the LB's rotation chosen at random; ea
 kept connection is on the shutting-down server one time in three. The prober has one core,
 and each request costs it CPU before it reaches the network (`HANDSHAKE` for a fresh
 connection's TLS handshake), so a burst's requests queue behind each other and the ticks:
-without that, parallel requests would be free, and the bursts' benefit overstated. The server serves (late)
-until T0 + delay, then refuses connections; it is back `termination` + 10 s after T0.
+without that, parallel requests would be free, and the bursts' benefit overstated. The server
+serves (late) until T0 + delay, then refuses connections; it is back `termination` + 10 s
+after T0.
 """
 
 from __future__ import annotations
