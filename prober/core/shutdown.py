@@ -174,6 +174,8 @@ class ShutdownTracker:
     def wanted(self, target: str, lb: LB) -> Wanted | None:
         """The first open window where a new-connection stream through this LB met the host
         late and nothing bounds its reaction yet (`core.burst` asks for the rest)."""
+        if not self._open:
+            return None  # every sample outside a window asks: the cheap answer first
         fresh = [s.name for s in self._streams.values() if s.connection is Connection.NEW
                  and (s.target, s.lb) == (target, lb)]  # fmt: skip
         for window in self._open.values():
