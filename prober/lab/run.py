@@ -42,7 +42,14 @@ from prober.lab.scenarios import play
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
-from prober.lab.upgrade import QUIET_FLOOR, UPGRADE_WORKERS, Pod, UpgradeLab, run_upgrade
+from prober.lab.upgrade import (
+    QUIET_FLOOR,
+    UPGRADE_BURSTS,
+    UPGRADE_WORKERS,
+    Pod,
+    UpgradeLab,
+    run_upgrade,
+)
 from prober.report.analyze import RunAnalysis, analyze_runs
 
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
@@ -183,7 +190,7 @@ async def _measure_upgrade(run: _Run) -> Load:
 
     def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
         # Three daemons share the machine: see `upgrade.QUIET_FLOOR`.
-        return _daemon_config(
+        config = _daemon_config(
             cluster,
             options,
             event_log,
@@ -192,6 +199,7 @@ async def _measure_upgrade(run: _Run) -> Load:
             quiet_floor=QUIET_FLOOR,
             default_workers=UPGRADE_WORKERS,
         )
+        return config | UPGRADE_BURSTS
 
     lab = UpgradeLab(
         cluster,

@@ -1,8 +1,8 @@
-"""The soak benchmark's 30-second version: `bench/soak.py` against the lab at 4x the default
-sampling rate through rolling restarts. Half a minute is too short to judge flatness (it is
+"""The soak benchmark's 60-second version: `bench/soak.py` against the lab at 4x the default
+sampling rate through rolling restarts. A minute is too short to judge flatness (it is
 mostly warm-up; the 30-minute run judges it), so this holds the account (nothing lost) and
-the bounds: memory, file descriptors, threads and tasks. (It ran a minute until the suite
-needed the time: the account and the bounds hold from the first rollout.)"""
+the bounds: memory, file descriptors, threads and tasks. (Half a minute was tried: beside two
+CPU burners no rollout finished in it.)"""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
 SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 
 
-def test_half_a_minute_of_soak_loses_nothing_and_stays_bounded(tmp_path: Path, notes) -> None:
+def test_a_minute_of_soak_loses_nothing_and_stays_bounded(tmp_path: Path, notes) -> None:
     run = subprocess.run(
-        [sys.executable, str(SOAK), "--minutes=0.5", "--every=5", "--rollout-every=0.2",
+        [sys.executable, str(SOAK), "--minutes=1", "--every=10", "--rollout-every=0.4",
          f"--out={tmp_path}"],
         capture_output=True, text=True, timeout=140, check=False,
     )  # fmt: skip
@@ -28,7 +28,7 @@ def test_half_a_minute_of_soak_loses_nothing_and_stays_bounded(tmp_path: Path, n
     result = json.loads((tmp_path / "soak.json").read_text())
     account = result["account"]
     notes(
-        f"soak_30s: started={account['started']} recorded={account['recorded']} "
+        f"soak_60s: started={account['started']} recorded={account['recorded']} "
         f"lost={account['lost']} rollouts={result['rollouts']} "
         f"rate={result['rate']:.0f}/{result['nominal_rate']:.0f} per s "
         f"peak_rss={result['peak_rss_mb']:.1f}MB | {account['results']}"
