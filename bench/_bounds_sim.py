@@ -27,7 +27,6 @@ import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from prober.config import Config
@@ -424,8 +423,3 @@ def _truth(stream: StreamId, shutdown: Shutdown, ws, delay: float) -> float | No
             return delay
         return min(shutdown.reactions[stream.lb], delay)
     return shutdown.reactions[stream.lb]
-
-
-def iter_rows(results: list[Result]) -> Iterator[Row]:
-    for result in results:
-        yield from result.rows
