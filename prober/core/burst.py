@@ -88,7 +88,6 @@ class BurstPlanner:
         self._flying: dict[tuple[str, LB], int] = {}  # LB -> its burst in flight
         self._not_before: dict[tuple[str, LB], float] = {}
         self._met: dict[tuple[str, LB, str], int] = {}  # bursts that met the host, per LB
-        self.sent = 0  # burst requests the sender reported sent
 
     def feed(self, sample: Sample, shutdown: ShutdownTracker) -> Burst | None:
         """A burst to send now, after this sample was fed to `shutdown`; or None."""
@@ -117,7 +116,6 @@ class BurstPlanner:
         if flight is None:
             return
         flight.sent = sent
-        self.sent += sent
         self._finish_if_done(flight, now)
 
     def _fed(self, sample: Sample) -> None:

@@ -160,7 +160,6 @@ class StreamReaction:
             (end, kind)
             for t, end, kind, port in self.after
             if t >= since and (port is None or port == self.last_late_port)
-            and (kind != CLOSED or port is not None)
         ]  # fmt: skip
         after = since if self.last_late_t is None else max(self.last_late_t, since)
         if not reused:

@@ -72,7 +72,6 @@ class BurstSender:
         self._slots = Slots(parallel)
         self._supervisor = supervisor
         self._now = now
-        self.bursts = 0
 
     def send(self, burst: Burst) -> None:
         """Called by the pipeline as the planner asks; the burst runs as its own task."""
@@ -80,7 +79,6 @@ class BurstSender:
         if not streams:  # the planner only asks for LBs the samples came through
             self._planner.stopped(burst.number, 0, self._now())
             return
-        self.bursts += 1
         self._supervisor.spawn_once(f"burst-{burst.number}", lambda: self._run(burst, streams))
 
     async def _run(self, burst: Burst, streams: list[StreamScheduler]) -> None:

@@ -102,7 +102,7 @@ async def test_bursts_are_marked_samples_within_their_parallel_limit(
     (window,) = log.of(Window)
     fresh = [ws for ws in window.streams if ws.connection is Connection.NEW]
     assert all(ws.reaction_hi is not None and ws.bound_by == "sampling" for ws in fresh)
-    # The last witness of the bound is a burst's: the bound came from one.
+    # A burst went out after the LB's last late fresh connection: after the drop, to bound it.
     assert any(s.t > window.t0_lo + min(ws.reaction for ws in fresh) for s in burst)
 
 
