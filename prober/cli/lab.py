@@ -1,4 +1,4 @@
-"""`prober lab`: fake apiservers behind real HAProxy LBs, a rollout, the daemon measuring it
+"""`prober lab`: fake apiservers behind real LBs, a rollout, the daemon measuring it
 
 Run the prober against a local stand-in cluster and check it against truth.
 
@@ -22,10 +22,11 @@ examples:
   prober lab --platform metal --time-scale 1   # real durations: the full shutdown delay
   prober lab --platform gcp --scenario upgrade --time-scale 0.05 --check
 
-Stands up three fake kube-apiservers behind real HAProxy load balancers configured like the
-platform's LBs, runs `prober run` against them through every LB, plays the scenario, and holds
-what the daemon measured against the ground truth (the apiservers' own records and HAProxy's
-log). --scenario upgrade runs the probers as pods through a rollout, node drains and
+Stands up three fake kube-apiservers behind real load balancers configured like the
+platform's LBs (pass-through nftables DNAT with conntrack in network namespaces, or HAProxy),
+runs `prober run` against them through every LB, plays the scenario, and holds what the
+daemon measured against the ground truth (the apiservers' own records and the LBs' logs of
+state changes). --scenario upgrade runs the probers as pods through a rollout, node drains and
 reboots, and judges only what a gather step could read of them (OUT/gathered/).
 Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
 to stand the lab up.
@@ -95,6 +96,20 @@ def register(sub: Subparsers) -> None:
         "print both policies' bounds and requests side by side",
     )
     parser.add_argument(
+        "--lb",
+        choices=("kernel", "haproxy"),
+        help="the LBs' data path: kernel (network namespaces, nftables DNAT and conntrack, "
+        "pass-through as the clouds' LBs and kube-proxy are) or haproxy (a TCP proxy, as bare "
+        "metal runs); default: kernel for aws, gcp, azure and none when the lab can make "
+        "namespaces (root)",
+    )
+    parser.add_argument(
+        "--shutdowns",
+        type=positive_int,
+        metavar="N",
+        help="take only the first N apiservers down (default: all)",
+    )
+    parser.add_argument(
         "--container-log-max-size",
         type=flag(size),
         default=10 * 1024 * 1024,
@@ -127,6 +142,8 @@ def _run(args: argparse.Namespace) -> int:
         evict=args.evict,
         log_max_size=args.container_log_max_size,
         control=args.control,
+        lb=args.lb,
+        shutdowns=args.shutdowns,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

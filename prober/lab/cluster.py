@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -24,7 +25,13 @@ from prober.core.header import apiserver_id
 from prober.core.models import LB
 from prober.lab.certs import LabCA, ServerCertificate
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
-from prober.lab.platforms import Platform
+from prober.lab.kernel.checker import Target
+from prober.lab.kernel.lbs import kernel_lb
+from prober.lab.kernel.netns import Namespace
+from prober.lab.kernel.topology import API_PORT, HEALTH_PORT, LabNetwork, lab_addresses
+from prober.lab.kernel.topology import master_address as address
+from prober.lab.lbstate import LabLB
+from prober.lab.platforms import LBProfile, Platform
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
 LISTEN_TIMEOUT = 20.0
@@ -37,6 +44,8 @@ class Apiserver:
     port: int
     plain_port: int
     workdir: Path
+    address: str = "127.0.0.1"
+    node: Namespace | None = None  # the kernel path: the master's own network namespace
     process: ManagedProcess | None = None
     starts: int = 0
 
@@ -57,7 +66,9 @@ class LabCluster:
     servers: int = 3
     goaway_chance: float = 0.0
     apiservers: list[Apiserver] = field(default_factory=list)
-    lbs: dict[LB, HaproxyLB] = field(default_factory=dict)
+    kernel: bool = False  # the kernel data path (`lab.kernel`) instead of HAProxy
+    lbs: dict[LB, LabLB] = field(default_factory=dict)
+    network: LabNetwork | None = None
     ca_file: Path = Path()
     token_file: Path = Path()
     crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
@@ -70,32 +81,63 @@ class LabCluster:
         self.ca_file = ca.ca_cert
         self.token_file = self.workdir / "token"
         self.token_file.write_text(TOKEN + "\n")
-        cert = ca.issue("apiserver", ["localhost", "127.0.0.1", "api.lab.test", "api-int.lab.test"])
+        names = ["localhost", "127.0.0.1", "api.lab.test", "api-int.lab.test"]
+        names += lab_addresses(self.servers)
+        self._cert = ca.issue("apiserver", names)
+        if self.kernel:
+            self.network = LabNetwork(self.servers)
+            await self.network.start()
         for index in range(self.servers):
             hostname = f"master-{index}"
-            server = Apiserver(hostname, free_port(), free_port(), self.workdir / hostname)
+            workdir = self.workdir / hostname
+            if self.network is not None:
+                node = self.network.node(index)
+                server = Apiserver(hostname, API_PORT, HEALTH_PORT, workdir, address(index), node)
+            else:
+                server = Apiserver(hostname, free_port(), free_port(), workdir)
             server.workdir.mkdir(parents=True, exist_ok=True)
             self.apiservers.append(server)
-        self._cert = cert
         await asyncio.gather(*(self._launch(s) for s in self.apiservers))
-        backends = [Backend(s.hostname, s.port, s.plain_port) for s in self.apiservers]
-        self._sockets = tempfile.TemporaryDirectory(prefix="prober-lab-")
         for profile in self.platform.lbs:
-            lb = HaproxyLB(profile, backends, self.workdir, Path(self._sockets.name))
+            lb = self._make_lb(profile)
             await lb.start(self.group)
             self.lbs[profile.lb] = lb
         await asyncio.gather(*(self._wait_serving(s, since=0.0) for s in self.apiservers))
 
+    def _make_lb(self, profile: LBProfile) -> LabLB:
+        if self.network is not None:
+            targets = [Target(s.hostname, s.address, s.port, s.plain_port) for s in self.apiservers]
+            return kernel_lb(profile, self.network, targets, self.workdir)
+        backends = [Backend(s.hostname, s.port, s.plain_port) for s in self.apiservers]
+        if self._sockets is None:
+            self._sockets = tempfile.TemporaryDirectory(prefix="prober-lab-")
+        return HaproxyLB(profile, backends, self.workdir, Path(self._sockets.name))
+
+    def enter_client(self, argv: list[str]) -> list[str]:
+        """`argv` run where the prober runs: the client namespace, or here."""
+        if self.network is None or self.network.client is None:
+            return argv
+        return self.network.client.enter(argv)
+
+    def client_socket(self) -> socket.socket:
+        """A socket where the prober runs (its metrics port is on that loopback)."""
+        if self.network is None or self.network.client is None:
+            return socket.socket()
+        return self.network.client.socket()
+
     def url(self, lb: LB) -> str:
         if lb is LB.LOCALHOST:
-            return f"https://127.0.0.1:{self.apiservers[0].port}"
-        return f"https://127.0.0.1:{self.lbs[lb].port}"
+            first = self.apiservers[0]
+            return f"https://{first.address}:{first.port}"
+        host, port = self.lbs[lb].address
+        return f"https://{host}:{port}"
 
     async def _launch(self, server: Apiserver) -> None:
         assert self._cert is not None
         server.starts += 1
         argv = [
             sys.executable, "-m", "prober.lab.apiserver",
+            "--bind-address", server.address,
             "--port", str(server.port),
             "--plain-port", str(server.plain_port),
             "--cert", str(self._cert.cert),
@@ -108,6 +150,8 @@ class LabCluster:
             "--goaway-chance", str(self.goaway_chance),
         ]  # fmt: skip
         name = f"{server.hostname}-{server.starts}"
+        if server.node is not None:
+            argv = server.node.enter(argv)
         # Tearing the lab down is not a shutdown to measure: stop apiservers with SIGKILL.
         server.process = await self.group.start(name, argv, stop_signal=signal.SIGKILL)
         await server.process.wait_for_line(_listening, LISTEN_TIMEOUT)
@@ -177,10 +221,14 @@ class LabCluster:
         task.add_done_callback(self._pending.discard)
 
     def close(self) -> None:
-        """Remove what the cluster keeps outside its work directory (the admin sockets)."""
+        """Remove what the cluster keeps outside its work directory: the admin sockets, the
+        network namespaces (with every link, address and nftables table in them)."""
         if self._sockets is not None:
             self._sockets.cleanup()
             self._sockets = None
+        if self.network is not None:
+            self.network.close()
+            self.network = None
 
     async def settle(self) -> None:
         """Wait for scheduled membership changes; their failures surface here."""

@@ -20,7 +20,7 @@ import yaml
 
 from prober.core.models import LB
 from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
-from prober.lab.daemons import DAEMON, daemon_logs, start_daemon, wait_ready
+from prober.lab.daemons import DAEMON, Enter, daemon_logs, start_daemon, wait_ready
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
@@ -31,7 +31,11 @@ EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before 
 
 
 async def evict(
-    group: ProcessGroup, daemon: ManagedProcess, config: dict[str, object], out: Path
+    group: ProcessGroup,
+    daemon: ManagedProcess,
+    config: dict[str, object],
+    out: Path,
+    enter: Enter | None = None,
 ) -> tuple[ManagedProcess, int]:
     """Kill `daemon`; start its replacement, ready to sample, with its own event log."""
     daemon.send_signal(signal.SIGKILL)
@@ -40,7 +44,7 @@ async def evict(
     replacement = {**config, "event_log": str(out / f"events-{generation}.jsonl")}
     path = out / f"prober-{generation}.yaml"
     path.write_text(yaml.safe_dump(replacement, sort_keys=False))
-    new, port = await start_daemon(group, f"{DAEMON}-{generation}", path)
+    new, port = await start_daemon(group, f"{DAEMON}-{generation}", path, enter=enter)
     await wait_ready(new)
     return new, port
 

@@ -19,10 +19,11 @@ import random
 import re
 import signal
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prober.lab.lbstate import ServerEvent, StateChanges
 from prober.lab.platforms import LBProfile
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
@@ -44,16 +45,6 @@ class Backend:
     port: int
     health_port: int | None = None  # plain-HTTP `/readyz` for checks without TLS
     host: str = "127.0.0.1"
-
-
-@dataclass(frozen=True, slots=True)
-class ServerEvent:
-    """A server state change HAProxy logged."""
-
-    wall: float  # epoch seconds
-    server: str
-    up: bool
-    reason: str
 
 
 def parse_state_line(line: str) -> ServerEvent | None:
@@ -179,11 +170,10 @@ class HaproxyLB:
         # Unix socket paths are limited to about 100 bytes: callers with deep work directories
         # pass a short one.
         self.admin_socket = (socket_dir or workdir) / f"haproxy-{self.name}.sock"
-        self.events: list[ServerEvent] = []
+        self.changes = StateChanges(self.name)
         self.port = 0
         self.restarts = 0
         self._proc: ManagedProcess | None = None
-        self._watchers: list[tuple[Callable[[ServerEvent], bool], asyncio.Future[ServerEvent]]] = []
 
     async def start(self, group: ProcessGroup, attempts: int = 3) -> None:
         """Start on a free port; a port taken between choosing and binding is retried."""
@@ -232,38 +222,24 @@ class HaproxyLB:
                 await asyncio.sleep(0.05)  # polling a socket that is not there yet
         raise ProcessError(f"{self.name}: HAProxy admin socket not ready in {START_TIMEOUT} s")
 
+    @property
+    def events(self) -> list[ServerEvent]:
+        return self.changes.events
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return "127.0.0.1", self.port
+
     def _on_line(self, line: str) -> None:
         event = parse_state_line(line)
-        if event is None:
-            return
-        self.events.append(event)
-        for predicate, future in self._watchers:
-            if not future.done() and predicate(event):
-                future.set_result(event)
+        if event is not None:
+            self.changes.add(event)
 
     async def wait_for(
         self, server: str, up: bool, timeout: float, since: float = 0.0
     ) -> ServerEvent:
         """The first state change of `server` to `up` logged at or after wall time `since`."""
-        for event in self.events:
-            if event.server == server and event.up is up and event.wall >= since:
-                return event
-        future: asyncio.Future[ServerEvent] = asyncio.get_running_loop().create_future()
-
-        def wanted(e: ServerEvent) -> bool:
-            return e.server == server and e.up is up and e.wall >= since
-
-        self._watchers.append((wanted, future))
-        try:
-            async with asyncio.timeout(timeout):  # not wait_for: see ManagedProcess
-                return await future
-        except TimeoutError:
-            state = "UP" if up else "DOWN"
-            raise ProcessError(
-                f"{self.name}: {server} not {state} within {timeout:.0f} s"
-            ) from None
-        finally:
-            self._watchers = [(p, f) for p, f in self._watchers if f is not future]
+        return await self.changes.wait_for(server, up, timeout, since)
 
     async def command(self, text: str) -> str:
         """One runtime API command; the answer as text."""

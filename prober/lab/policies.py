@@ -20,7 +20,7 @@ import yaml
 from prober.core.models import LB, Window
 from prober.core.stats import percentile_cont
 from prober.lab.compare import Row, ShutdownResult, compare, wall_offset
-from prober.lab.daemons import start_daemon, wait_ready
+from prober.lab.daemons import Enter, start_daemon, wait_ready
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import analyze_runs
@@ -117,13 +117,13 @@ def control_event_log(out: Path) -> Path:
 
 
 async def start_control(
-    config: Mapping[str, object], group: ProcessGroup, events: Path
+    config: Mapping[str, object], group: ProcessGroup, events: Path, enter: Enter | None = None
 ) -> ManagedProcess:
     """The control daemon: the main one's configuration, its own event log, today's policy."""
     events.parent.mkdir(parents=True, exist_ok=True)
     path = events.parent / "prober.yaml"
     path.write_text(yaml.safe_dump({**config, **CONTROL_CONFIG}, sort_keys=False))
-    control, _ = await start_daemon(group, CONTROL, path)
+    control, _ = await start_daemon(group, CONTROL, path, enter=enter)
     await wait_ready(control)
     return control
 

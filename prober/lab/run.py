@@ -8,9 +8,9 @@ Everything the run produced lands in its output directory, which it lists at the
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import signal
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +32,10 @@ from prober.lab.compare import (
 )
 from prober.lab.cpu_load import CpuMeter, Load
 from prober.lab.daemons import DAEMON, daemon_logs, start_daemon, wait_ready
+from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
-from prober.lab.haproxy import ServerEvent
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
+from prober.lab.lbstate import ServerEvent
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
@@ -72,6 +73,7 @@ class LabOptions:
     evict: bool = False  # kill the daemon inside the first window and start another
     log_max_size: int = DEFAULT_MAX_SIZE  # upgrade: the kubelet's containerLogMaxSize
     control: bool = False  # a second daemon with today's sampling beside (`lab.policies`)
+    lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +117,16 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
         raise LabError("--control: one daemon beside another, not with --evict or upgrade")
     if out.exists() and any(out.iterdir()):
         raise LabError(f"{out}: output directory is not empty; each run needs its own")
+    kernel, note = choose(options.platform, options.lb)
+    if options.scenario == "node-loss" and not kernel:
+        raise LabError("--scenario node-loss: a node can vanish only on the kernel path")
     out.mkdir(parents=True, exist_ok=True)
+    if note is not None:
+        _say(say, note)
     event_log = out / "events.jsonl"
     async with ProcessGroup(out / "logs") as group:
         cluster = LabCluster(
-            platform, out / "cluster", group, options.servers, options.goaway_chance
+            platform, out / "cluster", group, options.servers, options.goaway_chance, kernel=kernel
         )
         pods: list[Pod] = []
         try:
@@ -145,21 +152,24 @@ async def _measure(run: _Run) -> Load:
     """Stand the cluster up, run the daemon through the scenario, stop the daemon."""
     options, cluster, group, out, say = run.options, run.cluster, run.group, run.out, run.say
     platform = cluster.platform
-    _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} HAProxy LBs")
+    kind = "kernel (nftables DNAT)" if cluster.kernel else "HAProxy"
+    _say(say, f"starting {options.servers} apiservers and {len(platform.lbs)} {kind} LBs")
     await cluster.start()
     if options.scenario == "upgrade":
         return await _measure_upgrade(run)
     config_path = out / "prober.yaml"
     config = _daemon_config(cluster, options, out / "events.jsonl")
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    daemon, port = await start_daemon(group, DAEMON, config_path)
+    daemon, port = await start_daemon(group, DAEMON, config_path, enter=cluster.enter_client)
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
     (out / "daemon.json").write_text(json.dumps({"metrics_port": port, "pid": daemon.pid}))
     await wait_ready(daemon)
     control = None
     if options.control:
         control_config = _daemon_config(cluster, options, control_event_log(out))
-        control = await start_control(control_config, group, control_event_log(out))
+        control = await start_control(
+            control_config, group, control_event_log(out), enter=cluster.enter_client
+        )
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
@@ -168,14 +178,14 @@ async def _measure(run: _Run) -> Load:
         nonlocal daemon, port
         await asyncio.sleep(EVICT_AT * platform.shutdown_delay)
         _say(say, "the daemon: SIGKILL (evicted), and a new one in its place")
-        daemon, port = await evict(group, daemon, config, out)
+        daemon, port = await evict(group, daemon, config, out, enter=cluster.enter_client)
 
     after_first = eviction if options.evict else None
     await play(cluster, options.scenario, options.shutdowns, lambda t: _say(say, t), after_first)
     await cluster.settle()
     await asyncio.sleep(2.0)  # the restarted server's first answers close its window
     load = meter.stop()
-    _snapshot_metrics(port, out / "metrics.prom")
+    _snapshot_metrics(cluster, port, out / "metrics.prom")
     for each in (daemon, control):
         if each is not None:
             each.send_signal(signal.SIGTERM)
@@ -261,9 +271,18 @@ def _daemon_config(
     }
 
 
-def _snapshot_metrics(port: int, path: Path) -> None:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-        path.write_bytes(answer.read())
+def _snapshot_metrics(cluster: LabCluster, port: int, path: Path) -> None:
+    """GET /metrics from the daemon's loopback, which is the client namespace's."""
+    sock = cluster.client_socket()
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.sock = sock
+    try:
+        connection.request("GET", "/metrics")
+        path.write_bytes(connection.getresponse().read())
+    finally:
+        connection.close()
 
 
 def _judge(

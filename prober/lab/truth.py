@@ -26,7 +26,7 @@ from pathlib import Path
 
 from prober.common.errors import UserError
 from prober.core.models import LB
-from prober.lab.haproxy import ServerEvent
+from prober.lab.lbstate import ServerEvent
 
 
 class TruthError(UserError, ValueError):

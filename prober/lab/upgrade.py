@@ -137,7 +137,9 @@ class UpgradeLab:
         def tee(stream: str, line: bytes) -> None:
             container.write(stream, line, time.time())
 
-        pod.process, _ = await start_daemon(self.group, process_name, path, tee, nice=NICE)
+        pod.process, _ = await start_daemon(
+            self.group, process_name, path, tee, nice=NICE, enter=self.cluster.enter_client
+        )
         pod.containers.append(process_name)
         await wait_ready(pod.process)
 

@@ -11,7 +11,7 @@ import pytest
 
 from prober.core.models import LB, Connection
 from prober.lab.compare import TOLERANCE, Row, ShutdownResult, findings, problems
-from prober.lab.haproxy import ServerEvent
+from prober.lab.lbstate import ServerEvent
 from prober.lab.truth import ShutdownTruth, expected_reaction, first_down, read_shutdowns
 
 

@@ -1,0 +1,94 @@
+"""What every lab LB keeps: the servers' state changes with their times, which are the
+ground truth of when it gave up on a server, and a wait for the next one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from prober.lab.platforms import LBProfile
+from prober.lab.processes import ProcessError, ProcessGroup
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEvent:
+    """A server state change an LB made (HAProxy's log line, the kernel LB's checker)."""
+
+    wall: float  # epoch seconds
+    server: str
+    up: bool
+    reason: str
+
+
+@dataclass(slots=True)
+class StateChanges:
+    """An LB's state changes in the order it made them."""
+
+    name: str
+    events: list[ServerEvent] = field(default_factory=list)
+    _watchers: list[tuple[Callable[[ServerEvent], bool], asyncio.Future[ServerEvent]]] = field(
+        default_factory=list
+    )
+
+    def add(self, event: ServerEvent) -> None:
+        self.events.append(event)
+        for predicate, future in self._watchers:
+            if not future.done() and predicate(event):
+                future.set_result(event)
+
+    def current(self, servers: list[str]) -> dict[str, bool]:
+        """Each server's state after the last change; a server starts up."""
+        state = dict.fromkeys(servers, True)
+        for event in self.events:
+            state[event.server] = event.up
+        return state
+
+    async def wait_for(
+        self, server: str, up: bool, timeout: float, since: float = 0.0
+    ) -> ServerEvent:
+        """The first state change of `server` to `up` at or after wall time `since`."""
+
+        def wanted(e: ServerEvent) -> bool:
+            return e.server == server and e.up is up and e.wall >= since
+
+        for event in self.events:
+            if wanted(event):
+                return event
+        future: asyncio.Future[ServerEvent] = asyncio.get_running_loop().create_future()
+        self._watchers.append((wanted, future))
+        try:
+            # Not wait_for: on 3.11 it can swallow a cancellation (see lab.processes).
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            state = "UP" if up else "DOWN"
+            raise ProcessError(
+                f"{self.name}: {server} not {state} within {timeout:.0f} s"
+            ) from None
+        finally:
+            self._watchers = [(p, f) for p, f in self._watchers if f is not future]
+
+
+class LabLB(Protocol):
+    """What the lab asks of any of its LBs, HAProxy's or the kernel's."""
+
+    @property
+    def profile(self) -> LBProfile: ...
+
+    @property
+    def address(self) -> tuple[str, int]: ...
+
+    @property
+    def events(self) -> list[ServerEvent]: ...
+
+    async def start(self, group: ProcessGroup) -> None: ...
+
+    async def wait_for(
+        self, server: str, up: bool, timeout: float, since: float = 0.0
+    ) -> ServerEvent: ...
+
+    async def server_up(self) -> dict[str, bool]: ...
+
+    async def set_serving(self, server: str, serving: bool) -> None: ...
