@@ -9,6 +9,8 @@ packages=(
     nghttp2-client   # nghttp: an independent HTTP/2 client against the fake apiserver
     curl             # an independent HTTP/1.1 and HTTP/2 client
     iproute2         # network namespaces for tests that need more than loopback
+    nftables         # nft: the lab's kernel LBs (DNAT by flow hash) and a vanished node
+    conntrack        # conntrack -D: AWS's connection termination in the lab's kernel LBs
     chromium         # renders the HTML report in a test
     shellcheck       # lints deploy/ci's step scripts
 )

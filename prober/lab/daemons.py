@@ -3,14 +3,22 @@ listens and every stream has sampled; and where each daemon's stdout (its pod lo
 
 from __future__ import annotations
 
+import http.client
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from prober.config import Config
+from prober.core.models import LB
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 
+if TYPE_CHECKING:
+    from prober.lab.cluster import LabCluster
+
 READY_TIMEOUT = 60.0
+QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
 DAEMON = "prober-run"
 Enter = Callable[[list[str]], list[str]]  # argv to argv run where the prober runs
 
@@ -46,3 +54,75 @@ def daemon_logs(log_dir: Path) -> list[Path]:
     """Every daemon's stdout, in the order they ran: the pod logs a gather step collects."""
     found = sorted(log_dir.glob(f"{DAEMON}*.stdout.log"))
     return sorted(found, key=lambda p: (len(p.name), p.name))  # prober-run before prober-run-2
+
+
+class DaemonOptions(Protocol):
+    """What of a lab run's options shapes its daemons' configuration."""
+
+    @property
+    def platform(self) -> str: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def interval(self) -> str: ...
+    @property
+    def quiet_interval(self) -> float | None: ...
+    @property
+    def workers(self) -> int | None: ...
+
+
+def daemon_config(
+    cluster: LabCluster,
+    options: DaemonOptions,
+    event_log: Path,
+    *,
+    lbs: Sequence[LB] | None = None,
+    stdout: str = "all",
+    quiet_floor: float = 0.0,
+    default_workers: int = 2,
+) -> dict[str, object]:
+    """`quiet_floor` and `default_workers` apply where the options say nothing."""
+    lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
+    scale = cluster.platform.time_scale
+    quiet = options.quiet_interval
+    if quiet is None:
+        quiet = max(QUIET_INTERVAL * scale, quiet_floor)
+    workers = options.workers or default_workers
+    return {
+        "platform": options.platform,
+        "interval": options.interval,
+        # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
+        "quiet_interval": f"{quiet * 1000:.0f}ms",
+        "settle": f"{SETTLE * scale * 1000:.0f}ms",
+        "workers": workers,
+        "timeout": "5s",
+        "listen": "127.0.0.1:0",
+        "event_log": str(event_log),
+        "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
+        "summary_interval": "10s",
+        "labels": {"job": f"lab-{options.scenario}"},
+        "targets": [
+            {
+                "name": "kube-api",
+                "lb": str(lb),
+                "url": cluster.url(lb),
+                "ca_file": str(cluster.ca_file),
+                "token_file": str(cluster.token_file),
+            }
+            for lb in lbs
+        ],
+    }
+
+
+def snapshot_metrics(cluster: LabCluster, port: int, path: Path) -> None:
+    """GET /metrics from the daemon's loopback, which is the client namespace's."""
+    sock = cluster.client_socket()
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.sock = sock
+    try:
+        connection.request("GET", "/metrics")
+        path.write_bytes(connection.getresponse().read())
+    finally:
+        connection.close()

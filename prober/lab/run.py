@@ -8,7 +8,6 @@ Everything the run produced lands in its output directory, which it lists at the
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import signal
 from collections.abc import Mapping, Sequence
@@ -18,7 +17,6 @@ from pathlib import Path
 import yaml
 
 from prober.common.errors import UserError
-from prober.config import Config
 from prober.core.models import LB, StreamCounters
 from prober.lab.answered import AnsweredCheck, check_answered
 from prober.lab.cluster import LabCluster
@@ -31,7 +29,14 @@ from prober.lab.compare import (
     wall_offset,
 )
 from prober.lab.cpu_load import CpuMeter, Load
-from prober.lab.daemons import DAEMON, daemon_logs, start_daemon, wait_ready
+from prober.lab.daemons import (
+    DAEMON,
+    daemon_config,
+    daemon_logs,
+    snapshot_metrics,
+    start_daemon,
+    wait_ready,
+)
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
@@ -55,7 +60,6 @@ from prober.report.analyze import RunAnalysis, analyze_runs
 
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
-QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +162,7 @@ async def _measure(run: _Run) -> Load:
     if options.scenario == "upgrade":
         return await _measure_upgrade(run)
     config_path = out / "prober.yaml"
-    config = _daemon_config(cluster, options, out / "events.jsonl")
+    config = daemon_config(cluster, options, out / "events.jsonl")
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     daemon, port = await start_daemon(group, DAEMON, config_path, enter=cluster.enter_client)
     # For whoever watches the run from outside (a Prometheus scraping the daemon, say).
@@ -166,7 +170,7 @@ async def _measure(run: _Run) -> Load:
     await wait_ready(daemon)
     control = None
     if options.control:
-        control_config = _daemon_config(cluster, options, control_event_log(out))
+        control_config = daemon_config(cluster, options, control_event_log(out))
         control = await start_control(
             control_config, group, control_event_log(out), enter=cluster.enter_client
         )
@@ -185,7 +189,7 @@ async def _measure(run: _Run) -> Load:
     await cluster.settle()
     await asyncio.sleep(2.0)  # the restarted server's first answers close its window
     load = meter.stop()
-    _snapshot_metrics(cluster, port, out / "metrics.prom")
+    snapshot_metrics(cluster, port, out / "metrics.prom")
     for each in (daemon, control):
         if each is not None:
             each.send_signal(signal.SIGTERM)
@@ -200,7 +204,7 @@ async def _measure_upgrade(run: _Run) -> Load:
 
     def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
         # Three daemons share the machine: see `upgrade.QUIET_FLOOR`.
-        config = _daemon_config(
+        config = daemon_config(
             cluster,
             options,
             event_log,
@@ -226,63 +230,6 @@ async def _measure_upgrade(run: _Run) -> Load:
 def _say(say: object, text: str) -> None:
     if callable(say):
         say(text)
-
-
-def _daemon_config(
-    cluster: LabCluster,
-    options: LabOptions,
-    event_log: Path,
-    *,
-    lbs: Sequence[LB] | None = None,
-    stdout: str = "all",
-    quiet_floor: float = 0.0,
-    default_workers: int = 2,
-) -> dict[str, object]:
-    """`quiet_floor` and `default_workers` apply where the options say nothing."""
-    lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
-    scale = cluster.platform.time_scale
-    quiet = options.quiet_interval
-    if quiet is None:
-        quiet = max(QUIET_INTERVAL * scale, quiet_floor)
-    workers = options.workers or default_workers
-    return {
-        "platform": options.platform,
-        "interval": options.interval,
-        # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
-        "quiet_interval": f"{quiet * 1000:.0f}ms",
-        "settle": f"{SETTLE * scale * 1000:.0f}ms",
-        "workers": workers,
-        "timeout": "5s",
-        "listen": "127.0.0.1:0",
-        "event_log": str(event_log),
-        "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
-        "summary_interval": "10s",
-        "labels": {"job": f"lab-{options.scenario}"},
-        "targets": [
-            {
-                "name": "kube-api",
-                "lb": str(lb),
-                "url": cluster.url(lb),
-                "ca_file": str(cluster.ca_file),
-                "token_file": str(cluster.token_file),
-            }
-            for lb in lbs
-        ],
-    }
-
-
-def _snapshot_metrics(cluster: LabCluster, port: int, path: Path) -> None:
-    """GET /metrics from the daemon's loopback, which is the client namespace's."""
-    sock = cluster.client_socket()
-    sock.settimeout(10)
-    sock.connect(("127.0.0.1", port))
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    connection.sock = sock
-    try:
-        connection.request("GET", "/metrics")
-        path.write_bytes(connection.getresponse().read())
-    finally:
-        connection.close()
 
 
 def _judge(

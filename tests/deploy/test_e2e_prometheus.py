@@ -32,7 +32,11 @@ FAILED = 'ALERTS{alertname="ProberRequestsFailedDuringShutdown", alertstate="fir
 
 
 def lab_options(scenario: str) -> LabOptions:
-    return LabOptions(platform="gcp", scenario=scenario, time_scale=SCALE, shutdowns=1)
+    # HAProxy's path: its daemon listens on this namespace's loopback, where this test's
+    # Prometheus scrapes it (on the kernel path it is in the lab's client namespace).
+    return LabOptions(
+        platform="gcp", scenario=scenario, time_scale=SCALE, shutdowns=1, lb="haproxy"
+    )
 
 
 def lab_delays(path: Path) -> Path:
