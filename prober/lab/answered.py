@@ -41,8 +41,8 @@ class AnsweredCheck:
         return (
             f"answered by a server (2xx in its audit log) yet recorded as failed: "
             f"{len(self.answered_failed)} (and {self.cut_by_lb} cut by an LB resetting its "
-            f"connections, {self.cut_by_crash} by a crash); sent again once, as Go's "
-            f"transport would: {resent}"
+            f"connections, {self.cut_by_crash} by a crash or a lost node); sent again once, "
+            f"as Go's transport would: {resent}"
         )
 
 
@@ -51,13 +51,17 @@ def check_answered(
     cluster: Path,
     resetting: Collection[LB] = (),
     crashes: Collection[float] = (),
+    losses: Collection[tuple[float, float]] = (),
 ) -> AnsweredCheck:
     """`resetting`: the LBs that reset the connections of a server they mark down;
-    `crashes`: when servers were SIGKILLed, in run seconds (the samples' `t`)."""
+    `crashes`: when servers were SIGKILLed, `losses`: from when to when a node was gone
+    (its answers dropped, then its late answers to clients that had given up), in run
+    seconds (the samples' `t`)."""
     failed = {s.audit_id: s for s in samples if s.failed and not s.held}
     answered = [s for a, s in failed.items() if a in _answered_ids(cluster, set(failed))]
     by_lb = [s for s in answered if s.lb in resetting]
-    by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, crashes)]
+    cuts = [*((c, c) for c in crashes), *losses]
+    by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, cuts)]
     lost = tuple(
         f"{s.stream}: {s.error} ({s.detail})"
         for s in answered
@@ -67,11 +71,11 @@ def check_answered(
     return AnsweredCheck(lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash))
 
 
-def _in_flight(sample: Sample, crashes: Collection[float]) -> bool:
-    """Whether a crash fell while the request was out (the lab times a kill just before
-    its signal; the slack is for the two processes' clocks)."""
+def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:
+    """Whether a crash or a lost node's absence overlapped the request's flight (the lab
+    times a kill just before its signal; the slack is for the two processes' clocks)."""
     start, end = sample.t - CLOCK_SLACK, sample.t + sample.dur + CLOCK_SLACK
-    return any(start <= crash <= end for crash in crashes)
+    return any(start <= cut_end and cut_start <= end for cut_start, cut_end in cuts)
 
 
 def _answered_ids(cluster: Path, wanted: set[str]) -> set[str]:

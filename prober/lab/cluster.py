@@ -25,6 +25,7 @@ from prober.core.header import apiserver_id
 from prober.core.models import LB
 from prober.lab.certs import LabCA, ServerCertificate
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
+from prober.lab.kernel import nftables
 from prober.lab.kernel.checker import Target
 from prober.lab.kernel.lbs import kernel_lb
 from prober.lab.kernel.netns import Namespace
@@ -72,6 +73,8 @@ class LabCluster:
     ca_file: Path = Path()
     token_file: Path = Path()
     crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
+    losses: list[tuple[str, float]] = field(default_factory=list)  # (hostname, wall) vanished
+    restored: list[float] = field(default_factory=list)  # wall time each lost node came back
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -203,6 +206,32 @@ class LabCluster:
         """Start the server again and wait until every LB routes to it."""
         since = time.time()
         await self._launch(server)
+        await self._back(server, since)
+
+    async def lose(self, server: Apiserver, endpoint_ttl: float) -> float:
+        """The node vanishes (the kernel path): its namespace drops every packet, in and out;
+        the apiserver runs on, unaware. Its endpoint lingers until its lease expires."""
+        if server.node is None:
+            raise ProcessError("a node can vanish only on the kernel path")
+        await server.node.run("nft", "-f", "-", stdin=nftables.blackhole())
+        lost = time.time()
+        self.losses.append((server.hostname, lost))
+        self._after(endpoint_ttl, lambda: self._remove(server))
+        return lost
+
+    async def restore(self, server: Apiserver) -> None:
+        """The node is back: packets flow again; wait until every LB routes to it."""
+        assert server.node is not None
+        since = time.time()
+        await server.node.run("nft", "-f", "-", stdin=nftables.delete_table("node_loss"))
+        self.restored.append(since)
+        await self._back(server, since)
+
+    def outages(self) -> list[tuple[str, float, float]]:
+        """Each node that vanished: (hostname, when, when it was back), wall times."""
+        return [(h, lost, back) for (h, lost), back in zip(self.losses, self.restored)]  # noqa: B905
+
+    async def _back(self, server: Apiserver, since: float) -> None:
         await self._wait_serving(server, since)
         delay = self.platform.lb(LB.SERVICE_NETWORK).sync_delay
         await asyncio.sleep(delay)  # the proxies pick the endpoint up after their sync delay

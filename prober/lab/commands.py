@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prober.common.exits import ExitCode
+from prober.lab import nodeloss
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
@@ -96,6 +97,15 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    for loss in result.losses:
+        print("", file=stdout)
+        print(
+            f"{loss.hostname} vanished for {loss.back - loss.lost:.3f} s (seconds after the loss; "
+            "last: the last failed request sent, the LB's measured reaction on new connections; "
+            "truth: when the LB marked the node down):",
+            file=stdout,
+        )
+        print("\n".join(table(nodeloss.HEADERS, nodeloss.rows(loss))), file=stdout)
     if result.comparison:
         print("", file=stdout)
         print("both policies on the same shutdowns (--control):", file=stdout)
@@ -193,6 +203,7 @@ def to_json(result: LabResult) -> dict[str, Any]:
         "tolerance": result.tolerance,
         "load": None if result.load is None else dataclasses.asdict(result.load),
         "containers": [dataclasses.asdict(f) for f in result.fates],
+        "node_losses": [dataclasses.asdict(loss) for loss in result.losses],
         "answered_failed": [] if result.answered is None else list(result.answered.answered_failed),
         "retried": {} if result.answered is None else dict(result.answered.retried),
         "sampling": [

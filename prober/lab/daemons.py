@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from prober.lab.cluster import LabCluster
 
 READY_TIMEOUT = 60.0
+REQUEST_TIMEOUT = 5.0  # the daemon's per-request timeout in the lab, never scaled
 QUIET_INTERVAL, SETTLE = Config().quiet_interval, Config().settle  # the daemon's defaults
 DAEMON = "prober-run"
 Enter = Callable[[list[str]], list[str]]  # argv to argv run where the prober runs
@@ -95,7 +96,7 @@ def daemon_config(
         "quiet_interval": f"{quiet * 1000:.0f}ms",
         "settle": f"{SETTLE * scale * 1000:.0f}ms",
         "workers": workers,
-        "timeout": "5s",
+        "timeout": f"{REQUEST_TIMEOUT:g}s",
         "listen": "127.0.0.1:0",
         "event_log": str(event_log),
         "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction

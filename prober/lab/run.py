@@ -18,6 +18,7 @@ import yaml
 
 from prober.common.errors import UserError
 from prober.core.models import LB, StreamCounters
+from prober.lab import nodeloss
 from prober.lab.answered import AnsweredCheck, check_answered
 from prober.lab.cluster import LabCluster
 from prober.lab.compare import (
@@ -41,6 +42,7 @@ from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lbstate import ServerEvent
+from prober.lab.nodeloss import NodeLoss
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
@@ -96,6 +98,7 @@ class LabResult:
     answered: AnsweredCheck | None = None  # failed samples the servers had answered
     fates: tuple[ContainerFate, ...] = ()  # upgrade: what each container kept, by the gather
     comparison: tuple[str, ...] = ()  # --control: both policies side by side, as printed
+    losses: tuple[NodeLoss, ...] = ()  # node-loss: what each stream saw while a node was gone
 
 
 def default_scale(platform: Platform) -> float:
@@ -266,9 +269,20 @@ def _judge(
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
+    log, replay = analysis.log, analysis.replay
+    losses = [
+        nodeloss.judge(outage, log.samples, replay.intervals, lbs=lbs, offset=offset)
+        for outage in cluster.outages()
+    ]
+    for loss in losses:
+        found += nodeloss.problems(loss, analysis.log.windows, lbs, options.tolerance)
     resetting = {kind for kind, lb in cluster.lbs.items() if lb.profile.reset_on_down}
     crashes = [wall - offset for wall in cluster.crashes]
-    answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes)
+    gone = [
+        (lost - offset, back - offset)
+        for (_, lost), back in zip(cluster.losses, cluster.restored, strict=True)
+    ]
+    answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes, gone)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
     last = analysis.log.last_summary
     comparison: tuple[str, ...] = ()
@@ -294,6 +308,7 @@ def _judge(
         tolerance=options.tolerance,
         answered=answered,
         comparison=comparison,
+        losses=tuple(losses),
     )
 
 

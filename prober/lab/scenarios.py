@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from prober.lab.cluster import LabCluster
+from prober.lab.daemons import REQUEST_TIMEOUT
 
-SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade")
+SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss")
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
+OUTAGE = 2 * REQUEST_TIMEOUT  # node-loss: the least time a node stays gone
 
 
 async def play(
@@ -18,9 +22,21 @@ async def play(
     after_first_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Take the first `shutdowns` apiservers (all: None) down in turn, each back before the
-    next: SIGKILL for `crash`, a graceful SIGTERM otherwise."""
+    next: SIGKILL for `crash`, the node's packets dropped for `node-loss`, a graceful SIGTERM
+    otherwise."""
     platform = cluster.platform
     for index, server in enumerate(cluster.apiservers[:shutdowns]):
+        if scenario == "node-loss":
+            say(f"{server.hostname}: the node vanishes (every packet to and from it dropped)")
+            lost = await cluster.lose(server, ENDPOINT_TTL * platform.time_scale)
+            await cluster.until_marked_down(server.hostname)
+            await cluster.settle()  # and its endpoint gone from the service network
+            # Long enough that a request sent as the node vanished hangs until the daemon's
+            # timeout: a SYN's retransmissions would reach a node back sooner.
+            await asyncio.sleep(max(0.0, lost + OUTAGE - time.time()))
+            say(f"{server.hostname}: the node is back, waiting until every LB routes to it")
+            await cluster.restore(server)
+            continue
         if scenario == "crash":
             say(f"{server.hostname}: SIGKILL")
             await cluster.kill(server, ENDPOINT_TTL * platform.time_scale)

@@ -36,8 +36,8 @@ def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> No
     assert check.retried == {"goaway": 1}
     assert check.describe() == (
         "answered by a server (2xx in its audit log) yet recorded as failed: 1 (and 0 cut by "
-        "an LB resetting its connections, 0 by a crash); sent again once, as Go's transport "
-        "would: 1 goaway"
+        "an LB resetting its connections, 0 by a crash or a lost node); sent again once, as "
+        "Go's transport would: 1 goaway"
     )
     by_a_resetting_lb = check_answered([lost], tmp_path, resetting={lost.lb})
     assert (by_a_resetting_lb.answered_failed, by_a_resetting_lb.cut_by_lb) == ((), 1)
@@ -61,3 +61,16 @@ def test_an_answer_cut_by_its_servers_crash_is_counted_apart(tmp_path: Path) -> 
     for elsewhere in (9.5, 10.5):
         check = check_answered([cut], tmp_path, crashes=[elsewhere])
         assert (len(check.answered_failed), check.cut_by_crash) == (1, 0)
+
+
+def test_an_answer_a_lost_node_sent_too_late_is_counted_apart(tmp_path: Path) -> None:
+    """A node that vanished while the request was out answers it once it is back, after the
+    client gave up: the loss's doing. A loss before or after the request is no excuse."""
+    hung = dataclasses.replace(fail(10.0, ErrorClass.TIMEOUT, detail="no answer"), dur=5.0)
+    audit(tmp_path / "master-0" / "audit.log", [(hung.audit_id, "ResponseComplete", 200)])
+    for during in ((8.0, 12.0), (14.0, 20.0), (2.0, 10.0)):
+        check = check_answered([hung], tmp_path, losses=[during])
+        assert (check.answered_failed, check.cut_by_crash) == ((), 1), during
+    for outside in ((1.0, 9.5), (15.5, 20.0)):
+        check = check_answered([hung], tmp_path, losses=[outside])
+        assert (len(check.answered_failed), check.cut_by_crash) == (1, 0), outside
