@@ -25,6 +25,8 @@ from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
+from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -63,9 +65,13 @@ def show(result: LabResult) -> None:
 async def test_a_graceful_shutdown_is_measured_within_tolerance(
     tmp_path: Path, platform: str
 ) -> None:
+    before, host = network_namespaces(), HostNetwork.now()
     result = await lab(tmp_path, platform)
     show(result)
     if platform == "aws":
+        # The run dropped every namespace it made and touched nothing of the host's network.
+        assert network_namespaces() <= before
+        assert HostNetwork.now() == host
         audit_agrees(result, tmp_path / "audit")
         assert reads_from_the_watch_cache(result.out / "cluster")
         # Pass-through: the apiserver sees the daemon's own address, and the LBs' checks
@@ -170,8 +176,9 @@ def audit_agrees(result: LabResult, out: Path) -> None:
     assert summary["bad_lines"] == 0
 
 
-async def test_ctrl_c_stops_every_process_the_lab_started(tmp_path: Path) -> None:
-    out = tmp_path / "lab"
+async def started_lab(out: Path) -> tuple[asyncio.subprocess.Process, list[int]]:
+    """`prober lab` (kernel path, AWS) as a user starts it, once its rollout has begun: the
+    process and every one it started."""
     argv = [sys.executable, "-m", "prober", "lab", "--time-scale", "0.05", "--out", str(out)]
     lab = await asyncio.create_subprocess_exec(
         *argv,
@@ -185,17 +192,48 @@ async def test_ctrl_c_stops_every_process_the_lab_started(tmp_path: Path) -> Non
     async with asyncio.timeout(60):
         while b"SIGTERM" not in await lab.stdout.readline():  # the rollout has begun
             assert lab.returncode is None
-        daemon = json.loads((out / "daemon.json").read_text())["pid"]
-        children = _children(lab.pid)
-        assert len(children) >= 7  # 3 apiservers, 3 HAProxies, the daemon
+    daemon = json.loads((out / "daemon.json").read_text())["pid"]
+    children = _children(lab.pid)
+    assert daemon in children
+    assert len(children) >= 6  # 3 apiservers, 2 LBs' health checkers, the daemon
+    return lab, children
+
+
+async def test_ctrl_c_stops_every_process_and_drops_every_namespace(tmp_path: Path) -> None:
+    before, host = network_namespaces(), HostNetwork.now()
+    lab, children = await started_lab(tmp_path / "lab")
+    async with asyncio.timeout(60):
         lab.send_signal(signal.SIGINT)
         await lab.communicate()
     assert lab.returncode != 0
-    assert _alive([*children, daemon]) == []
+    assert _alive(children) == []
+    assert network_namespaces() <= before
+    assert HostNetwork.now() == host
+
+
+async def test_a_killed_lab_leaves_no_process_and_no_namespace(tmp_path: Path) -> None:
+    """SIGKILL runs no clean-up: the children die by their parent-death signal, and the
+    namespaces, held only by the lab's descriptors and its children, go with them."""
+    before, host = network_namespaces(), HostNetwork.now()
+    lab, children = await started_lab(tmp_path / "lab")
+    lab.kill()
+    await lab.communicate()
+    await until(lambda: not _alive(children), "the children's parent-death signals", 30)
+    await until(lambda: network_namespaces() <= before, "the namespaces to be freed", 30)
+    assert HostNetwork.now() == host
 
 
 def _alive(pids: list[int]) -> list[int]:
-    return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    """Of `pids`, those still running (a zombie has exited: only its parent's wait is due)."""
+    alive = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if "\nState:\tZ" not in status:
+            alive.append(pid)
+    return alive
 
 
 def _children(pid: int) -> list[int]:
