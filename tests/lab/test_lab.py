@@ -278,3 +278,28 @@ async def test_a_control_daemon_is_refused_where_daemons_come_and_go(tmp_path: P
     ):
         with pytest.raises(LabError, match="--control: one daemon beside another"):
             await run_lab(options, tmp_path / "lab", say=None)
+
+
+async def test_a_vanished_node_disrupts_requests_and_opens_no_window(tmp_path: Path) -> None:
+    result = await lab(tmp_path, "aws", "node-loss")
+    assert result.problems == ()  # no window invented, no error class a silent node can't give
+    assert result.results == ()  # no graceful shutdown to compare
+    (loss,) = result.losses
+    by_key = {(r.lb, r.protocol, r.connection): r for r in loss.rows}
+    for protocol in ("http1", "http2"):
+        direct = by_key[(LB.LOCALHOST, protocol, Connection.NEW)]
+        assert direct.errors.keys() == {"timeout"}  # nobody answers, nobody refuses
+        assert direct.truth is None
+    for lb in (LB.EXTERNAL, LB.INTERNAL, LB.SERVICE_NETWORK):
+        row = by_key[(lb, "http1", Connection.NEW)]
+        assert row.truth is not None, f"{lb} never took the vanished node out"
+    intervals = result.analysis.replay.intervals
+    assert {i.lb for i in intervals} >= {LB.LOCALHOST}
+    assert all(i.error.value in {"timeout", "connection_reset"} for i in intervals)
+
+
+async def test_a_node_vanishes_only_on_the_kernel_path(tmp_path: Path) -> None:
+    options = LabOptions(platform="aws", scenario="node-loss", lb="haproxy")
+    with pytest.raises(LabError, match=r"^--scenario node-loss: a node can vanish only on the"):
+        await run_lab(options, tmp_path / "lab", say=None)
+    assert not (tmp_path / "lab").exists()
