@@ -1,5 +1,5 @@
 # `make test` sets everything up on a fresh Debian machine, then lints and tests.
-# `make demo` runs the lab: fake kube-apiservers behind real HAProxy, measured by the daemon.
+# `make demo` runs the lab: fake kube-apiservers behind real LBs, measured by the daemon.
 
 PYTHON ?= python3
 VENV := .venv
@@ -46,7 +46,7 @@ fuzz: setup
 test-loaded: setup
 	scripts/with-cpu-burners.sh 2 $(BIN)/pytest $(PYTEST_ARGS) tests/lab tests/reliability
 
-# The whole job on this machine: fake apiservers behind HAProxy LBs, a rolling restart, the
+# The whole job on this machine: fake apiservers behind real LBs, a rolling restart, the
 # daemon measuring it, the measurement against the truth. DEMO_ARGS='--platform gcp --check'.
 demo: setup
 	$(BIN)/prober lab $(DEMO_ARGS)

@@ -21,6 +21,8 @@ examples:
   prober lab --platform aws,gcp,azure,metal --repeat 5 --out history/
   prober lab --platform metal --time-scale 1   # real durations: the full shutdown delay
   prober lab --platform gcp --scenario upgrade --time-scale 0.05 --check
+  prober lab --scenario node-loss --check       # a master vanishes: every packet dropped
+  prober lab --platform aws --lb haproxy       # HAProxy in place of the pass-through LBs
 
 Stands up three fake kube-apiservers behind real load balancers configured like the
 platform's LBs (pass-through nftables DNAT with conntrack in network namespaces, or HAProxy),
