@@ -102,9 +102,8 @@ class LabCluster:
             self.apiservers.append(server)
         await asyncio.gather(*(self._launch(s) for s in self.apiservers))
         for profile in self.platform.lbs:
-            lb = self._make_lb(profile)
-            await lb.start(self.group)
-            self.lbs[profile.lb] = lb
+            self.lbs[profile.lb] = self._make_lb(profile)
+        await asyncio.gather(*(lb.start(self.group) for lb in self.lbs.values()))
         await asyncio.gather(*(self._wait_serving(s, since=0.0) for s in self.apiservers))
 
     def _make_lb(self, profile: LBProfile) -> LabLB:

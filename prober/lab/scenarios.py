@@ -11,7 +11,7 @@ from prober.lab.daemons import REQUEST_TIMEOUT
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss")
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
-OUTAGE = 2 * REQUEST_TIMEOUT  # node-loss: the least time a node stays gone
+OUTAGE = REQUEST_TIMEOUT + 2.0  # node-loss: the least time a node stays gone
 
 
 async def play(

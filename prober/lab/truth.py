@@ -83,9 +83,15 @@ def _finish(ident: tuple[str, str], signals: Mapping[str, float]) -> ShutdownTru
 
 
 def first_down(events: Iterable[ServerEvent], server: str, after: float) -> float:
-    """When the LB first took `server` out after `after` (infinity if it never did)."""
-    times = [e.wall for e in events if e.server == server and not e.up and e.wall >= after]
-    return min(times, default=math.inf)
+    """When the LB stopped choosing `server` for the period that covers `after`: the change
+    that took it out, if it was out already then (a health check that failed just before T0
+    under load: the LB routed nothing to it during the shutdown), else the first after
+    `after` (infinity if it never did)."""
+    ordered = sorted((e for e in events if e.server == server), key=lambda e: e.wall)
+    before = [e for e in ordered if e.wall < after]
+    if before and not before[-1].up:
+        return before[-1].wall
+    return min((e.wall for e in ordered if not e.up and e.wall >= after), default=math.inf)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,13 @@ class TruthLog:
     ) -> None:
         self._clock = clock
         self._base = {"host": host, "apiserver": apiserver}
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            # Open for the server's whole life; closed by `close()`.
-            self._file = Path(path).open("a", encoding="utf-8")  # noqa: SIM115
+            # Open for the server's whole life; closed by `close()`. Unbuffered: each record
+            # is one write(2) to an O_APPEND file, so a SIGKILL (the crash scenario) never
+            # leaves half a line for the restarted server to append to.
+            self._file = Path(path).open("ab", buffering=0)  # noqa: SIM115
         self.records: list[dict[str, Any]] | None = [] if keep else None
 
     def record(
@@ -40,8 +42,7 @@ class TruthLog:
         entry = {"event": event, **self._base, "wall": wall, "ts": rfc3339(wall), "mono": mono}
         entry.update(fields)
         if self._file is not None:
-            self._file.write(json.dumps(entry, separators=(",", ":")) + "\n")
-            self._file.flush()
+            self._file.write((json.dumps(entry, separators=(",", ":")) + "\n").encode())
         if self.records is not None:
             self.records.append(entry)
         return entry

@@ -10,6 +10,7 @@ the client never sees a refused connect.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import time
 from collections import Counter
@@ -80,7 +81,14 @@ async def fresh_errors(cluster: LabCluster, lb: LB, timeout: float = 5.0) -> Cou
     if network is None or network.client is None:
         return await probe()
     client = network.client
-    return await asyncio.to_thread(client.call, lambda: asyncio.run(probe()))
+
+    def run() -> Counter[str]:
+        try:
+            return asyncio.run(probe())
+        finally:
+            gc.collect()  # its leftover sockets warn here, under this module's filter
+
+    return await asyncio.to_thread(client.call, run)
 
 
 async def kill_first(cluster: LabCluster) -> None:
@@ -90,7 +98,8 @@ async def kill_first(cluster: LabCluster) -> None:
     await cluster.wait_exit(server, 10)
 
 
-@pytest.mark.parametrize("platform", ["aws", "gcp", "azure", "none"])
+# AWS resets a downed target's flows, GCP keeps them; Azure and none dispatch as GCP does.
+@pytest.mark.parametrize("platform", ["aws", "gcp"])
 async def test_a_dead_apiserver_refuses_connections_through_a_pass_through_lb(
     tmp_path: Path, platform: str
 ) -> None:

@@ -59,14 +59,17 @@ def test_expected_reaction_per_lb_kind(lb_down, reset, new, reused) -> None:
     assert (reaction.new, reaction.reused) == (new, reused)
 
 
-def test_first_down_after_t0_only() -> None:
+def test_first_down_after_t0_unless_already_down_then() -> None:
     events = [
         ServerEvent(5.0, "master-0", False, "before"),
+        ServerEvent(7.0, "master-0", True, "back before T0"),
         ServerEvent(12.0, "master-1", False, "other server"),
         ServerEvent(13.0, "master-0", False, "this one"),
     ]
     assert first_down(events, "master-0", after=10.0) == 13.0
     assert first_down(events, "master-2", after=10.0) == math.inf
+    # Out since 5.0 at T0 6.0 (a check that failed under load): routed nothing from 5.0 on.
+    assert first_down(events, "master-0", after=6.0) == 5.0
 
 
 def row(
