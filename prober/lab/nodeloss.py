@@ -124,10 +124,11 @@ def problems(
         found.append(f"{loss.hostname}: nothing failed on the direct path to the vanished node")
     for row in loss.rows:
         name = f"{loss.hostname} {row.lb} {row.protocol} {row.connection}"
+        # Nobody answers for a vanished node: requests time out. Only an LB that resets the
+        # flows of a target it marks down (AWS) turns a kept connection's hang into a reset.
         truth = lbs.get(row.lb)
-        allowed = _ALLOWED[
-            row.connection is Connection.NEW or truth is None or not truth.reset_on_down
-        ]
+        resets = truth is not None and truth.reset_on_down and row.connection is Connection.REUSED
+        allowed = {ErrorClass.TIMEOUT.value, *([ErrorClass.CONNECTION_RESET.value] * resets)}
         unexpected = {e: n for e, n in row.errors.items() if e not in allowed}
         if unexpected:
             found.append(
@@ -141,14 +142,6 @@ def problems(
                 f"had marked the node down at {row.truth:.3f} s"
             )
     return found
-
-
-# Nobody answers for a vanished node: requests time out. Only an LB that resets the flows of
-# a target it marks down (AWS) turns a kept connection's hang into a reset.
-_ALLOWED = {
-    True: frozenset({ErrorClass.TIMEOUT.value}),
-    False: frozenset({ErrorClass.TIMEOUT.value, ErrorClass.CONNECTION_RESET.value}),
-}
 
 
 HEADERS = ["lb", "protocol", "conn", "failed", "errors", "first", "last (measured)", "truth"]

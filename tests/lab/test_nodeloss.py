@@ -1,0 +1,69 @@
+"""The node-loss judge on rows made by hand: what a silent node may and may not give."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from prober.core.models import LB, Connection
+from prober.lab.lbstate import ServerEvent
+from prober.lab.nodeloss import LossRow, NodeLoss, problems
+from prober.lab.truth import LbTruth
+
+DOWN = [ServerEvent(103.0, "master-0", False, "Layer4 timeout")]
+LBS = {
+    LB.EXTERNAL: LbTruth(LB.EXTERNAL, DOWN, reset_on_down=True),
+    LB.INTERNAL: LbTruth(LB.INTERNAL, DOWN, reset_on_down=False),
+    LB.LOCALHOST: LbTruth(LB.LOCALHOST, (), reset_on_down=False, reaches=frozenset({"master-0"})),
+}
+
+
+def row(lb: LB, connection: Connection, errors: dict[str, int], last: float | None) -> LossRow:
+    failures = sum(errors.values())
+    truth = None if lb is LB.LOCALHOST else 3.0
+    first = None if last is None else 0.1
+    return LossRow(lb, "http1", connection, failures, errors, first, last, truth, failures, 0.5)
+
+
+def judged(*rows: LossRow) -> list[str]:
+    direct = row(LB.LOCALHOST, Connection.NEW, {"timeout": 3}, 2.0)
+    loss = NodeLoss("master-0", 100.0, 110.0, (direct, *rows))
+    return problems(loss, [], LBS, tolerance=0.1)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (row(LB.EXTERNAL, Connection.NEW, {"timeout": 2}, 1.0), []),
+        (row(LB.EXTERNAL, Connection.REUSED, {"timeout": 1, "connection_reset": 4}, 2.0), []),
+        (
+            row(LB.INTERNAL, Connection.REUSED, {"connection_reset": 1}, 2.0),
+            ["master-0 internal-lb http1 reused: a silent node should give timeout, got "
+             "1 connection_reset"],
+        ),
+        (
+            row(LB.EXTERNAL, Connection.NEW, {"connect_refused": 2, "timeout": 1}, 1.0),
+            ["master-0 external-lb http1 new: a silent node should give timeout, got "
+             "2 connect_refused"],
+        ),
+        (
+            row(LB.INTERNAL, Connection.NEW, {"timeout": 1}, 3.2),
+            ["master-0 internal-lb http1 new: a request sent 3.200 s after the loss failed, "
+             "after the LB had marked the node down at 3.000 s"],
+        ),
+        (row(LB.INTERNAL, Connection.NEW, {"timeout": 1}, 3.05), []),  # within the tolerance
+    ],
+)  # fmt: skip
+def test_each_rule(case: LossRow, expected: list[str]) -> None:
+    assert judged(case) == expected
+
+
+def test_an_invented_window_and_a_silent_direct_path_are_problems() -> None:
+    quiet = row(LB.LOCALHOST, Connection.REUSED, {}, None)
+    loss = NodeLoss("master-0", 100.0, 110.0, (quiet,))
+    window = SimpleNamespace(host="apiserver-x")
+    assert problems(loss, [window], LBS, tolerance=0.1) == [  # type: ignore[list-item]
+        "a graceful shutdown window was invented for a node that vanished: host apiserver-x",
+        "master-0: nothing failed on the direct path to the vanished node",
+    ]
