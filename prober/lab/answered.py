@@ -25,6 +25,7 @@ from pathlib import Path
 from prober.audit.event import Line
 from prober.audit.files import discover, read_lines
 from prober.core.models import LB, Sample
+from prober.lab.daemons import REQUEST_TIMEOUT
 
 CLOCK_SLACK = 0.1  # seconds: the daemon's and the lab's wall clocks, compared
 
@@ -75,6 +76,10 @@ def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:
     """Whether a crash or a lost node's absence overlapped the request's flight (the lab
     times a kill just before its signal; the slack is for the two processes' clocks)."""
     start, end = sample.t - CLOCK_SLACK, sample.t + sample.dur + CLOCK_SLACK
+    if sample.retried:
+        # `t` is the resend's; the first attempt, whose answer a crash may have cut, went out
+        # before it, no earlier than one request timeout.
+        start -= REQUEST_TIMEOUT
     return any(start <= cut_end and cut_start <= end for cut_start, cut_end in cuts)
 
 

@@ -92,7 +92,11 @@ def compare(
             lb = lbs.get(ws.lb)
             if lb is None or (lb.reaches is not None and shutdown.hostname not in lb.reaches):
                 continue
-            down = first_down(lb.events, shutdown.hostname, shutdown.t0) if lb.events else math.inf
+            down = (
+                first_down(lb.events, shutdown.hostname, shutdown.t0, until=shutdown.stopped)
+                if lb.events
+                else math.inf
+            )
             reaction = expected_reaction(shutdown, down, lb.reset_on_down)
             truth = reaction.new if ws.connection is Connection.NEW else reaction.reused
             refusing_from = min(shutdown.not_accepting, shutdown.stopped) - shutdown.t0

@@ -95,7 +95,8 @@ def _row(
 
     mine = [s for s in samples if ours(s) and s.failed and start <= s.t <= end]
     spans = [i for i in intervals if ours(i) and start <= i.start_t <= end]
-    down = first_down(truth.events, hostname, lost)
+    back = lost + (end - start)
+    down = first_down(truth.events, hostname, lost, until=back)
     return LossRow(
         lb=lb,
         protocol=protocol,

@@ -82,16 +82,27 @@ def _finish(ident: tuple[str, str], signals: Mapping[str, float]) -> ShutdownTru
     )
 
 
-def first_down(events: Iterable[ServerEvent], server: str, after: float) -> float:
-    """When the LB stopped choosing `server` for the period that covers `after`: the change
-    that took it out, if it was out already then (a health check that failed just before T0
-    under load: the LB routed nothing to it during the shutdown), else the first after
-    `after` (infinity if it never did)."""
+def first_down(
+    events: Iterable[ServerEvent], server: str, after: float, until: float = math.inf
+) -> float:
+    """When the LB stopped choosing `server` for good: the start of the down period that
+    covers `until` (the server stopped listening, the node came back), however long before
+    `after` it began; infinity if the LB had it up then. A check that failed for want of a
+    core under load may take a healthy server out and put it back (a flap): the LB routed to
+    it again after that, so only the last down period counts. Without `until`: the down
+    period covering `after`, else the first one after it."""
     ordered = sorted((e for e in events if e.server == server), key=lambda e: e.wall)
-    before = [e for e in ordered if e.wall < after]
-    if before and not before[-1].up:
-        return before[-1].wall
-    return min((e.wall for e in ordered if not e.up and e.wall >= after), default=math.inf)
+    if math.isinf(until):
+        before = [e for e in ordered if e.wall < after]
+        if before and not before[-1].up:
+            return before[-1].wall
+        return min((e.wall for e in ordered if not e.up and e.wall >= after), default=math.inf)
+    start = math.inf
+    for event in reversed([e for e in ordered if e.wall <= until]):
+        if event.up:
+            break
+        start = event.wall  # the earliest of the last run of downs
+    return start
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,3 +74,17 @@ def test_an_answer_a_lost_node_sent_too_late_is_counted_apart(tmp_path: Path) ->
     for outside in ((1.0, 9.5), (15.5, 20.0)):
         check = check_answered([hung], tmp_path, losses=[outside])
         assert (len(check.answered_failed), check.cut_by_crash) == (1, 0), outside
+
+
+def test_a_resent_request_whose_first_answer_a_crash_cut_is_counted_apart(
+    tmp_path: Path,
+) -> None:
+    """Its `t` is the resend's, after the crash: the first attempt went out before it."""
+    resent = fail(10.0, ErrorClass.CONNECT_REFUSED, detail="refused")
+    resent = dataclasses.replace(resent, dur=0.01, retried="closed_idle")
+    audit(tmp_path / "master-0" / "audit.log", [(resent.audit_id, "ResponseComplete", 200)])
+    check = check_answered([resent], tmp_path, crashes=[9.8])
+    assert (check.answered_failed, check.cut_by_crash) == ((), 1)
+    once = dataclasses.replace(resent, retried=None)  # not resent: the crash was before it
+    check = check_answered([once], tmp_path, crashes=[9.8])
+    assert (len(check.answered_failed), check.cut_by_crash) == (1, 0)

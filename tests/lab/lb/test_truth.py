@@ -72,6 +72,21 @@ def test_first_down_after_t0_unless_already_down_then() -> None:
     assert first_down(events, "master-0", after=6.0) == 5.0
 
 
+def test_only_the_last_down_period_before_the_server_stopped_counts() -> None:
+    flap = [
+        ServerEvent(10.1, "master-0", False, "Layer4 timeout"),  # a check starved of CPU
+        ServerEvent(10.4, "master-0", True, "Layer7 check passed"),  # routed to it again
+        ServerEvent(13.0, "master-0", False, "Layer7 wrong status, code: 500"),
+        ServerEvent(13.2, "master-0", False, "maintenance"),
+        ServerEvent(20.0, "master-0", True, "restarted"),
+    ]
+    assert first_down(flap, "master-0", after=10.0, until=15.0) == 13.0
+    assert first_down(flap, "master-0", after=10.0, until=10.2) == 10.1
+    assert first_down(flap, "master-0", after=10.0, until=12.0) == math.inf  # up when stopped
+    out_before = [ServerEvent(9.0, "master-0", False, "before T0"), *flap[2:]]
+    assert first_down(out_before, "master-0", after=10.0, until=15.0) == 9.0
+
+
 def row(
     measured: float | None,
     lo: float | None,
