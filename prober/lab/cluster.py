@@ -32,6 +32,7 @@ from prober.lab.kernel.netns import Namespace
 from prober.lab.kernel.topology import API_PORT, HEALTH_PORT, LabNetwork, lab_addresses
 from prober.lab.kernel.topology import master_address as address
 from prober.lab.lbstate import LabLB
+from prober.lab.nodeloss import Outage
 from prober.lab.platforms import LBProfile, Platform
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
@@ -73,8 +74,7 @@ class LabCluster:
     ca_file: Path = Path()
     token_file: Path = Path()
     crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
-    losses: list[tuple[str, float]] = field(default_factory=list)  # (hostname, wall) vanished
-    restored: list[float] = field(default_factory=list)  # wall time each lost node came back
+    outages: list[Outage] = field(default_factory=list)  # each node that vanished
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -214,7 +214,7 @@ class LabCluster:
             raise ProcessError("a node can vanish only on the kernel path")
         await server.node.run("nft", "-f", "-", stdin=nftables.blackhole())
         lost = time.time()
-        self.losses.append((server.hostname, lost))
+        self.outages.append(Outage(server.hostname, lost))
         self._after(endpoint_ttl, lambda: self._remove(server))
         return lost
 
@@ -223,12 +223,10 @@ class LabCluster:
         assert server.node is not None
         since = time.time()
         await server.node.run("nft", "-f", "-", stdin=nftables.delete_table("node_loss"))
-        self.restored.append(since)
+        for outage in self.outages:
+            if outage.hostname == server.hostname and outage.back is None:
+                outage.back = since
         await self._back(server, since)
-
-    def outages(self) -> list[tuple[str, float, float]]:
-        """Each node that vanished: (hostname, when, when it was back), wall times."""
-        return [(h, lost, back) for (h, lost), back in zip(self.losses, self.restored)]  # noqa: B905
 
     async def _back(self, server: Apiserver, since: float) -> None:
         await self._wait_serving(server, since)

@@ -44,6 +44,15 @@ class LossRow:
     disrupted: float  # their seconds, summed
 
 
+@dataclass(slots=True)
+class Outage:
+    """A node that vanished: when (wall time), and when it was back (None: not yet)."""
+
+    hostname: str
+    lost: float
+    back: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class NodeLoss:
     hostname: str
@@ -53,40 +62,39 @@ class NodeLoss:
 
 
 def judge(
-    outage: tuple[str, float, float],
+    outage: Outage,
     samples: Sequence[Sample],
     intervals: Sequence[Interval],
     *,
     lbs: Mapping[LB, LbTruth],
     offset: float,
 ) -> NodeLoss:
-    """`outage`: the hostname, when its node vanished and when it was back (wall times);
-    `offset`: wall seconds at the daemon's run time 0 (`compare.wall_offset`)."""
-    hostname, lost, back = outage
-    start, end = lost - offset, back - offset
+    """`outage`: a node that is back; `offset`: wall seconds at the daemon's run time 0
+    (`compare.wall_offset`)."""
+    assert outage.back is not None, "judged once the node is back"
     rows = []
     for lb, truth in sorted(lbs.items()):
-        if truth.reaches is not None and hostname not in truth.reaches:
+        if truth.reaches is not None and outage.hostname not in truth.reaches:
             continue
         records = (samples, intervals)
         rows += [
-            _row(hostname, (lost, start, end), (lb, p, c), truth=truth, records=records)
+            _row(outage, offset, (lb, p, c), truth=truth, records=records)
             for p in ("http1", "http2")
             for c in (Connection.NEW, Connection.REUSED)
         ]
-    return NodeLoss(hostname, lost, back, tuple(rows))
+    return NodeLoss(outage.hostname, outage.lost, outage.back, tuple(rows))
 
 
 def _row(
-    hostname: str,
-    when: tuple[float, float, float],
+    outage: Outage,
+    offset: float,
     key: tuple[LB, str, Connection],
     *,
     truth: LbTruth,
     records: tuple[Sequence[Sample], Sequence[Interval]],
 ) -> LossRow:
-    """`when`: the loss's wall time, and its start and end in run seconds."""
-    lost, start, end = when
+    assert outage.back is not None
+    start, end = outage.lost - offset, outage.back - offset  # in run seconds
     lb, protocol, connection = key
     samples, intervals = records
 
@@ -95,8 +103,7 @@ def _row(
 
     mine = [s for s in samples if ours(s) and s.failed and start <= s.t <= end]
     spans = [i for i in intervals if ours(i) and start <= i.start_t <= end]
-    back = lost + (end - start)
-    down = first_down(truth.events, hostname, lost, until=back)
+    down = first_down(truth.events, outage.hostname, outage.lost, until=outage.back)
     return LossRow(
         lb=lb,
         protocol=protocol,
@@ -105,7 +112,7 @@ def _row(
         errors=dict(Counter(str(s.error) for s in mine)),
         first=min((s.t - start for s in mine), default=None),
         last=max((s.t - start for s in mine), default=None),
-        truth=None if math.isinf(down) else down - lost,
+        truth=None if math.isinf(down) else down - outage.lost,
         # A failure answered after the interval it belongs to closed is counted in a
         # zero-length interval of its own (`core.disruption`): not one more outage.
         intervals=sum(1 for i in spans if i.seconds > 0),

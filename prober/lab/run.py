@@ -270,18 +270,16 @@ def _judge(
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
     log, replay = analysis.log, analysis.replay
+    over = [o for o in cluster.outages if o.back is not None]
     losses = [
         nodeloss.judge(outage, log.samples, replay.intervals, lbs=lbs, offset=offset)
-        for outage in cluster.outages()
+        for outage in over
     ]
     for loss in losses:
         found += nodeloss.problems(loss, analysis.log.windows, lbs, options.tolerance)
     resetting = {kind for kind, lb in cluster.lbs.items() if lb.profile.reset_on_down}
     crashes = [wall - offset for wall in cluster.crashes]
-    gone = [
-        (lost - offset, back - offset)
-        for (_, lost), back in zip(cluster.losses, cluster.restored, strict=True)
-    ]
+    gone = [(o.lost - offset, (o.back or o.lost) - offset) for o in over]
     answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes, gone)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
     last = analysis.log.last_summary
