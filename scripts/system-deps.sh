@@ -11,6 +11,7 @@ packages=(
     iproute2         # network namespaces for tests that need more than loopback
     nftables         # nft: the lab's kernel LBs (DNAT by flow hash) and a vanished node
     conntrack        # conntrack -D: AWS's connection termination in the lab's kernel LBs
+    etcd-server      # the lab's storage: the fake apiservers keep their objects in it
     chromium         # renders the HTML report in a test
     shellcheck       # lints deploy/ci's step scripts
 )

@@ -10,7 +10,7 @@ import logging
 import random
 import urllib.parse
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
@@ -19,7 +19,8 @@ from prober.common.clock import Clock
 from prober.core.durations import format_go_duration
 from prober.core.header import RESPONSE_HEADER, format_shutdown_header
 from prober.core.numbers import is_decimal
-from prober.lab.apiserver import resources
+from prober.lab.apiserver import discovery, resources
+from prober.lab.apiserver.api import Api, ApiAnswer, WatchStart
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
 from prober.lab.apiserver.events import RequestStarted
 from prober.lab.apiserver.lifecycle import Lifecycle
@@ -62,6 +63,7 @@ class Response:
     body: bytes = b""
     close_reason: str | None = None  # the connection ends after this response, and why
     watch_timeout: float | None = None  # set on watches: the stream stays open
+    start: WatchStart | None = None  # a watch on storage: feeds the open stream
 
 
 @dataclass(slots=True)
@@ -85,6 +87,7 @@ class Exchange:
     in_flight: bool = False
     user: User | None = None
     status: int = 0
+    body: bytearray = field(default_factory=bytearray)
 
     @property
     def user_agent(self) -> str:
@@ -104,12 +107,14 @@ class Application:
         on_admin_shutdown: Callable[[], bool] | None = None,
         state: Callable[[], dict[str, Any]] | None = None,
         on_drained: Callable[[], None] | None = None,
+        api: Api | None = None,
     ) -> None:
         self.options = options
         self.lifecycle = lifecycle
         self.clock = clock
         self.truth = truth
         self.audit = audit
+        self.api = api
         self.rng = rng or random.Random()
         self.apiserver_id = options.apiserver_id  # a hash: computed once
         self.metrics = ServerMetrics(self.apiserver_id)
@@ -153,8 +158,9 @@ class Application:
         self._annotate(exchange)
         return exchange
 
-    def finish(self, exchange: Exchange) -> Response:
-        """The request is complete: authenticate, route, audit."""
+    def finish(self, exchange: Exchange) -> Response | Awaitable[Response]:
+        """The request is complete: authenticate, route, audit. Requests served from
+        storage answer later: the caller awaits what this returns."""
         if exchange.path.startswith(ADMIN_PREFIX):
             return self._decorate(exchange, self._admin(exchange))
         auth = authenticate(
@@ -165,13 +171,31 @@ class Application:
             body = resources.UNAUTHORIZED
             response = self._json(401, body)
             self._audit(exchange, "ResponseStarted", 401, {"message": auth.message})
-        else:
-            response = self._route(exchange)
-            failure = _failure_of(response)
-            stage = "ResponseStarted" if response.watch_timeout is not None else "ResponseComplete"
-            self._audit(exchange, stage, response.status, failure)
+            self._done(exchange, response.status)
+            return self._decorate(exchange, response)
+        if self.api is not None and self.api.serves(exchange.info):
+            return self._from_storage(exchange, self.api)
+        return self._complete(exchange, self._route(exchange))
+
+    async def _from_storage(self, exchange: Exchange, api: Api) -> Response:
+        info = exchange.info
+        answer = await api.serve(exchange.method, info, exchange.query, bytes(exchange.body))
+        return self._complete(exchange, self._answer(exchange, answer))
+
+    def _complete(self, exchange: Exchange, response: Response) -> Response:
+        failure = _failure_of(response)
+        stage = "ResponseStarted" if response.watch_timeout is not None else "ResponseComplete"
+        self._audit(exchange, stage, response.status, failure)
         self._done(exchange, response.status)
         return self._decorate(exchange, response)
+
+    def _answer(self, exchange: Exchange, answer: ApiAnswer) -> Response:
+        response = Response(answer.status, [("Content-Type", resources.JSON)], answer.body)
+        if answer.start is not None:
+            response.watch_timeout = self._watch_timeout(exchange)
+            response.start = answer.start
+            self.metrics.watches += 1
+        return response
 
     def watch_ended(self, exchange: Exchange) -> None:
         self.metrics.watches -= 1
@@ -250,6 +274,9 @@ class Application:
             return self._health(exchange, base)
         if path == "/version":
             return self._json(200, resources.VERSION_BODY)
+        document = discovery.body(path) if exchange.method in ("GET", "HEAD") else None
+        if document is not None:
+            return self._json(200, document)
         if path == "/metrics":
             body = self.metrics.render()
             return Response(200, [("Content-Type", resources.PROMETHEUS_TEXT)], body)
@@ -283,11 +310,16 @@ class Application:
         )
 
     def _watch(self, exchange: Exchange) -> Response:
-        timeout = exchange.query.get("timeoutSeconds", "")
-        seconds = float(timeout) if is_decimal(timeout) else 1800.0 * (1 + self.rng.random())
         self.metrics.watches += 1
         body = resources.watch_event("ADDED", resources.namespace())
+        seconds = self._watch_timeout(exchange)
         return Response(200, [("Content-Type", resources.JSON)], body, watch_timeout=seconds)
+
+    def _watch_timeout(self, exchange: Exchange) -> float:
+        """`timeoutSeconds`, or a random time between the minimum request timeout (30 min)
+        and twice that, as kube-apiserver spreads its watches' ends."""
+        timeout = exchange.query.get("timeoutSeconds", "")
+        return float(timeout) if is_decimal(timeout) else 1800.0 * (1 + self.rng.random())
 
     def _admin(self, exchange: Exchange) -> Response:
         if self.options.tokens is not None:

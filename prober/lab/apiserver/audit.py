@@ -24,6 +24,7 @@ class ObjectRef:
     name: str | None = None
     namespace: str | None = None
     api_version: str = "v1"
+    api_group: str = ""
 
     def to_json(self) -> dict[str, str]:
         ref = {"resource": self.resource}
@@ -31,6 +32,8 @@ class ObjectRef:
             ref["namespace"] = self.namespace
         if self.name:
             ref["name"] = self.name
+        if self.api_group:
+            ref["apiGroup"] = self.api_group
         ref["apiVersion"] = self.api_version
         return ref
 

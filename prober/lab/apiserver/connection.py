@@ -8,10 +8,13 @@ reports to the server what happened to the connection.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from prober.common.clock import Clock
 from prober.lab.apiserver import events as ev
+from prober.lab.apiserver.api import MAX_BODY
 from prober.lab.apiserver.app import Application, ConnInfo, Exchange, Response
 from prober.lab.apiserver.http1 import Http1Protocol
 from prober.lab.apiserver.http2 import Http2Protocol
@@ -20,6 +23,7 @@ from prober.lab.apiserver.metrics import ServerMetrics
 from prober.lab.apiserver.options import ApiServerOptions
 from prober.lab.apiserver.truth import TruthLog
 
+log = logging.getLogger("prober.lab.apiserver")
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socket is closed
 # net/http's rstAvoidanceDelay: after answering a request it could not parse, it waits this
@@ -27,26 +31,48 @@ CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socke
 # a reset that destroys the answer before the client read it. (Go stops reading; asyncio's TLS
 # layer would then fail on the unread data, so the fake reads it and throws it away.)
 RST_AVOIDANCE_DELAY = 0.5
+# A watcher whose client reads slower than events come is closed, as the watch cache closes
+# one whose buffer is full ("Forcing watcher close due to unresponsiveness").
+WATCH_BUFFER_LIMIT = 4 << 20
 
 
 class Watch:
-    """An open watch stream; the server ends it while draining, or its timeout does."""
+    """An open watch stream: the server ends it while draining, its timeout does, or its
+    source (the watch cache) does; it is also the `WatchSink` the source writes events to."""
 
     def __init__(self, connection: ServerConnection, exchange: Exchange, timeout: float) -> None:
         self.connection = connection
         self.exchange = exchange
-        self._timer = asyncio.get_running_loop().call_later(timeout, self.end)
+        self._timer = asyncio.get_running_loop().call_later(timeout, self.end, "timeout")
         self.ended = False
+        self.how = ""
+        self.events = 0
+        self.started_mono = connection.server.clock.monotonic()
+        self.stop_source: Callable[[], None] = lambda: None
 
-    def end(self) -> None:
+    def end(self, how: str = "drained") -> None:
+        """End the stream cleanly: the last chunk, or END_STREAM."""
         if self.ended:
             return
-        self.forget()
+        self.forget(how)
         self.connection.end_watch(self)
 
-    def forget(self) -> None:
-        self.ended = True
+    def forget(self, how: str) -> None:
+        if not self.ended:
+            self.ended, self.how = True, how
         self._timer.cancel()
+        self.stop_source()
+
+    # -- WatchSink ----------------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        if self.ended:
+            return
+        self.events += 1
+        if self.connection.send_watch_data(self, data) > WATCH_BUFFER_LIMIT:
+            self.end("too-slow")
+
+    def finish(self, how: str) -> None:
+        self.end(how)
 
 
 class ConnectionOwner(Protocol):
@@ -84,6 +110,7 @@ class ServerConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.requests = 0
         self._exchanges: dict[int, Exchange] = {}
+        self._answering: dict[int, asyncio.Task[Response]] = {}  # served from storage
         self.watches: dict[int, Watch] = {}
         self._sniffed = bytearray()
         self._close_reason: str | None = None
@@ -146,8 +173,12 @@ class ServerConnection(asyncio.Protocol):
         for exchange in self._exchanges.values():
             self.server.app.abandon(exchange)
         self._exchanges.clear()
+        for task in self._answering.values():
+            task.cancel()
+        self._answering.clear()
+        cut = self._close_reason is not None and self._closed_by == "server"
         for watch in list(self.watches.values()):
-            watch.forget()
+            watch.forget("cut" if cut else "client-gone")
             self.server.watch_finished(watch)
         self.watches.clear()
         if self._close_reason is not None:
@@ -183,23 +214,56 @@ class ServerConnection(asyncio.Protocol):
                 self._exchanges[event.stream_id] = exchange
                 if exchange.early is not None:
                     self._respond(exchange, exchange.early)
+            elif isinstance(event, ev.BodyReceived):
+                receiving = self._exchanges.get(event.stream_id)
+                if receiving is not None and len(receiving.body) <= MAX_BODY:
+                    receiving.body += event.data
             elif isinstance(event, ev.RequestEnded):
                 ended = self._exchanges.pop(event.stream_id, None)
                 if ended is not None and ended.early is None:
-                    self._respond(ended, app.finish(ended))
+                    self._answer(ended, app.finish(ended))
             elif isinstance(event, ev.StreamAborted):
-                aborted = self._exchanges.pop(event.stream_id, None)
-                if aborted is not None:
-                    app.abandon(aborted)
-                watch = self.watches.pop(event.stream_id, None)
-                if watch is not None:
-                    watch.forget()
-                    self.server.watch_finished(watch)
+                self._aborted(event.stream_id)
             elif isinstance(event, ev.ProtocolFailed) and self._close_reason is None:
                 self.server.truth.record("protocol_error", conn=self.info.id, reason=event.reason)
                 self._close_reason = "protocol-error"
             elif isinstance(event, ev.PeerClosed) and event.reason != "eof":
                 self.server.truth.record("peer_goaway", conn=self.info.id, reason=event.reason)
+
+    def _aborted(self, stream_id: int) -> None:
+        """The client reset the stream: forget its request, answer or watch."""
+        aborted = self._exchanges.pop(stream_id, None)
+        if aborted is not None:
+            self.server.app.abandon(aborted)
+        pending = self._answering.pop(stream_id, None)
+        if pending is not None:
+            pending.cancel()
+        watch = self.watches.pop(stream_id, None)
+        if watch is not None:
+            watch.forget("client-gone")
+            self.server.watch_finished(watch)
+
+    def _answer(self, exchange: Exchange, result: Response | Awaitable[Response]) -> None:
+        if isinstance(result, Response):
+            self._respond(exchange, result)
+            return
+        stream_id = exchange.stream_id
+        task = asyncio.ensure_future(result)
+        self._answering[stream_id] = task
+
+        def answered(done: asyncio.Task[Response]) -> None:
+            if self._answering.pop(stream_id, None) is None or done.cancelled():
+                self.server.app.abandon(exchange)
+                return
+            if done.exception() is not None:
+                log.error("answering %s failed", exchange.target, exc_info=done.exception())
+                self.server.app.abandon(exchange)
+                self._close("internal-error")
+                return
+            self._respond(exchange, done.result())
+            self._flush()
+
+        task.add_done_callback(answered)
 
     def _respond(self, exchange: Exchange, response: Response) -> None:
         assert self.proto is not None
@@ -219,6 +283,12 @@ class ServerConnection(asyncio.Protocol):
             watch = Watch(self, exchange, response.watch_timeout)
             self.watches[exchange.stream_id] = watch
             self.server.watch_started(watch)
+            if response.start is not None:
+                stop = response.start(watch)
+                if watch.ended:
+                    stop()
+                else:
+                    watch.stop_source = stop
         if self.proto.name == "h1":
             self.proto_events_after_response()
 
@@ -227,6 +297,14 @@ class ServerConnection(asyncio.Protocol):
         assert self.proto is not None
         if not self.proto.open_streams:
             self._handle(self.proto.next_events())
+
+    def send_watch_data(self, watch: Watch, data: bytes) -> int:
+        """Queue a watch event; returns the bytes waiting to be sent."""
+        if self.proto is None or self._lost or self.transport is None:
+            return 0
+        self.proto.send_data(watch.exchange.stream_id, data, end=False)
+        self._flush()
+        return self.transport.get_write_buffer_size() if not self._lost else 0
 
     def end_watch(self, watch: Watch) -> None:
         """End a watch stream cleanly (drain or timeout)."""

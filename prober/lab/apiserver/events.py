@@ -37,6 +37,14 @@ class Answer:
 
 
 @dataclass(slots=True)
+class BodyReceived:
+    """A piece of the request body of `stream_id`."""
+
+    stream_id: int
+    data: bytes
+
+
+@dataclass(slots=True)
 class RequestEnded:
     stream_id: int
 
@@ -62,7 +70,7 @@ class PeerClosed:
     reason: str
 
 
-Event = RequestStarted | RequestEnded | StreamAborted | ProtocolFailed | PeerClosed
+Event = RequestStarted | BodyReceived | RequestEnded | StreamAborted | ProtocolFailed | PeerClosed
 
 
 class ServerProtocol(Protocol):

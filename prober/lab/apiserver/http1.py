@@ -40,6 +40,8 @@ class Http1Protocol:
                 break
             if isinstance(event, h11.Request):
                 events.append(self._started(event))
+            elif isinstance(event, h11.Data):
+                events.append(ev.BodyReceived(self._stream_id, bytes(event.data)))
             elif isinstance(event, h11.EndOfMessage):
                 events.append(ev.RequestEnded(self._stream_id))
             elif isinstance(event, h11.ConnectionClosed):

@@ -79,6 +79,8 @@ class Http2Protocol:
         elif isinstance(event, h2.events.DataReceived):
             if event.flow_controlled_length and event.stream_id is not None:
                 self._h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            if event.data and event.stream_id in self._open:
+                events.append(ev.BodyReceived(event.stream_id, bytes(event.data)))
         elif isinstance(event, h2.events.StreamEnded):
             if event.stream_id in self._open:
                 events.append(ev.RequestEnded(event.stream_id))

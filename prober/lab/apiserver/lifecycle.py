@@ -24,6 +24,7 @@ from prober.common.clock import Clock
 
 LATE_FRACTION = 0.8  # OpenShift: connections accepted after 80 % of the delay are "late"
 WATCH_DRAIN_MIN_QPS = 200.0  # upstream floor for closing watches during shutdown
+DRAIN_TICK = 0.005  # seconds between the watch drain's batches, at the least
 
 
 class Signal(StrEnum):
@@ -71,6 +72,9 @@ class Timing:
     request_timeout: float = 60.0  # bounds the in-flight drain and the final connection close
     watch_grace: float = 0.0  # --shutdown-watch-termination-grace-period
     watch_min_qps: float = WATCH_DRAIN_MIN_QPS
+    # How long the HTTP server's Shutdown waits for connections before the process exits and
+    # cuts what is left (open watches among them); None: the request timeout.
+    shutdown_timeout: float | None = None
 
 
 class Lifecycle:
@@ -108,6 +112,17 @@ class Lifecycle:
         if start is None:
             return False
         return accepted_mono - start.mono > LATE_FRACTION * self.timing.delay
+
+    def phase(self, mono: float) -> str:
+        """Where `mono` falls in the shutdown: before it, in the delay's first 80 % or its
+        last 20 % (where new connections are "late"), or after the delay."""
+        start = self.times.get(Signal.SHUTDOWN_INITIATED)
+        if start is None or mono < start.mono:
+            return "before"
+        elapsed = mono - start.mono
+        if elapsed >= self.timing.delay:
+            return "after-delay"
+        return "delay-late" if elapsed > LATE_FRACTION * self.timing.delay else "delay-early"
 
     def threshold_percent(self, mono: float) -> int:
         """Elapsed as a whole percentage of the delay (100 when there is no delay)."""
@@ -156,25 +171,37 @@ class Lifecycle:
         if self.timing.send_retry_after:
             self._fire(Signal.HTTP_SERVER_STOPPED_LISTENING)
             drainer.stop_listening()
-        if not await self._bounded(drainer.wait_connections_closed(), self.timing.request_timeout):
+        timing = self.timing
+        final = (
+            timing.request_timeout if timing.shutdown_timeout is None else timing.shutdown_timeout
+        )
+        if not await self._bounded(drainer.wait_connections_closed(), final):
             drainer.abort_connections()
         self._fire(Signal.TERMINATION_FINISHED)
 
     async def _drain_watches(self, drainer: Drainer) -> None:
-        """Close watches at max(count / grace, floor) per second, within the grace period;
-        with no grace period they end together once requests have drained."""
+        """End watches cleanly at max(count / grace, floor) per second, within the grace
+        period. Without one (upstream's default) none is ended: they are cut when the server
+        stops, as are those the grace period did not reach."""
         count = drainer.open_watches()
         grace = self.timing.watch_grace
-        if count and grace > 0:
-            qps = max(count / grace, self.timing.watch_min_qps)
-            deadline = self.clock.monotonic() + grace
-            while True:
-                drainer.end_watches(1)
-                left = deadline - self.clock.monotonic()
-                if not drainer.open_watches() or left <= 0:
-                    break
-                await self.clock.sleep(min(1.0 / qps, left))
-        drainer.end_watches(None)
+        if not count or grace <= 0:
+            return
+        qps = max(count / grace, self.timing.watch_min_qps)
+        start = self.clock.monotonic()
+        ended = 0
+        while True:
+            # As many as the rate allows by now: a timer per watch would fall behind at
+            # thousands per second, and the drain would take longer than upstream's.
+            now = self.clock.monotonic()
+            due = int((now - start) * qps) + 1 - ended
+            if due > 0:
+                drainer.end_watches(due)
+                ended += due
+            left = start + grace - now
+            if not drainer.open_watches() or left <= 0:
+                break
+            await self.clock.sleep(min(max(start + ended / qps - now, DRAIN_TICK), left))
 
     async def _bounded(self, work: Awaitable[None], seconds: float) -> bool:
         """Await `work` for at most `seconds` of the injected clock; True if it finished."""

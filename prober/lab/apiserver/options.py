@@ -54,6 +54,21 @@ class ApiServerOptions:
     idle_timeout: float = 90.0
     read_header_timeout: float = 32.0
     goaway_linger: float = 1.0  # Go closes an HTTP/2 connection 1 s after its last stream
+    shutdown_timeout: float | None = None  # None: upstream's rule (see `final_close`)
+    etcd_servers: str | None = None  # host:port of etcd's gateway; None: no storage API
+    synthetic_watches: int = 0  # informer watches counted in the drain, without a client
+    watch_cache_size: int = 10000
+    bookmark_interval: float = 60.0
+    compaction_interval: float = 300.0
+    identity_renew_interval: float = 10.0
+
+    @property
+    def final_close(self) -> float:
+        """How long the HTTP server's Shutdown waits for connections before the process
+        exits: 2 s with retry-after (genericapiserver.go), else the request timeout."""
+        if self.shutdown_timeout is not None:
+            return self.shutdown_timeout
+        return 2.0 if self.send_retry_after else self.request_timeout
 
     @property
     def apiserver_id(self) -> str:
@@ -73,10 +88,28 @@ class ApiServerOptions:
             raise OptionsError("--audit-log-maxsize/--audit-log-maxbackup: must not be negative")
         if self.watch_min_qps <= 0:
             raise OptionsError(f"--watch-drain-min-qps {self.watch_min_qps}: must be positive")
+        self._validate_storage()
         for name in ("shutdown_delay", "request_timeout", "watch_grace", "idle_timeout"):
             if getattr(self, name) < 0:
                 flag = "--" + name.replace("_", "-")
                 raise OptionsError(f"{flag} {getattr(self, name)}: must not be negative")
+
+    def _validate_storage(self) -> None:
+        for name, count, least in (
+            ("--synthetic-watches", self.synthetic_watches, 0),
+            ("--watch-cache-size", self.watch_cache_size, 1),
+        ):
+            if count < least:
+                raise OptionsError(f"{name} {count}: must be at least {least}")
+        if self.etcd_servers is not None and not _is_endpoint(self.etcd_servers):
+            raise OptionsError(f"--etcd-servers {self.etcd_servers}: expected host:port")
+        for option, seconds in (
+            ("--watch-bookmark-interval", self.bookmark_interval),
+            ("--etcd-compaction-interval", self.compaction_interval),
+            ("--identity-lease-renew-interval", self.identity_renew_interval),
+        ):
+            if seconds <= 0:
+                raise OptionsError(f"{option} {seconds}: must be positive")
 
     def tls_context(self) -> ssl.SSLContext:
         """A server context offering ALPN h2 and http/1.1, as the apiserver does."""
@@ -93,6 +126,11 @@ class ApiServerOptions:
                 f"--cert {self.cert} / --key {self.key}: cannot be loaded ({error})"
             ) from None
         return context
+
+
+def _is_endpoint(text: str) -> bool:
+    host, _, port = text.removeprefix("http://").rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) <= 65535
 
 
 def load_tokens(path: Path) -> dict[str, User]:
@@ -226,6 +264,48 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="close connections whose request headers stall this long (default 32s)",
     )
+    add(
+        "--shutdown-timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="how long the stopping server waits for connections before it exits and cuts "
+        "what is left (default: 2s with retry-after, else the request timeout)",
+    )
+    add(
+        "--etcd-servers",
+        metavar="HOST:PORT",
+        help="etcd (its JSON gateway) to keep objects in: Leases, discovery and watches are "
+        "served only with it",
+    )
+    add(
+        "--synthetic-watches",
+        type=int,
+        default=2000,
+        help="informer watches the server holds without a client, drained at shutdown among "
+        "the real ones (default 2000)",
+    )
+    add("--watch-cache-size", type=int, default=10000, help="events the watch cache keeps")
+    add(
+        "--watch-bookmark-interval",
+        type=_duration,
+        default=60.0,
+        metavar="DURATION",
+        help="how often a watch that allows bookmarks gets one (default 1m0s)",
+    )
+    add(
+        "--etcd-compaction-interval",
+        type=_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="how often the server tries to compact etcd, as kube-apiserver does (default 5m0s)",
+    )
+    add(
+        "--identity-lease-renew-interval",
+        type=_duration,
+        default=10.0,
+        metavar="DURATION",
+        help="how often the server renews its identity Lease in kube-system (default 10s)",
+    )
     return parser
 
 
@@ -253,6 +333,13 @@ def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
         watch_min_qps=args.watch_drain_min_qps,
         idle_timeout=args.idle_timeout,
         read_header_timeout=args.read_header_timeout,
+        shutdown_timeout=args.shutdown_timeout,
+        etcd_servers=args.etcd_servers,
+        synthetic_watches=args.synthetic_watches,
+        watch_cache_size=args.watch_cache_size,
+        bookmark_interval=args.watch_bookmark_interval,
+        compaction_interval=args.etcd_compaction_interval,
+        identity_renew_interval=args.identity_lease_renew_interval,
     )
     options.validate()
     return options

@@ -22,6 +22,7 @@ class RequestInfo:
     resource: str  # "" for non-resource URLs
     scope: str  # metrics label: resource, namespace, cluster or ""
     object_ref: ObjectRef | None
+    api_version: str = ""  # "v1", "coordination.k8s.io/v1"
 
     @property
     def is_watch(self) -> bool:
@@ -29,11 +30,15 @@ class RequestInfo:
 
 
 def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
-    """Resolve `/api/v1/...` paths as k8s.io/apiserver's RequestInfoFactory does (core group)."""
+    """Resolve `/api/v1/...` and `/apis/<group>/<version>/...` paths as k8s.io/apiserver's
+    RequestInfoFactory does."""
     parts = [p for p in path.split("/") if p]
-    if len(parts) < 3 or parts[:2] != ["api", "v1"]:
+    if len(parts) >= 3 and parts[:2] == ["api", "v1"]:
+        group, version, parts = "", "v1", parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, parts = parts[1], parts[2], parts[3:]
+    else:
         return RequestInfo(method.lower(), "", "", None)
-    parts = parts[2:]
     watch_path = parts[0] == "watch"
     if watch_path:
         parts = parts[1:]
@@ -49,12 +54,13 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
         verb = "watch" if watching else ("get" if name else "list")
     else:
         verb = _VERBS.get(method, method.lower())
-    ref = ObjectRef(resource=resource, name=name, namespace=namespace)
+    api_version = f"{group}/{version}" if group else version
+    ref = ObjectRef(resource, name, namespace, api_version=version, api_group=group)
     if namespace and not name and resource != "namespaces":
         scope = "namespace"
     else:
         scope = "resource" if name else "cluster"
-    return RequestInfo(verb, resource, scope, ref)
+    return RequestInfo(verb, resource, scope, ref, api_version)
 
 
 def exempt_from_retry_after(path: str, user_agent: str) -> bool:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +23,13 @@ from prober.lab.apiserver.audit import MEGABYTE, AuditLog
 from prober.lab.apiserver.connection import ServerConnection, Watch
 from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
 from prober.lab.apiserver.listener import Listener
-from prober.lab.apiserver.options import ApiServerOptions
+from prober.lab.apiserver.options import ApiServerOptions, OptionsError
+from prober.lab.apiserver.storage import Storage
 from prober.lab.apiserver.truth import TruthLog
+from prober.lab.apiserver.watches import SyntheticWatch, WatchTruth
 
 log = logging.getLogger("prober.lab.apiserver")
+STORAGE_TIMEOUT = 15.0  # seconds a starting server waits for etcd before it gives up
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,7 @@ class ApiServer:
                 request_timeout=options.request_timeout,
                 watch_grace=options.watch_grace,
                 watch_min_qps=options.watch_min_qps,
+                shutdown_timeout=options.final_close,
             ),
             self.clock,
             self._on_signal,
@@ -71,20 +77,26 @@ class ApiServer:
             else None
         )
         self._requests_drained = asyncio.Event()
+        self.rng = rng or random.Random()
+        self.storage = Storage(options, self.clock, self.truth) if options.etcd_servers else None
         self.app = Application(
             options,
             self.lifecycle,
             self.clock,
             self.truth,
             audit=self.audit,
-            rng=rng,
+            rng=self.rng,
             on_admin_shutdown=lambda: self.begin_shutdown("admin"),
             state=self.state,
             on_drained=self._requests_drained.set,
+            api=self.storage.api if self.storage is not None else None,
         )
         self.metrics = self.app.metrics
         self.connections: dict[int, ServerConnection] = {}
-        self._watches: dict[int, Watch] = {}  # by id(), in the order they started
+        self._watches: dict[int, Watch | SyntheticWatch] = {}  # by id(), in start order
+        self._drain: deque[Watch | SyntheticWatch] | None = None  # the order they are ended in
+        self.watch_truth = WatchTruth(self.truth, self.lifecycle)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[Listener] = []
         self._connections_closed = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -94,8 +106,19 @@ class ApiServer:
 
     # -- the public API -------------------------------------------------------------------
     async def start(self) -> BoundPorts:
-        """Bind the listeners and start the lifecycle task; returns the bound ports."""
+        """Reach storage, bind the listeners and start the lifecycle task; returns the bound
+        ports."""
         context = self.options.tls_context()
+        if self.storage is not None:
+            self._spawn("watch cache", self.storage.cache.run())
+            if not await self.storage.wait_ready(STORAGE_TIMEOUT):
+                raise OptionsError(
+                    f"--etcd-servers {self.options.etcd_servers}: not reachable within "
+                    f"{STORAGE_TIMEOUT:.0f} s"
+                )
+        for _ in range(self.options.synthetic_watches):
+            synthetic = SyntheticWatch(self)
+            self._watches[id(synthetic)] = synthetic
         host = self.options.bind_address
         tls = await Listener.open(
             lambda: ServerConnection(self, tls=True), host, self.options.port, context=context
@@ -113,6 +136,9 @@ class ApiServer:
             self._run_lifecycle(), name=f"apiserver {self.options.hostname} lifecycle"
         )
         self.truth.record("listening", port=self.ports.port, plain_port=plain_port)
+        if self.storage is not None:
+            for name, loop in self.storage.controllers():
+                self._spawn(name, loop)
         return self.ports
 
     def begin_shutdown(self, trigger: str = "api") -> bool:
@@ -129,6 +155,7 @@ class ApiServer:
         """Stop at once like SIGKILL: no lifecycle signals, every connection reset."""
         if self._lifecycle_task is not None and not self._lifecycle_task.done():
             self._lifecycle_task.cancel()
+        self._cancel_tasks()
         for listener in self._listeners:
             listener.close()
         self.abort_connections()
@@ -142,7 +169,7 @@ class ApiServer:
             "signals": {s.value: t.mono for s, t in self.lifecycle.times.items()},
             "connections": len(self.connections),
             "in_flight": self.app.in_flight,
-            "watches": len(self._watches),
+            "watches": self.open_watches(),
         }
 
     # -- what the lifecycle asks (lifecycle.Drainer) --------------------------------------
@@ -162,8 +189,18 @@ class ApiServer:
         return len(self._watches)
 
     def end_watches(self, count: int | None) -> None:
-        for watch in list(self._watches.values())[:count]:
-            watch.end()
+        """End watches in the drain's order: every open one, real or synthetic, shuffled
+        once when the drain starts, so real clients' watches end at random positions."""
+        if self._drain is None:
+            order = list(self._watches.values())
+            self.rng.shuffle(order)
+            self._drain = deque(order)
+        ended = 0
+        while self._drain and (count is None or ended < count):
+            watch = self._drain.popleft()
+            if id(watch) in self._watches:
+                watch.end("drained")
+                ended += 1
 
     async def wait_connections_closed(self) -> None:
         await self._connections_closed.wait()
@@ -171,6 +208,9 @@ class ApiServer:
     def abort_connections(self) -> None:
         for connection in list(self.connections.values()):
             connection.abort()
+        for watch in list(self._watches.values()):
+            if isinstance(watch, SyntheticWatch):
+                watch.end("cut")
 
     # -- what connections report ----------------------------------------------------------
     def next_connection_id(self) -> int:
@@ -219,9 +259,15 @@ class ApiServer:
 
     def watch_started(self, watch: Watch) -> None:
         self._watches[id(watch)] = watch
+        if self._drain is not None:
+            self._drain.append(watch)
+        self.watch_truth.started(watch)
 
-    def watch_finished(self, watch: Watch) -> None:
-        if self._watches.pop(id(watch), None) is not None:
+    def watch_finished(self, watch: Watch | SyntheticWatch) -> None:
+        if self._watches.pop(id(watch), None) is None:
+            return
+        self.watch_truth.ended(watch)
+        if isinstance(watch, Watch):
             self.app.watch_ended(watch.exchange)
 
     # -- internals ------------------------------------------------------------------------
@@ -247,11 +293,33 @@ class ApiServer:
         finally:
             self._finish()
 
+    def _spawn(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """A named background task; its failure is logged, never silent."""
+        task = asyncio.create_task(work, name=f"apiserver {self.options.hostname} {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s failed", task.get_name(), exc_info=task.exception())
+
+    def _cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
     def _finish(self) -> None:
         if self._stopped.is_set():
             return
         for listener in self._listeners:
             listener.close()
+        self._cancel_tasks()
+        for watch in list(self._watches.values()):
+            if isinstance(watch, SyntheticWatch):
+                watch.end("cut")  # the process exits: what no drain reached is cut
+        self.watch_truth.close()
+        if self.storage is not None:
+            self.storage.close()
         self.truth.close()
         if self.audit is not None:
             self.audit.close()

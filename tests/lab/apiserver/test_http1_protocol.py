@@ -9,6 +9,7 @@ import pytest
 
 from prober.lab.apiserver.events import (
     Answer,
+    BodyReceived,
     PeerClosed,
     ProtocolFailed,
     RequestEnded,
@@ -75,9 +76,10 @@ def test_a_request_body_is_read_before_the_request_ends() -> None:
     proto = Http1Protocol()
     head = b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nab"
     events = proto.receive_data(head)
-    assert [type(e) for e in events] == [RequestStarted]
+    assert [type(e) for e in events] == [RequestStarted, BodyReceived]
     assert not events[0].ended
-    assert proto.receive_data(b"cd") == [RequestEnded(1)]
+    assert events[1] == BodyReceived(1, b"ab")
+    assert proto.receive_data(b"cd") == [BodyReceived(1, b"cd"), RequestEnded(1)]
 
 
 def test_close_adds_connection_close_and_ends_the_connection() -> None:

@@ -158,7 +158,9 @@ async def test_admin_trigger_without_retry_after_nghttp_sees_goaway_then_its_str
     start_process: Callable,
 ) -> None:
     server: Process = await start_process(
-        "--shutdown-delay-duration=1s", "--no-shutdown-send-retry-after"
+        "--shutdown-delay-duration=1s",
+        "--no-shutdown-send-retry-after",
+        "--shutdown-watch-termination-grace-period=1s",
     )
     watch = await asyncio.create_subprocess_exec(
         "nghttp", "-v", "-H", AUTH.lower(), server.url("/api/v1/namespaces?watch=true"),

@@ -1,0 +1,73 @@
+"""Everything a server keeps in etcd, wired together: the client, the registry, the watch
+cache, the resource API on them, and the loops kube-apiserver runs (compactor, identity
+Lease). The truth log gets every Lease write with its revision, and every compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any
+
+from prober.common.clock import Clock
+from prober.core.models import rfc3339
+from prober.lab.apiserver.api import Api
+from prober.lab.apiserver.controllers import Compactor, IdentityLease
+from prober.lab.apiserver.etcd import EtcdClient
+from prober.lab.apiserver.options import ApiServerOptions
+from prober.lab.apiserver.store import Store
+from prober.lab.apiserver.truth import TruthLog
+from prober.lab.apiserver.watchcache import WatchCache
+
+
+class Storage:
+    def __init__(self, options: ApiServerOptions, clock: Clock, truth: TruthLog) -> None:
+        assert options.etcd_servers is not None
+        self.truth = truth
+        self.etcd = EtcdClient(options.etcd_servers)
+        # metav1.Time is whole seconds
+        self.store = Store(self.etcd, lambda: rfc3339(int(clock.wall())).replace(".000000", ""))
+        self.cache = WatchCache(self.etcd, options.watch_cache_size, on_compacted=self._compacted)
+        self.api = Api(
+            self.store,
+            self.cache,
+            bookmark_interval=options.bookmark_interval,
+            on_write=self._written,
+        )
+        self.compactor = Compactor(self.etcd, options.compaction_interval, clock)
+        self.identity = IdentityLease(
+            self.store,
+            options.apiserver_id,
+            hostname=options.hostname,
+            renew_interval=options.identity_renew_interval,
+            clock=clock,
+            on_write=lambda lease: self._written("identity", lease),
+        )
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """Whether the watch cache has its first LIST within `timeout` seconds."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.cache.ready.wait()
+        return self.cache.ready.is_set()
+
+    def controllers(self) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+        return [("compactor", self.compactor.run()), ("identity lease", self.identity.run())]
+
+    def _written(self, verb: str, obj: dict[str, Any]) -> None:
+        metadata, spec = obj.get("metadata", {}), obj.get("spec", {})
+        self.truth.record(
+            "lease_written",
+            verb=verb,
+            namespace=metadata.get("namespace"),
+            name=metadata.get("name"),
+            revision=int(metadata.get("resourceVersion", 0)),
+            holder=spec.get("holderIdentity"),
+            renew_time=spec.get("renewTime"),
+        )
+
+    def _compacted(self, revision: int) -> None:
+        self.truth.record("compacted", revision=revision)
+
+    def close(self) -> None:
+        self.etcd.close()
