@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command
-from prober.common.values import flag, non_negative_float, positive_float, positive_int
+from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
 
 EXAMPLE = """\
@@ -112,6 +112,13 @@ def register(sub: Subparsers) -> None:
         help="take only the first N apiservers down (default: all)",
     )
     parser.add_argument(
+        "--watch-grace",
+        type=flag(duration(allow_zero=True)),
+        metavar="DURATION",
+        help="apiservers: --shutdown-watch-termination-grace-period, before the time scale "
+        "(0s, upstream's default: watches are cut when a server stops; OpenShift tried 25s)",
+    )
+    parser.add_argument(
         "--container-log-max-size",
         type=flag(size),
         default=10 * 1024 * 1024,
@@ -146,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         control=args.control,
         lb=args.lb,
         shutdowns=args.shutdowns,
+        watch_grace=args.watch_grace,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     return lab_command(

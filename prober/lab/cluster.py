@@ -24,12 +24,13 @@ from prober.core.durations import format_go_duration
 from prober.core.header import apiserver_id
 from prober.core.models import LB
 from prober.lab.certs import LabCA, ServerCertificate
+from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
 from prober.lab.kernel import nftables
 from prober.lab.kernel.checker import Target
 from prober.lab.kernel.lbs import kernel_lb
 from prober.lab.kernel.netns import Namespace
-from prober.lab.kernel.topology import API_PORT, HEALTH_PORT, LabNetwork, lab_addresses
+from prober.lab.kernel.topology import API_PORT, ETCD, HEALTH_PORT, LabNetwork, lab_addresses
 from prober.lab.kernel.topology import master_address as address
 from prober.lab.lbstate import LabLB
 from prober.lab.nodeloss import Outage
@@ -38,6 +39,9 @@ from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
 LISTEN_TIMEOUT = 20.0
 TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
+SYNTHETIC_WATCHES = 2000  # informer watches each apiserver holds (`apiserver.watches`)
+# kube-apiserver's periods, scaled with the run: bookmarks, etcd compaction, identity Lease
+BOOKMARK_INTERVAL, COMPACTION_INTERVAL, IDENTITY_RENEW = 60.0, 300.0, 10.0
 
 
 @dataclass(slots=True)
@@ -71,6 +75,7 @@ class LabCluster:
     kernel: bool = False  # the kernel data path (`lab.kernel`) instead of HAProxy
     lbs: dict[LB, LabLB] = field(default_factory=dict)
     network: LabNetwork | None = None
+    etcd: LabEtcd | None = None
     ca_file: Path = Path()
     token_file: Path = Path()
     crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
@@ -90,6 +95,7 @@ class LabCluster:
         if self.kernel:
             self.network = LabNetwork(self.servers)
             await self.network.start()
+        await self._start_etcd()
         for index in range(self.servers):
             hostname = f"master-{index}"
             workdir = self.workdir / hostname
@@ -105,6 +111,34 @@ class LabCluster:
             self.lbs[profile.lb] = self._make_lb(profile)
         await asyncio.gather(*(lb.start(self.group) for lb in self.lbs.values()))
         await asyncio.gather(*(self._wait_serving(s, since=0.0) for s in self.apiservers))
+
+    async def _start_etcd(self) -> None:
+        data = self.workdir / "etcd"
+        if self.network is not None:
+            self.etcd = LabEtcd(data, ETCD, self.network.router)
+        else:
+            self.etcd = LabEtcd(data)
+        await self.etcd.start(self.group)
+
+    def _storage_flags(self) -> list[str]:
+        """etcd, and kube-apiserver's periods on the run's time scale."""
+        assert self.etcd is not None
+        scale = self.platform.time_scale
+
+        def period(seconds: float) -> str:
+            return format_go_duration(seconds * scale)
+
+        grace = format_go_duration(self.platform.watch_grace)  # scaled with the platform
+        return [
+            "--etcd-servers", self.etcd.endpoint,
+            "--synthetic-watches", str(SYNTHETIC_WATCHES),
+            "--watch-bookmark-interval", period(BOOKMARK_INTERVAL),
+            "--etcd-compaction-interval", period(COMPACTION_INTERVAL),
+            "--identity-lease-renew-interval", period(IDENTITY_RENEW),
+            "--shutdown-watch-termination-grace-period", grace,
+            # the drain's floor of 200 per second, scaled with the grace period
+            "--watch-drain-min-qps", f"{200.0 / scale:g}",
+        ]  # fmt: skip
 
     def _make_lb(self, profile: LBProfile) -> LabLB:
         if self.network is not None:
@@ -150,6 +184,7 @@ class LabCluster:
             "--audit-log", str(server.workdir / "audit.log"),
             "--truth", str(server.truth_path),
             "--goaway-chance", str(self.goaway_chance),
+            *self._storage_flags(),
         ]  # fmt: skip
         name = f"{server.hostname}-{server.starts}"
         if server.node is not None:

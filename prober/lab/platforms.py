@@ -63,6 +63,7 @@ class Platform:
     graceful_termination: float
     lbs: tuple[LBProfile, ...]
     time_scale: float = 1.0
+    watch_grace: float = 0.0  # --shutdown-watch-termination-grace-period (upstream: 0 s)
 
     def scaled(self, factor: float) -> Platform:
         return dataclasses.replace(
@@ -71,6 +72,7 @@ class Platform:
             graceful_termination=self.graceful_termination * factor,
             lbs=tuple(lb.scaled(factor) for lb in self.lbs),
             time_scale=self.time_scale * factor,
+            watch_grace=self.watch_grace * factor,
         )
 
     def lb(self, kind: LB) -> LBProfile:

@@ -8,6 +8,7 @@ Everything the run produced lands in its output directory, which it lists at the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 from collections.abc import Mapping, Sequence
@@ -80,6 +81,7 @@ class LabOptions:
     log_max_size: int = DEFAULT_MAX_SIZE  # upgrade: the kubelet's containerLogMaxSize
     control: bool = False  # a second daemon with today's sampling beside (`lab.policies`)
     lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
+    watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,8 @@ def default_scale(platform: Platform) -> float:
 
 def profile_for(options: LabOptions) -> Platform:
     base = PLATFORMS[options.platform]
+    if options.watch_grace is not None:
+        base = dataclasses.replace(base, watch_grace=options.watch_grace)
     scale = options.time_scale if options.time_scale is not None else default_scale(base)
     platform = base.scaled(scale)
     return slow_lb(platform) if options.scenario == "slow-lb" else platform

@@ -15,6 +15,8 @@ import pytest
 from prober.lab.apiserver import ApiServer, ApiServerOptions, BoundPorts
 from prober.lab.apiserver.options import load_tokens
 from prober.lab.certs import LabCA, ServerCertificate
+from prober.lab.etcd import LabEtcd
+from prober.lab.processes import ProcessGroup
 from tests.support.clock import FakeClock
 
 TOKEN = "lab-token-0123456789"
@@ -56,6 +58,16 @@ def base_options(certs: LabCerts, tmp_path: Path, token_file: Path) -> ApiServer
         truth=tmp_path / "truth.jsonl",
         goaway_linger=0.05,
     )
+
+
+@pytest.fixture
+async def etcd(tmp_path: Path) -> AsyncIterator[LabEtcd]:
+    """A real etcd (Debian's etcd-server) on loopback, its data in the test's tmp dir."""
+    (tmp_path / "etcd-logs").mkdir(exist_ok=True)
+    async with ProcessGroup(tmp_path / "etcd-logs") as group:
+        store = LabEtcd(tmp_path / "etcd")
+        await store.start(group)
+        yield store
 
 
 @dataclass

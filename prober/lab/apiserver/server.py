@@ -112,6 +112,7 @@ class ApiServer:
         if self.storage is not None:
             self._spawn("watch cache", self.storage.cache.run())
             if not await self.storage.wait_ready(STORAGE_TIMEOUT):
+                self._finish()
                 raise OptionsError(
                     f"--etcd-servers {self.options.etcd_servers}: not reachable within "
                     f"{STORAGE_TIMEOUT:.0f} s"

@@ -68,12 +68,12 @@ class Watcher:
     deliver: Callable[[CacheEvent], None]
     reset: Callable[[], None]  # the cache started over: end this watch
     sent: int = 0
-    last_revision: int = 0
+    after: int = 0  # only events past this revision: a watch from N starts after N
 
     def offer(self, event: CacheEvent) -> None:
-        if event.key.startswith(self.prefix) and self.match(event.obj):
+        fresh = event.revision > self.after and event.key.startswith(self.prefix)
+        if fresh and self.match(event.obj):
             self.sent += 1
-            self.last_revision = event.revision
             self.deliver(event)
 
 
@@ -135,7 +135,8 @@ class WatchCache:
         kv, revision = event.kv, event.kv.mod_revision
         self.revision = max(self.revision, revision)
         if kv.key == COMPACT_KEY:
-            if event.kind != "DELETE" and kv.value.isdigit():
+            # The compactor's first round writes 0: nothing compacted yet.
+            if event.kind != "DELETE" and kv.value.isdigit() and int(kv.value) > 0:
                 self._raise_floor(int(kv.value))
                 self.on_compacted(int(kv.value))
             return
@@ -176,12 +177,14 @@ class WatchCache:
             for key, obj in sorted(self.objects.items()):
                 revision = int(obj["metadata"]["resourceVersion"])
                 watcher.offer(CacheEvent("ADDED", key, obj, revision))
+            watcher.after = self.revision
         elif since < self.floor:
             raise Gone(since, self.floor)
         else:
+            # A version the cache has not reached yet is waited for: its events pass later.
+            watcher.after = since
             for event in self._events:
-                if event.revision > since:
-                    watcher.offer(event)
+                watcher.offer(event)
         self._watchers.add(watcher)
 
     def stop(self, watcher: Watcher) -> None:

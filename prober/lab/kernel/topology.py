@@ -25,6 +25,7 @@ RANGE = "198.18.0.0/15"
 CLIENT, ROUTER_CLIENT_SIDE = "198.18.0.2", "198.18.0.1"
 VIPS = {LB.EXTERNAL: "198.19.0.1", LB.INTERNAL: "198.19.0.2"}
 CLUSTER_IP = "198.19.1.1"  # the `kubernetes` Service in the default namespace
+ETCD = "198.19.2.1"  # the lab's etcd, on the router's loopback
 SERVICE_PORT = 443
 API_PORT, HEALTH_PORT = 6443, 6080
 
@@ -66,7 +67,7 @@ class LabNetwork:
         router = self.router
         await self._bring_up(router)
         await router.sysctl("net.ipv4.ip_forward", "1")
-        for vip in VIPS.values():
+        for vip in (*VIPS.values(), ETCD):
             await router.run("ip", "addr", "add", f"{vip}/32", "dev", "lo")
         await self._link(self.client, "client", ROUTER_CLIENT_SIDE, CLIENT)
         await self.client.run("ip", "route", "add", RANGE, "via", ROUTER_CLIENT_SIDE)
