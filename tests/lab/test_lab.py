@@ -86,6 +86,7 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
         assert prober == {CLIENT}
         assert others == {f"198.18.{i + 1}.1" for i in range(3)}
     assert result.problems == ()  # every truth, T0's included, inside its bound
+    storage_agrees(result.out / "cluster")
     delay = result.platform.shutdown_delay
     by_key = {(r.lb, r.protocol, r.connection): r for r in rows(result)}
     for lb in (LB.EXTERNAL, LB.INTERNAL):
@@ -104,6 +105,29 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
     assert localhost.lo is not None
     assert localhost.lo > delay / 2
+
+
+def storage_agrees(cluster: Path) -> None:
+    """Every apiserver kept its identity Lease in the run's etcd, a new holder for each
+    start; and the run's etcd is gone with the run."""
+    for truth in sorted(cluster.glob("master-*/truth.jsonl")):
+        records = [json.loads(line) for line in truth.read_text().splitlines()]
+        holders = {r["holder"] for r in records if r["event"] == "lease_written"}
+        starts = sum(r["event"] == "listening" for r in records)
+        assert len(holders) == starts, (truth, holders)
+    assert (cluster / "etcd" / "member").is_dir()
+    assert not processes_with(str(cluster / "etcd")), "the run's etcd outlived it"
+
+
+def processes_with(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def source_addresses(cluster: Path) -> tuple[set[str], set[str]]:
@@ -201,7 +225,8 @@ async def started_lab(out: Path) -> tuple[asyncio.subprocess.Process, list[int]]
     daemon = json.loads((out / "daemon.json").read_text())["pid"]
     children = _children(lab.pid)
     assert daemon in children
-    assert len(children) >= 6  # 3 apiservers, 2 LBs' health checkers, the daemon
+    assert len(children) >= 7  # etcd, 3 apiservers, 2 LBs' health checkers, the daemon
+    assert "etcd" in _commands(children)
     return lab, children
 
 
@@ -240,6 +265,10 @@ def _alive(pids: list[int]) -> list[int]:
         if "\nState:\tZ" not in status:
             alive.append(pid)
     return alive
+
+
+def _commands(pids: list[int]) -> set[str]:
+    return {Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids}
 
 
 def _children(pid: int) -> list[int]:

@@ -176,9 +176,12 @@ class ServerConnection(asyncio.Protocol):
         for task in self._answering.values():
             task.cancel()
         self._answering.clear()
-        cut = self._close_reason is not None and self._closed_by == "server"
+        if self._close_reason is not None and self._closed_by == "server":
+            how = "cut"
+        else:  # a reset: the client, or an LB that deleted the flow (AWS)
+            how = "reset" if isinstance(exc, ConnectionResetError) else "client-gone"
         for watch in list(self.watches.values()):
-            watch.forget("cut" if cut else "client-gone")
+            watch.forget(how)
             self.server.watch_finished(watch)
         self.watches.clear()
         if self._close_reason is not None:

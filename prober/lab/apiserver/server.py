@@ -209,8 +209,16 @@ class ApiServer:
     def abort_connections(self) -> None:
         for connection in list(self.connections.values()):
             connection.abort()
+        self._cut_watches()
+
+    def _cut_watches(self) -> None:
+        """The process is going: every watch still open is cut, and says so in the truth
+        before the truth log closes (an aborted transport reports its loss only later)."""
         for watch in list(self._watches.values()):
-            if isinstance(watch, SyntheticWatch):
+            if isinstance(watch, Watch):
+                watch.forget("cut")
+                self.watch_finished(watch)
+            else:
                 watch.end("cut")
 
     # -- what connections report ----------------------------------------------------------
@@ -315,9 +323,7 @@ class ApiServer:
         for listener in self._listeners:
             listener.close()
         self._cancel_tasks()
-        for watch in list(self._watches.values()):
-            if isinstance(watch, SyntheticWatch):
-                watch.end("cut")  # the process exits: what no drain reached is cut
+        self._cut_watches()
         self.watch_truth.close()
         if self.storage is not None:
             self.storage.close()

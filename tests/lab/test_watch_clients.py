@@ -1,0 +1,136 @@
+"""Real clients through every LB of a lab whose apiservers keep their objects in etcd:
+`kubectl get -w` (client-go) and the `kubernetes` Python client watch a heartbeat Lease that a
+writer renews, through a rolling restart of every apiserver. Each sees the heartbeat before,
+and again once the last server is back; every watch a stopping server held ends in its truth
+log, cut (grace 0 s, upstream's default) or drained among the synthetic informer watches
+(grace 25 s), and the two drains differ as upstream's does."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prober.core.models import LB
+from prober.lab.cluster import SYNTHETIC_WATCHES, TOKEN, LabCluster
+from prober.lab.platforms import PLATFORMS
+from prober.lab.processes import ProcessGroup
+from prober.lab.scenarios import play
+from tests.lab.conftest import read_truth
+from tests.support.waiting import until
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+SCALE = 0.05
+HARNESS = Path(__file__).with_name("watchclients.py")
+LBS = (LB.EXTERNAL, LB.INTERNAL, LB.SERVICE_NETWORK, LB.LOCALHOST)
+CLIENTS = ("kubectl", "python")
+
+
+class Seen:
+    """What the harness printed: the heartbeat's versions per client and LB."""
+
+    def __init__(self) -> None:
+        self.written: list[int] = []
+        self.events: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self.restarts: dict[tuple[str, str], list[str]] = defaultdict(list)
+
+    def line(self, text: str) -> None:
+        try:
+            record: dict[str, Any] = json.loads(text)
+        except ValueError:
+            return
+        if "wrote" in record:
+            self.written.append(record["wrote"])
+        elif "rv" in record:
+            self.events[record["client"], record["lb"]].append(record["rv"])
+        elif "restart" in record:
+            self.restarts[record["client"], record["lb"]].append(record["restart"])
+
+    def all_saw(self, version: int) -> bool:
+        return all(
+            any(v >= version for v in self.events[client, str(lb)])
+            for client in CLIENTS
+            for lb in LBS
+        )
+
+
+async def rollout_with_clients(tmp_path: Path, platform: str, grace: float) -> LabCluster:
+    profile = dataclasses.replace(PLATFORMS[platform], watch_grace=grace).scaled(SCALE)
+    (tmp_path / "logs").mkdir()
+    seen = Seen()
+    async with ProcessGroup(tmp_path / "logs") as group:
+        cluster = LabCluster(profile, tmp_path / "cluster", group, kernel=platform != "metal")
+        try:
+            await cluster.start()
+            config = {
+                "lbs": {str(lb): cluster.url(lb) for lb in LBS},
+                "ca": str(cluster.ca_file),
+                "token": TOKEN,
+                "namespace": "default",
+                "interval": 0.2,
+                "read_timeout": 5.0,
+                "cache": str(tmp_path / "kubectl-cache"),
+            }
+            (tmp_path / "clients.json").write_text(json.dumps(config))
+            argv = cluster.enter_client(
+                [sys.executable, str(HARNESS), str(tmp_path / "clients.json")]
+            )
+            await group.start("clients", argv, on_line=seen.line)
+            await until(lambda: seen.written, "a first heartbeat", 30)
+            await until(lambda: seen.all_saw(seen.written[0]), "every watch's first event", 60)
+            await play(cluster, "rollout", None, lambda _: None)
+            await cluster.settle()
+            after = seen.written[-1]
+            await until(lambda: seen.all_saw(after), "every watch after the rollout", 60)
+        finally:
+            cluster.close()
+            for key, events in sorted(seen.events.items()):
+                print(key, len(events), "events, last", max(events), seen.restarts[key])
+    return cluster
+
+
+def generations(path: Path) -> list[list[dict[str, Any]]]:
+    """A server's truth, one list per process start."""
+    runs: list[list[dict[str, Any]]] = []
+    for record in read_truth(path):
+        if record["event"] == "listening":
+            runs.append([])
+        if runs:
+            runs[-1].append(record)
+    return runs
+
+
+@pytest.mark.parametrize(("platform", "grace"), [("aws", 0.0), ("metal", 25.0)])
+async def test_real_watches_through_every_lb_survive_a_rolling_restart(
+    tmp_path: Path, platform: str, grace: float
+) -> None:
+    cluster = await rollout_with_clients(tmp_path, platform, grace)
+    hows: dict[str, int] = defaultdict(int)
+    for server in cluster.apiservers:
+        stopped = generations(server.truth_path)[0]  # each server was restarted once
+        assert "TerminationGracefulTerminationFinished" in {r["event"] for r in stopped}
+        started = {(r["conn"], r["stream"]) for r in stopped if r["event"] == "watch_started"}
+        ended = {(r["conn"], r["stream"]): r for r in stopped if r["event"] == "watch_ended"}
+        assert started, f"{server.hostname} held no watch"
+        assert started == set(ended), "every watch the stopping server held ends in its truth"
+        for record in ended.values():
+            hows[record["how"]] += 1
+        (synthetic,) = [r for r in stopped if r["event"] == "synthetic_watches_ended"]
+        if grace == 0:
+            assert synthetic["ended"] == {"cut": SYNTHETIC_WATCHES}
+        else:
+            drained = synthetic["ended"]["drained"]
+            assert drained == SYNTHETIC_WATCHES, synthetic
+            # upstream's floor of 200 per second, on the run's time scale
+            assert synthetic["last"] - synthetic["first"] >= (drained - 1) / (200 / SCALE) * 0.95
+    print(dict(hows))
+    assert hows["cut" if grace == 0 else "drained"] > 0
+    assert set(hows) <= {"cut", "drained", "reset", "client-gone", "timeout"}
+    if grace == 0:
+        assert "drained" not in hows
