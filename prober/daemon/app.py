@@ -260,6 +260,8 @@ class Daemon:
         log.info(
             "stopping", reason=self._stop_reason, in_flight=sum(s.in_flight for s in schedulers)
         )
+        if self._bursts is not None:
+            self._bursts.close()
         names = [f"stream:{s.stream.name}" for s in schedulers] + ["summary", "ready"]
         names += self.supervisor.running("burst-")
         await self.supervisor.stop(*names, *(["leases"] if self._hosts else []))

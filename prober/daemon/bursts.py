@@ -72,10 +72,17 @@ class BurstSender:
         self._slots = Slots(parallel)
         self._supervisor = supervisor
         self._now = now
+        self._closed = False
+
+    def close(self) -> None:
+        """The daemon stops: no burst starts from now on. The pipeline still feeds samples
+        while the schedulers drain, and a burst it asked for then would send requests that
+        no drain waits for (started, never recorded)."""
+        self._closed = True
 
     def send(self, burst: Burst) -> None:
         """Called by the pipeline as the planner asks; the burst runs as its own task."""
-        streams = self._fresh.get((burst.target, burst.lb))
+        streams = None if self._closed else self._fresh.get((burst.target, burst.lb))
         if not streams:  # the planner only asks for LBs the samples came through
             self._planner.stopped(burst.number, 0, self._now())
             return

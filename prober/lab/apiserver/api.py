@@ -211,7 +211,7 @@ class Api:
 
         def start(sink: WatchSink) -> Callable[[], None]:
             watcher = Watcher(
-                prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("reset")
+                prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("relisted")
             )
             try:
                 self.cache.watch(watcher, since)
