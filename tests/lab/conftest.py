@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -93,9 +94,12 @@ async def start_server(base_options: ApiServerOptions) -> AsyncIterator[StartSer
     """Start in-process servers: `await start_server(manual_clock=True, shutdown_delay=2.0)`."""
     started: list[ApiServer] = []
 
-    async def start(manual_clock: bool = False, **changes: Any) -> Running:
+    async def start(
+        manual_clock: bool = False, rng: random.Random | None = None, **changes: Any
+    ) -> Running:
         clock = FakeClock() if manual_clock else None
-        server = ApiServer(replace(base_options, **changes), clock=clock, keep_truth=True)
+        options = replace(base_options, **changes)
+        server = ApiServer(options, clock=clock, rng=rng, keep_truth=True)
         ports = await server.start()
         started.append(server)
         return Running(server, ports, clock)

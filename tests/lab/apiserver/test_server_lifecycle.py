@@ -5,6 +5,8 @@ reached exactly, without waiting for it."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -219,10 +221,14 @@ async def test_real_time_shutdown_with_a_short_delay(
 async def test_goaway_chance_moves_http2_clients_to_new_connections(
     start_server: StartServer, certs: LabCerts
 ) -> None:
-    running = await start_server(goaway_chance=0.02)
+    # Seeded: an unseeded 0.02 misses all of 300 requests 0.2 % of the time.
+    running = await start_server(goaway_chance=0.02, rng=random.Random(4))
     async with clients(running, certs) as by_mode:
         client = by_mode["http2", "reused"]
-        ids = {(await client.get("/readyz")).headers["x-connection-id"] for _ in range(300)}
-    assert len(ids) > 1
+        ids = [(await client.get("/readyz")).headers["x-connection-id"] for _ in range(300)]
     goaways = [r for r in running.server.truth.records or [] if r["event"] == "goaway"]
+    assert goaways
     assert {r["reason"] for r in goaways} == {"goaway-chance"}
+    # None is lost: each GOAWAY ends a connection, and the next request comes on a new one.
+    moves = sum(1 for before, after in itertools.pairwise(ids) if before != after)
+    assert len(goaways) - 1 <= moves <= len(goaways)  # the last answer may carry one
