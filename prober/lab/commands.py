@@ -150,7 +150,8 @@ def _rows(results: Sequence[ShutdownResult], tolerance: float) -> list[list[str]
                     seconds(row.measured, 3),
                     _bound(row.lo, row.hi) + (" !" if row.outside(tolerance) is not None else ""),
                     row.bound_by or "-",
-                    seconds(row.truth, 3),
+                    seconds(row.truth, 3)
+                    + ("" if row.truth_until is None else f" to {row.truth_until:.3f}"),
                     "-" if row.error is None else f"{row.error:+.3f} s",
                     str(row.late),
                     str(row.failures)
@@ -235,6 +236,7 @@ def to_json(result: LabResult) -> dict[str, Any]:
                         "lo": row.lo,
                         "hi": row.hi,
                         "truth": row.truth,
+                        "truth_until": row.truth_until,
                         "error": row.error,
                         "late": row.late,
                         "failures": row.failures,

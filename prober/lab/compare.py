@@ -36,16 +36,22 @@ class Row:
     # connections of a server it marks down, which may have had a request in flight.
     failures_expected: bool
     bound_by: str | None = None  # what set hi (`core.reaction`): said when the truth is above it
+    truth_until: float | None = None  # a truth that is a span: [truth, truth_until]
 
     @property
     def error(self) -> float | None:
-        return None if self.measured is None else self.measured - self.truth
+        """The measured reaction off the truth (0 inside a span of truth)."""
+        if self.measured is None:
+            return None
+        until = self.truth if self.truth_until is None else self.truth_until
+        return min(0.0, self.measured - self.truth) + max(0.0, self.measured - until)
 
     def outside(self, tolerance: float) -> float | None:
         """How far the truth lies outside [lo, hi] beyond `tolerance` (negative: below lo);
-        None when inside."""
-        if self.lo is not None and self.truth < self.lo - tolerance:
-            return self.truth - self.lo
+        None when inside, or when a span of truth meets the bound."""
+        until = self.truth if self.truth_until is None else self.truth_until
+        if self.lo is not None and until < self.lo - tolerance:
+            return until - self.lo
         if self.hi is not None and self.truth > self.hi + tolerance:
             return self.truth - self.hi
         return None
@@ -98,7 +104,9 @@ def compare(
                 else math.inf
             )
             reaction = expected_reaction(shutdown, down, lb.reset_on_down)
-            truth = reaction.new if ws.connection is Connection.NEW else reaction.reused
+            new = ws.connection is Connection.NEW
+            truth = reaction.new if new else reaction.reused
+            until = None if new or reaction.reused_until == truth else reaction.reused_until
             refusing_from = min(shutdown.not_accepting, shutdown.stopped) - shutdown.t0
             rows.append(
                 Row(
@@ -114,6 +122,7 @@ def compare(
                     failures=ws.failures,
                     failures_expected=truth >= refusing_from or lb.reset_on_down,
                     bound_by=ws.bound_by,
+                    truth_until=until,
                 )
             )
         t0_error = window.t0 + offset - shutdown.t0

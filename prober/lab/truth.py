@@ -107,16 +107,26 @@ def first_down(
 
 @dataclass(frozen=True, slots=True)
 class Reaction:
-    """Seconds after T0 until which a stream of this LB could still reach the server."""
+    """Seconds after T0 until which a stream of this LB could still reach the server. A
+    kept connection the LB did not break reaches it once more after NotAcceptingNewRequest:
+    its next request, answered 429 with `Connection: close`, whenever the client sends it
+    before the listener closes. So its truth is the span [reused, reused_until], as long as
+    the 429 phase lasts (long while watches drain in a grace period)."""
 
     new: float
     reused: float
+    reused_until: float
 
 
 def expected_reaction(shutdown: ShutdownTruth, lb_down: float, reset_on_down: bool) -> Reaction:
     routed = min(lb_down, shutdown.stopped)
-    reused = routed if reset_on_down else max(min(shutdown.not_accepting, shutdown.stopped), routed)
-    return Reaction(new=routed - shutdown.t0, reused=reused - shutdown.t0)
+    if reset_on_down:
+        reused = until = routed
+    else:
+        reused = max(min(shutdown.not_accepting, shutdown.stopped), routed)
+        until = max(reused, shutdown.stopped)
+    t0 = shutdown.t0
+    return Reaction(new=routed - t0, reused=reused - t0, reused_until=until - t0)
 
 
 @dataclass(frozen=True, slots=True)

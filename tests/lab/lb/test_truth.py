@@ -46,17 +46,19 @@ SHUTDOWN = ShutdownTruth("master-0", "apiserver-x", t0=10.0, not_accepting=80.0,
 
 
 @pytest.mark.parametrize(
-    ("lb_down", "reset", "new", "reused"),
+    ("lb_down", "reset", "new", "reused", "until"),
     [
-        (15.0, True, 5.0, 5.0),  # AWS: reset when marked down
-        (15.0, False, 5.0, 70.0),  # GCP/Azure: kept until the server's 429 closes it
-        (math.inf, False, 71.0, 71.0),  # localhost: until the server stops listening
-        (100.0, False, 71.0, 71.0),  # a slow LB: still routing after the server stopped
+        (15.0, True, 5.0, 5.0, 5.0),  # AWS: reset when marked down
+        # GCP/Azure: kept until the server's 429 closes it, which the client's next request
+        # meets anywhere in the 429 phase, up to the listener's close
+        (15.0, False, 5.0, 70.0, 71.0),
+        (math.inf, False, 71.0, 71.0, 71.0),  # localhost: until the server stops listening
+        (100.0, False, 71.0, 71.0, 71.0),  # a slow LB: still routing after the server stopped
     ],
 )
-def test_expected_reaction_per_lb_kind(lb_down, reset, new, reused) -> None:
+def test_expected_reaction_per_lb_kind(lb_down, reset, new, reused, until) -> None:
     reaction = expected_reaction(SHUTDOWN, lb_down, reset)
-    assert (reaction.new, reaction.reused) == (new, reused)
+    assert (reaction.new, reaction.reused, reaction.reused_until) == (new, reused, until)
 
 
 def test_first_down_after_t0_unless_already_down_then() -> None:
