@@ -123,6 +123,7 @@ class Daemon:
             wall_start=wall_start,
             supervisor=self.supervisor,
             metrics=metrics,
+            registry=self.registry,
             node_of=node_of,
             emit=pipeline.submit,
             out=pipeline.out,

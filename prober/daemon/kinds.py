@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from prober.common.clock import Clock
 from prober.config import Config
 from prober.core.models import LogRecord
@@ -45,6 +47,7 @@ class KindContext:
     wall_start: float  # the epoch seconds at run_start, for `ts` fields
     supervisor: Supervisor  # runners are its named tasks
     metrics: Metrics  # the daemon's metrics (`daemon.metrics`): a kind's series live there
+    registry: CollectorRegistry  # where `daemon.metrics` makes a kind's own metric set
     node_of: Callable[[str], str | None] | None  # APIServerID -> node, where known
     emit: Callable[[LogRecord], None]  # a record made: to the pipeline's queue
     out: Sink  # every sink, for a feed to tell what it makes of the records
