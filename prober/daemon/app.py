@@ -68,7 +68,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._stop_reason = "stopped"
         self.supervisor = Supervisor(self._clock)
-        self.kinds = kinds or default_kinds()
+        self.kinds = kinds if kinds is not None else default_kinds()
         self._streams = {kind.spec.name: tuple(kind.streams(config)) for kind in self.kinds}
         self.streams: tuple[Named, ...] = tuple(
             s for named in self._streams.values() for s in named
@@ -98,7 +98,7 @@ class Daemon:
             config.constant_labels,
             __version__,
             max_apiservers=config.max_apiservers,
-            record_kinds=self.kinds.table.record_types,
+            record_kinds=list(self.kinds.table.record_types),
         )
         loop = asyncio.get_running_loop()
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
