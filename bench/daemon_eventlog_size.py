@@ -1,6 +1,6 @@
 """How big the event log of a 4-hour run at the defaults gets, on disk, with rotation.
 
-A synthetic 4-hour upgrade-like run goes through the daemon's real `Pipeline` (trackers and
+A synthetic 4-hour upgrade-like run goes through the daemon's real `SampleFeed` (trackers and
 `Compactor`) into the real `EventLogWriter` (rotation at the default 32 MiB, gzip segments):
 the in-cluster defaults give 3 LBs (service network, internal, external) x 2 protocols x 2
 connection modes = 12 streams, 2 workers at 100 ms each = 20 samples/s per stream. Three
@@ -38,7 +38,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.daemon.eventlog import EventLogWriter
-from prober.daemon.pipeline import Pipeline
+from prober.daemon.samples import SampleFeed
 
 HOSTS = ("apiserver-aaaaaaaaaaaaaaaaaaaaaaaaaa", "apiserver-bbbbbbbbbbbbbbbbbbbbbbbbbb")
 HOSTS += ("apiserver-cccccccccccccccccccccccccc",)
@@ -101,13 +101,13 @@ def run(path: Path, hours: float, *, failing: bool = False) -> tuple[int, int, i
     header = RunRecord("bench", rfc3339(WALL0), "aws", tuple(s.name for s in names), "bench")
     writer = EventLogWriter(str(path), config.event_log_max_size, header)
     writer.open()
-    pipeline = Pipeline(names, [writer], run_start=0.0, wall_start=WALL0)
+    pipeline = SampleFeed(names, [writer], wall_start=WALL0)
     n = feed(pipeline, hours, failing=failing)
     files = writer.close()
     return n, writer.records, sum(f.stat().st_size for f in files if f.exists())
 
 
-def feed(pipeline: Pipeline, hours: float, *, failing: bool = False) -> int:
+def feed(pipeline: SampleFeed, hours: float, *, failing: bool = False) -> int:
     """The synthetic run's samples and summaries into `pipeline`, then closed; how many."""
     config = Config()
     names = streams()

@@ -2,7 +2,7 @@
 
 The log is the one `bench/daemon_eventlog_size.py` makes: a synthetic 4-hour upgrade-like run
 at the in-cluster defaults (12 streams at 20 samples/s, 12 shutdown windows) fed through the
-daemon's real `Pipeline` and `EventLogWriter` (compaction, rotation, gzip segments). Baseline:
+daemon's real `SampleFeed` and `EventLogWriter` (compaction, rotation, gzip segments). Baseline:
 reading every line of it with the core's `EventLogReader` (decompression and JSON decoding,
 which any analysis pays). Measured: the whole analysis (read, replay through the trackers,
 summary, verdicts, and writing summary.json, junit.xml and report.html), its ratio to the

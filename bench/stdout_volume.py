@@ -3,7 +3,7 @@
 
 The synthetic 4-hour run of `daemon_eventlog_size.py` (12 streams at 20 samples/s, three
 apiservers behind each LB, 12 shutdown windows, a second of resets at each stop) goes through
-the daemon's real `Pipeline` with its real pace decisions (`PaceTracker`) into both echoes,
+the daemon's real `SampleFeed` with its real pace decisions (`PaceTracker`) into both echoes,
 and the daemon's structured log lines (`LogSink`, JSON) go to the same log, as a container's
 stdout and stderr both do. Both figures come from the same run; the ratio is what to read.
 
@@ -28,7 +28,7 @@ from prober.core.models import RunRecord, rfc3339
 from prober.core.pace import PaceTracker
 from prober.daemon.echo import RecordEcho
 from prober.daemon.logs import LogSink
-from prober.daemon.pipeline import Pipeline
+from prober.daemon.samples import SampleFeed
 
 MIB = 1024 * 1024
 ROTATION = {"upstream kubelet": 10 * MIB, "OpenShift nodes": 50 * MIB}
@@ -53,9 +53,7 @@ def run(hours: float) -> tuple[int, int, int, int]:
     full, compact, logs = Counter(), Counter(), Counter()
     configure_logging("json", "info", logs)
     sinks = [RecordEcho(header, full), RecordEcho(header, compact, samples=False), LogSink()]
-    pipeline = Pipeline(
-        names, sinks, run_start=0.0, wall_start=WALL0, pace=PaceTracker(config.settle)
-    )
+    pipeline = SampleFeed(names, sinks, wall_start=WALL0, pace=PaceTracker(config.settle))
     n = feed(pipeline, hours)
     return n, len(shutdowns(hours)), full.bytes + logs.bytes, compact.bytes + logs.bytes
 

@@ -4,7 +4,9 @@ One generic encoder and decoder serve every record kind: a record's dataclass fi
 JSON fields, and decoding follows the field annotations (str, int, float, bool, enums, nested
 dataclasses, tuples, mappings, optionals), so adding a field to a model is the whole change.
 Readers are lenient where a crash or a newer writer leaves marks (a truncated last line,
-unknown kinds, unknown fields) and strict where data is wrong.
+unknown kinds, unknown fields) and strict where data is wrong. The record types of other kinds
+of stream (`core.streamkind`) decode alike once a reader is given them (`types`); a kind it was
+not given is an unknown kind, skipped and counted as ever.
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any
 
 from prober.core import strictjson
-from prober.core.models import RECORD_TYPES, Record, StreamId, StreamNameError
+from prober.core.models import RECORD_TYPES, LogRecord, Record, StreamId, StreamNameError
 
 SCHEMA_VERSION = 1
 MAX_PROBLEMS_KEPT = 100
 
-_BY_KIND: dict[str, type[Record]] = {cls.KIND: cls for cls in RECORD_TYPES}
+_BY_KIND: Mapping[str, type[LogRecord]] = {cls.KIND: cls for cls in RECORD_TYPES}
+# What a reader yields: the request kind's records, or a record of a kind it was given.
+AnyRecord = Record | LogRecord
 
 
 class EventLogError(ValueError):
@@ -38,7 +42,7 @@ class UnsupportedVersion(EventLogError):
     """A record from another schema version: the whole log needs another reader."""
 
 
-def encode(record: Record) -> str:
+def encode(record: LogRecord) -> str:
     """One record as one JSON line, without the newline."""
     body: dict[str, Any] = {"v": SCHEMA_VERSION, "kind": record.KIND}
     body.update(_to_json(record))
@@ -58,7 +62,7 @@ def _to_json(value: Any) -> Any:
             if keys is None:
                 body[f.name] = _to_json(getattr(value, f.name))
             else:  # a stream identity, written as its name and the fields beside it
-                stream: StreamId = getattr(value, f.name)
+                stream = getattr(value, f.name)
                 body.update((key, stream.value_of(key)) for key in keys)
         return body
     if isinstance(value, tuple | list):
@@ -68,8 +72,9 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def decode(line: str | bytes) -> Record:
-    """Parse one line into its record, raising `EventLogError` (or a subclass) on any fault."""
+def decode(line: str | bytes, types: Mapping[str, type[LogRecord]] = _BY_KIND) -> AnyRecord:
+    """Parse one line into its record, raising `EventLogError` (or a subclass) on any fault.
+    `types`: record kind -> type (`KindTable.record_types`); the request kind's by default."""
     try:
         obj = strictjson.loads(line)
     except ValueError as exc:
@@ -80,10 +85,9 @@ def decode(line: str | bytes) -> Record:
     if version != SCHEMA_VERSION:
         raise UnsupportedVersion(f"schema version {version!r}, this reader knows {SCHEMA_VERSION}")
     kind = obj.get("kind")
-    if not isinstance(kind, str) or kind not in _BY_KIND:
+    if not isinstance(kind, str) or kind not in types:
         raise UnknownKind(f"unknown kind {kind!r}")
-    cls = _BY_KIND[kind]
-    return typing.cast(Record, _from_json(cls, obj, kind))
+    return typing.cast(AnyRecord, _from_json(types[kind], obj, kind))
 
 
 def _from_json(tp: Any, value: Any, where: str) -> Any:
@@ -123,7 +127,8 @@ def _dataclass_from_json(cls: type[Any], value: Any, where: str) -> Any:
     for f in dataclasses.fields(cls):
         keys = f.metadata.get("keys")
         if keys is not None:
-            kwargs[f.name] = _stream_from_json(keys, value, where)
+            parse = f.metadata.get("parse", StreamId.parse)
+            kwargs[f.name] = _stream_from_json(keys, parse, value, where)
         elif f.name in value:
             kwargs[f.name] = _from_json(_hints(cls)[f.name], value[f.name], f"{where}.{f.name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -131,17 +136,20 @@ def _dataclass_from_json(cls: type[Any], value: Any, where: str) -> Any:
     return cls(**kwargs)
 
 
-def _stream_from_json(keys: tuple[str, ...], value: dict[str, Any], where: str) -> StreamId:
-    """The identity from its name; each field written beside the name must agree with it."""
+def _stream_from_json(
+    keys: tuple[str, ...], parse: Callable[[str], Any], value: dict[str, Any], where: str
+) -> Any:
+    """The identity from its name (`parse`: `StreamId.parse`, or another kind's); each field
+    written beside the name must agree with it."""
     for key in keys:
         if key not in value:
             raise EventLogError(f"{where}: missing field {key!r}")
     name = _scalar(str, value["stream"], f"{where}.stream")
     try:
-        stream = StreamId.parse(name)
+        stream = parse(name)
     except StreamNameError as exc:
         raise EventLogError(f"{where}.stream: {exc}") from None
-    hints = _hints(StreamId)
+    hints = _hints(type(stream))
     for key in keys[1:]:
         written = _from_json(hints[key], value[key], f"{where}.{key}")
         if written != getattr(stream, key):
@@ -191,9 +199,15 @@ class EventLogReader:
     """
 
     def __init__(
-        self, lines: Iterable[str | bytes], *, source: str = "<lines>", strict: bool = False
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        source: str = "<lines>",
+        strict: bool = False,
+        types: Mapping[str, type[LogRecord]] = _BY_KIND,
     ):
         self._lines = lines
+        self._types = types
         self._source = source
         self._strict = strict
         self.lines = 0
@@ -202,7 +216,7 @@ class EventLogReader:
         self.truncated = False
         self.problems: list[str] = []
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> Iterator[AnyRecord]:
         iterator = iter(self._lines)
         current = next(iterator, None)
         while current is not None:
@@ -213,14 +227,14 @@ class EventLogReader:
                 yield record
             current = following
 
-    def _decode(self, raw: str | bytes, *, is_last: bool) -> Record | None:
+    def _decode(self, raw: str | bytes, *, is_last: bool) -> AnyRecord | None:
         text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
         complete = text.endswith("\n")
         if not text.strip():
             self._skip("blank line")
             return None
         try:
-            return decode(text)
+            return decode(text, self._types)
         except UnsupportedVersion as exc:
             raise EventLogError(f"{self._source}:{self.lines}: {exc}") from None
         except UnknownKind as exc:

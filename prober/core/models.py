@@ -9,6 +9,7 @@ Times: `t` fields are seconds since run start on a monotonic clock (request star
 from __future__ import annotations
 
 import datetime as _dt
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -81,7 +82,22 @@ class ClosedBy(StrEnum):
 
 
 class StreamNameError(ValueError):
-    """A string that is not `<target>-<protocol>-<lb>-<connection>-connections`."""
+    """A string that is not the name of a stream: `<target>-<protocol>-<lb>-<tail>`, where a
+    request stream's tail is `<connection>-connections` and another kind's is its kind."""
+
+
+def split_stream_name(name: str, tail: str) -> tuple[str, Protocol, LB] | None:
+    """`<target>-<protocol>-<lb>-<tail>` into its head, or None. The target may itself hold
+    dashes, so the name is read from the right."""
+    if not name.endswith(f"-{tail}"):
+        return None
+    head = name[: -len(tail) - 1]
+    for lb in LB:
+        for protocol in Protocol:
+            end = f"-{protocol}-{lb}"
+            if head.endswith(end) and len(head) > len(end):
+                return head[: -len(end)], protocol, lb
+    return None
 
 
 # How a record's `stream_id` is written: its name as `stream`, then the fields of the identity
@@ -127,13 +143,10 @@ class StreamId:
         suffix = "-connections"
         if not name.endswith(suffix):
             raise StreamNameError(f"stream name {name!r} does not end in {suffix!r}")
-        head = name[: -len(suffix)]
         for connection in Connection:
-            for lb in LB:
-                for protocol in Protocol:
-                    tail = f"-{protocol}-{lb}-{connection}"
-                    if head.endswith(tail) and len(head) > len(tail):
-                        return cls(head[: -len(tail)], protocol, lb, connection)
+            split = split_stream_name(name, f"{connection}-connections")
+            if split is not None:
+                return cls(*split, connection)
         raise StreamNameError(
             f"stream name {name!r} is not <target>-<protocol>-<lb>-<conn>-connections"
         )
@@ -172,8 +185,12 @@ class RunRecord:
     run_id: str
     ts: str
     platform: str
+    # The request streams: a schema-1 reader parses every name here as one.
     streams: tuple[str, ...]
     version: str
+    # The streams of every other kind (`core.streamkind`), by kind; where older readers
+    # look for none.
+    kind_streams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +334,13 @@ class PaceChange:
     pace: Pace
     reason: str
     stream: str | None = None  # None: every stream
+
+
+class LogRecord(typing.Protocol):
+    """Any record of the event log, of any kind of stream: a frozen dataclass whose fields are
+    exactly its JSON fields, named by `KIND` (`core.eventlog` encodes every one alike)."""
+
+    KIND: ClassVar[str]
 
 
 Record = RunRecord | Sample | Interval | Window | Summary | PaceChange

@@ -1,7 +1,9 @@
-"""The daemon: builds the streams, probers, schedulers, pipeline and sinks from a `Config`,
-runs them as supervised named tasks, and on SIGTERM (or at the end of `duration`) drains:
-stop ticking, wait for requests in flight up to `drain_timeout`, close the trackers (open
-intervals and windows close as `end`), write the final summary, flush, return 0.
+"""The daemon: for each registered kind of stream (`daemon.kinds`; requests by default,
+`daemon.registry`) its streams, runners and part of the pipeline, and the sinks every kind
+shares, run as supervised named tasks; on SIGTERM (or at the end of `duration`) it drains:
+stop the runners, wait for work in flight up to `drain_timeout`, close the pipeline (open
+intervals and windows close as `end`), write the final summary, flush, return 0. Nothing here
+knows a kind of stream: a new kind is registered, not written in.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import contextlib
 import signal
 import time
 import uuid
-from collections import Counter
 from typing import Protocol
 
 import structlog
@@ -22,19 +23,16 @@ from prober.common.clock import Clock, SystemClock
 from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
-from prober.core.burst import Burst, BurstPlanner
-from prober.core.models import RunRecord, StreamId, rfc3339
-from prober.core.pace import PaceTracker
-from prober.daemon.bursts import BurstSender
+from prober.core.kinds import run_record
+from prober.core.models import RunRecord, rfc3339
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
+from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
-from prober.daemon.pacer import Pacer
 from prober.daemon.pipeline import Pipeline, Sink
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.registry import default_kinds
 from prober.daemon.supervisor import Supervisor
-from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 
 log = structlog.get_logger("prober.daemon")
 
@@ -60,6 +58,7 @@ class Daemon:
         clock: Clock | None = None,
         hosts: HostNames | None = None,
         install_signals: bool = True,
+        kinds: KindRegistry | None = None,
     ) -> None:
         self.config = config
         self.registry = registry or CollectorRegistry()
@@ -69,12 +68,15 @@ class Daemon:
         self._stop = asyncio.Event()
         self._stop_reason = "stopped"
         self.supervisor = Supervisor(self._clock)
-        self.streams: tuple[StreamId, ...] = config.streams()
+        self.kinds = kinds if kinds is not None else default_kinds()
+        self._streams = {kind.spec.name: tuple(kind.streams(config)) for kind in self.kinds}
+        self.streams: tuple[Named, ...] = tuple(
+            s for named in self._streams.values() for s in named
+        )
         self.ready = asyncio.Event()
         self.port = 0
         self.pipeline: Pipeline | None = None
         self.metrics: Metrics | None = None
-        self._bursts: BurstSender | None = None
         self.run_id = str(uuid.uuid4())
 
     def stop(self, reason: str = "stopped") -> None:
@@ -83,25 +85,21 @@ class Daemon:
 
     async def run(self) -> int:
         run_start, wall_start = time.monotonic(), time.time()
-        header = RunRecord(
+        header = run_record(
             run_id=self.run_id,
             ts=rfc3339(wall_start),
             platform=self.config.platform_name,
-            streams=tuple(s.name for s in self.streams),
             version=__version__,
+            streams={kind: [s.name for s in named] for kind, named in self._streams.items()},
         )
         config = self.config
-        pacer = Pacer(config.quiet_interval or None, config.rise)
-        metrics = Metrics(
+        metrics = self.metrics = Metrics(
             self.registry,
             config.constant_labels,
             __version__,
             max_apiservers=config.max_apiservers,
+            record_kinds=list(self.kinds.table.record_types),
         )
-        metrics.register_streams(self.streams)
-        window_gap = config.interval / config.workers
-        quiet_gap = max(config.quiet_interval, window_gap) if config.quiet_interval else window_gap
-        metrics.pace_gaps(window=window_gap, quiet=quiet_gap, pace=pacer.pace, rise=config.rise)
         loop = asyncio.get_running_loop()
         metrics.count_tasks(lambda: len(asyncio.all_tasks(loop)))
         node_of = self._hosts.node_of if self._hosts else None
@@ -117,22 +115,26 @@ class Daemon:
                 on_dropped=metrics.count_dropped,
             )
             sinks.append(writer)
-        pipeline = self.pipeline = Pipeline(
-            self.streams,
-            sinks,
+        pipeline = self.pipeline = Pipeline(sinks, run_start=run_start)
+        context = KindContext(
+            config=config,
+            clock=self._clock,
             run_start=run_start,
             wall_start=wall_start,
+            supervisor=self.supervisor,
+            metrics=metrics,
+            registry=self.registry,
             node_of=node_of,
-            # A request ends within its timeout; the slack covers a loaded event loop.
-            gap_horizon=self.config.timeout + 5.0,
-            pace=PaceTracker(config.settle) if pacer.quiet else None,
-            on_pace=pacer.set,
-            max_open=config.max_apiservers,
-            bursts=BurstPlanner() if config.burst_parallel else None,
-            on_burst=self._send_burst,
-            rise=config.rise > 1,
+            emit=pipeline.submit,
+            out=pipeline.out,
+            now=pipeline.now,
         )
-        self.metrics = metrics
+        runs = [kind.prepare(context) for kind in self.kinds]
+        for run in runs:
+            if run.feed is not None:
+                pipeline.attach(run.feed)
+            for sink in run.sinks:
+                pipeline.out.add(sink)
         status = StatusServer(self.registry, readyz=self._not_ready)
         try:
             self.port = await status.start(*self.config.listen)
@@ -145,44 +147,19 @@ class Daemon:
             except OSError as exc:
                 await status.close()
                 raise DaemonError(f"event_log {writer.path}: {exc.strerror or exc}") from None
-        probers = self._probers(run_start)
-        schedulers = [
-            StreamScheduler(
-                stream,
-                probers[stream],
-                interval=self.config.interval,
-                clock=self._clock,
-                emit=pipeline.submit,
-                on_skip=pipeline.skipped,
-                pacer=pacer,
-            )
-            for stream in self.streams
-        ]
-        if pipeline.bursts is not None:
-            self._bursts = BurstSender(
-                pipeline.bursts,
-                schedulers,
-                parallel=config.burst_parallel,
-                supervisor=self.supervisor,
-                now=pipeline.now,
-            )
-        self._start_tasks(pipeline, schedulers)
+        self._start_tasks(pipeline, runs)
         self._log_start(header)
         try:
             await self._wait_for_stop()
         finally:
-            await self._drain(pipeline, schedulers, probers, writer, status)
+            await self._drain(pipeline, runs, writer, status)
         return 0
 
-    def _send_burst(self, burst: Burst) -> None:
-        if self._bursts is not None:
-            self._bursts.send(burst)
-
-    def _start_tasks(self, pipeline: Pipeline, schedulers: list[StreamScheduler]) -> None:
+    def _start_tasks(self, pipeline: Pipeline, runs: list[KindRun]) -> None:
         spawn = self.supervisor.spawn
         spawn("pipeline", pipeline.consume)
-        for scheduler in schedulers:
-            spawn(f"stream:{scheduler.stream.name}", scheduler.run)
+        for run in runs:
+            run.start()
         spawn("summary", self._summaries)
         spawn("ready", self._announce_ready)
         if self._hosts is not None:
@@ -198,38 +175,10 @@ class Daemon:
             port=self.port,
             run_id=header.run_id,
             platform=header.platform,
-            streams=list(header.streams),
+            streams=[s.name for s in self.streams],
             event_log=config.event_log,
             version=__version__,
         )
-
-    def _probers(self, run_start: float) -> dict[StreamId, list[Prober]]:
-        config = self.config
-        tokens: dict[str, TokenFile] = {}
-        contexts = {}
-        out: dict[StreamId, list[Prober]] = {}
-        for stream in self.streams:
-            target = config.target_of(stream)
-            key = (target.ca_file, stream.protocol)
-            if key not in contexts:
-                contexts[key] = client_context(
-                    target.ca_file, stream.protocol, verify=not config.insecure_skip_tls_verify
-                )
-            token = None
-            if target.token_file:
-                token = tokens.setdefault(
-                    target.token_file, TokenFile(target.token_file, _token_event)
-                )
-            probe_target = ProbeTarget(
-                url=target.url + config.request_path,
-                context=contexts[key],
-                server_name=target.server_name,
-                token=token,
-                timeout=config.timeout,
-                max_in_flight=config.max_in_flight,
-            )
-            out[stream] = [Prober(stream, probe_target, run_start) for _ in range(config.workers)]
-        return out
 
     async def _wait_for_stop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -252,36 +201,30 @@ class Daemon:
     async def _drain(
         self,
         pipeline: Pipeline,
-        schedulers: list[StreamScheduler],
-        probers: dict[StreamId, list[Prober]],
+        runs: list[KindRun],
         writer: EventLogWriter | None,
         status: StatusServer,
     ) -> None:
-        log.info(
-            "stopping", reason=self._stop_reason, in_flight=sum(s.in_flight for s in schedulers)
-        )
-        if self._bursts is not None:
-            self._bursts.close()
-        names = [f"stream:{s.stream.name}" for s in schedulers] + ["summary", "ready"]
-        names += self.supervisor.running("burst-")
+        log.info("stopping", reason=self._stop_reason, in_flight=sum(r.in_flight for r in runs))
+        for run in runs:
+            run.stopping()
+        names = [name for run in runs for name in run.tasks()] + ["summary", "ready"]
         await self.supervisor.stop(*names, *(["leases"] if self._hosts else []))
-        drained = await asyncio.gather(*(s.drain(self.config.drain_timeout) for s in schedulers))
+        drained = await asyncio.gather(*(r.drain(self.config.drain_timeout) for r in runs))
         await self.supervisor.stop("pipeline")
         pipeline.feed_pending()
-        final = pipeline.close(pipeline.now())
+        pipeline.close(pipeline.now())
         files = [str(p) for p in writer.close()] if writer is not None else []
-        for workers in probers.values():
-            for prober in workers:
-                await prober.aclose()
+        for run in runs:
+            await run.aclose()
         await status.close()
         # The whole account of the run, for whoever reads the logs after the last scrape.
         assert self.metrics is not None
+        accounts = {key: value for run in runs for key, value in run.account().items()}
         log.info(
             "stopped",
             reason=self._stop_reason,
-            started=sum(s.started for s in schedulers),
-            skipped=dict(sum((s.skipped for s in schedulers), Counter())),
-            samples=sum(s.samples for s in final.streams),
+            **accounts,
             cancelled=sum(drained),
             requests=self.metrics.requests_by_result(),
             event_log_dropped=dict(writer.dropped) if writer is not None else {},
@@ -311,7 +254,3 @@ class Daemon:
         while True:
             await self._clock.sleep_until(self._clock.monotonic() + self.config.node_refresh)
             await self._hosts.refresh()
-
-
-def _token_event(event: str, detail: str) -> None:
-    log.warning(event, detail=detail)

@@ -9,8 +9,9 @@ The kubelet rotates a container's log (10 MiB by default, 50 MiB on OpenShift no
 `oc logs` returns only the newest file, so the run record is written again before every summary
 record: any stretch of the log long enough to hold a summary names its run. Every sample the
 trackers need is tens of MB over an upgrade, more than one rotation keeps; `compact` writes what
-was measured instead (windows, intervals, pace changes, summaries: what `prober analyze` reports),
-tens of kB, which no rotation of a whole job's log reaches (`deploy/README.md`).
+was measured instead (windows, intervals, pace changes, summaries: what `prober analyze` reports,
+and the records of every other kind of stream), tens of kB, which no rotation of a whole job's
+log reaches (`deploy/README.md`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from typing import TextIO
 
 from prober.common.logs import UnfailingOutput
 from prober.core.eventlog import EventLogError, encode
-from prober.core.models import Record, RunRecord, Sample, Summary
-from prober.daemon.eventlog import LOGGED_EVENTS
-from prober.daemon.pipeline import Event, Observed
+from prober.core.models import LogRecord, RunRecord, Sample, Summary
+from prober.daemon.pipeline import Event, Observed, logged
 
 
 class RecordEcho:
@@ -46,10 +46,11 @@ class RecordEcho:
     def event(self, event: Event) -> None:
         if isinstance(event, Summary):
             self.write(self._header)
-        if isinstance(event, LOGGED_EVENTS):
-            self.write(event)
+        record = logged(event)
+        if record is not None:
+            self.write(record)
 
-    def write(self, record: Record) -> None:
+    def write(self, record: LogRecord) -> None:
         try:
             line = encode(record) + "\n"
         except (EventLogError, UnicodeError):

@@ -38,16 +38,14 @@ import structlog
 
 from prober.common.segments import segment_path, segment_paths
 from prober.core.eventlog import EventLogError, encode
-from prober.core.models import Interval, PaceChange, Record, RunRecord, Sample, Summary, Window
-from prober.daemon.pipeline import Event, Observed
+from prober.core.models import LogRecord, RunRecord, Sample
+from prober.daemon.pipeline import Event, Observed, logged
 
 # `read_lines` and `segment_paths` are the reading side of this file format; they live in
 # `prober.common.segments`, shared with the reports and the audit commands.
 
 log = structlog.get_logger("prober.eventlog")
 
-# What the log keeps of the pipeline's events (the rest are live-only), besides kept samples.
-LOGGED_EVENTS = (Interval, Window, Summary, PaceChange)
 RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this often
 # Retention: 64 segments of 32 MiB are hundreds of hours at the defaults (a 4-hour run writes
 # 16 MB); what a loop of restarts or an endless outage would write past that is dropped.
@@ -94,8 +92,9 @@ class EventLogWriter:
         if problem is not None:
             raise OSError(problem)
 
-    # The pipeline's sink interface: kept samples and every interval, window, summary and
-    # pace change; the samples the compactor drops and the live-only events are not logged.
+    # The pipeline's sink interface: kept samples and every event that is a record (interval,
+    # window, summary, pace change, and any other kind of stream's records); the samples the
+    # compactor drops and the live-only events are not logged.
     def observe(self, observed: Observed) -> None:
         pass
 
@@ -103,10 +102,11 @@ class EventLogWriter:
         self.write(sample)
 
     def event(self, event: Event) -> None:
-        if isinstance(event, LOGGED_EVENTS):
-            self.write(event)
+        record = logged(event)
+        if record is not None:
+            self.write(record)
 
-    def write(self, record: Record) -> None:
+    def write(self, record: LogRecord) -> None:
         """Append one record as one whole line, or count it as dropped and say why, once."""
         if self._closed:
             return
@@ -176,7 +176,7 @@ class EventLogWriter:
             return False
         return True
 
-    def _drop(self, record: Record, problem: str) -> None:
+    def _drop(self, record: LogRecord, problem: str) -> None:
         self.dropped[record.KIND] += 1
         self._dropped_since += 1
         self._on_dropped(record.KIND)

@@ -34,7 +34,10 @@ class Metrics:
         version: str,
         *,
         max_apiservers: int = DEFAULT_MAX_OPEN,
+        record_kinds: Iterable[str] = RECORD_KINDS,
     ) -> None:
+        """`record_kinds`: every record kind the event log may write (each kind of stream's,
+        `core.streamkind.KindTable`), exported at zero in `prober_event_log_dropped_total`."""
         self._const = tuple(constant.values())
         self._max_apiservers = max_apiservers
         self._apiservers: set[str] = set()  # the `apiserver` label values in use
@@ -178,7 +181,7 @@ class Metrics:
         self._keys: list[tuple[str, str, str]] = []
         self._stream_keys: dict[str, tuple[str, str, str]] = {}
         self._gaps: dict[Pace, float] = {}
-        for kind in RECORD_KINDS:  # exported at zero, so an alert can watch it from the start
+        for kind in record_kinds:  # exported at zero, so an alert can watch it from the start
             self._child(self.event_log_dropped, kind)
 
     def _child(self, metric: Any, *values: str) -> Any:

@@ -1,43 +1,30 @@
-"""The one fan-out point: every sample, in completion order, through the core trackers, then
-to the sinks (metrics, event log, logs). Sinks see plain records and know nothing of probes.
+"""The one fan-out point: every record any stream makes, in completion order, to the part of
+the pipeline its kind attached (a `Feed`), which feeds its trackers and tells the sinks; a
+record no feed takes goes to the sinks as it came. Sinks see plain records and know nothing of
+probes or of kinds of stream.
 
-A sink has three typed channels (`Sink`), in this order for each sample:
-`observe(Observed(sample, gaps))` (every sample, with the sampling gaps it completed), then
-`keep(sample)` for each sample the `Compactor` keeps for the event log (possibly some held
-back from earlier), then `event(...)` for the trackers' events (`DisruptionStarted`,
-`Interval`, `WindowOpened`, `Window`). `event` also carries the `Summary` records of
-`summary()`, the `Skipped` ticks of `skipped()`, a `PaceChange` after the sample that changed
-the sampling rate (`core.pace`), and what `close()` closes at the end of the run (open
-intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
-witness burst it asks for goes to `on_burst` (`daemon.bursts`).
+A sink has three typed channels (`Sink`): `observe(Observed)` for every sample, `keep(sample)`
+for a sample the event log keeps, `event(...)` for everything else: the trackers' events, the
+request kind's summaries and pace changes, and every record of another kind. An event that is
+an event-log record (it has a `KIND`: `logged`) is written to the event log; the others
+(`DisruptionStarted`, `WindowOpened`, `Skipped`) are live-only: metrics and log lines.
+
+The queue is the one hand-over from the runners' tasks: `submit` as each record is made,
+`consume` feeds them in that order; at the drain `feed_pending` feeds what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from prober.core.burst import Burst, BurstPlanner
-from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionStarted
-from prober.core.gaps import GapStats
-from prober.core.models import (
-    Interval,
-    PaceChange,
-    Sample,
-    StreamCounters,
-    StreamId,
-    Summary,
-    Window,
-    rfc3339,
-)
-from prober.core.pace import PaceTracker
-from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
-from prober.core.trackers import Trackers
+from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
+from prober.core.shutdown import WindowOpened
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +45,24 @@ class Skipped:
     count: int
 
 
-Event = DisruptionStarted | Interval | WindowOpened | Window | Summary | PaceChange | Skipped
+# The request kind's events by name; any other kind's records arrive as `LogRecord`s.
+Event = (
+    DisruptionStarted
+    | Interval
+    | WindowOpened
+    | Window
+    | Summary
+    | PaceChange
+    | Skipped
+    | LogRecord
+)
+
+
+def logged(event: Event) -> LogRecord | None:
+    """The event as an event-log record, or None for a live-only one (it has no `KIND`)."""
+    if isinstance(getattr(type(event), "KIND", None), str):
+        return typing.cast(LogRecord, event)
+    return None
 
 
 class Sink(Protocol):
@@ -69,167 +73,107 @@ class Sink(Protocol):
         """A sample the event log keeps (failures, late answers, window edges)."""
 
     def event(self, event: Event) -> None:
-        """What the trackers and the pipeline make of the samples."""
+        """What the trackers and the pipeline make of the records."""
 
 
-@dataclass(slots=True)
-class _Counts:
-    gaps: GapStats
-    samples: int = 0
-    failures: int = 0
-    late: int = 0
-    results: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
+class Fanout:
+    """Every sink as one, each channel to each sink in the order they were added."""
+
+    def __init__(self, sinks: Iterable[Sink] = ()) -> None:
+        self._sinks = list(sinks)
+
+    def add(self, sink: Sink) -> None:
+        self._sinks.append(sink)
+
+    def observe(self, observed: Observed) -> None:
+        for sink in self._sinks:
+            sink.observe(observed)
+
+    def keep(self, sample: Sample) -> None:
+        for sink in self._sinks:
+            sink.keep(sample)
+
+    def event(self, event: Event) -> None:
+        for sink in self._sinks:
+            sink.event(event)
+
+
+class Feed(Protocol):
+    """A kind's part of the pipeline: its trackers over the records its runners make."""
+
+    @property
+    def records(self) -> tuple[type, ...]:
+        """The record types it takes."""
+
+    def feed(self, record: Any) -> None:
+        """One record, in completion order; tells the sinks what it makes of it."""
+
+    def produced(self, stream: str) -> bool:
+        """Whether the stream has made a record yet (`/readyz`)."""
+
+    def summary(self, t: float) -> object:
+        """The periodic account at run time `t`, to the sinks."""
+
+    def close(self, t: float) -> object:
+        """The end of the run at `t`: what is open closes, then the final account."""
 
 
 class Pipeline:
-    def __init__(
-        self,
-        streams: Sequence[StreamId],
-        sinks: Iterable[Sink],
-        *,
-        run_start: float,
-        wall_start: float,
-        node_of: Callable[[str], str | None] | None = None,
-        gap_horizon: float = 10.0,
-        pace: PaceTracker | None = None,
-        on_pace: Callable[[PaceChange], None] | None = None,
-        max_open: int = DEFAULT_MAX_OPEN,
-        bursts: BurstPlanner | None = None,
-        on_burst: Callable[[Burst], None] | None = None,
-        rise: bool = False,
-    ) -> None:
-        """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
-        streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`."""
-        # Defaults otherwise: analyze replays the same trackers.
-        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
-        self.disruption = self.trackers.disruption
-        self.shutdown = self.trackers.shutdown
-        self._compactor = Compactor()
-        self._sinks = list(sinks)
+    def __init__(self, sinks: Iterable[Sink], *, run_start: float) -> None:
+        self.out = Fanout(sinks)
         self._run_start = run_start
-        self._wall_start = wall_start
-        self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
-        self._pace = pace  # None: one fixed rate
-        self._on_pace = on_pace or (lambda _pace: None)
-        self._rise = rise
-        self.bursts = bursts
-        self._on_burst = on_burst or (lambda _burst: None)
-        self._counts = {s.name: self._new_counts() for s in streams}
-        self.queue: asyncio.Queue[Sample] = asyncio.Queue()
+        self._feeds: dict[type, Feed] = {}
+        self._attached: list[Feed] = []
+        self._passed: set[str] = set()  # streams whose records no feed takes, once seen
+        self.queue: asyncio.Queue[LogRecord] = asyncio.Queue()
         self.fed = 0
 
-    def submit(self, sample: Sample) -> None:
-        """Called as each request ends; the consumer feeds them in this order."""
-        self.queue.put_nowait(sample)
+    def attach(self, feed: Feed) -> None:
+        """Records of `feed.records` go to `feed` from now on."""
+        for record_type in feed.records:
+            if record_type in self._feeds:
+                raise ValueError(f"{record_type.__name__} records have a feed already")
+            self._feeds[record_type] = feed
+        self._attached.append(feed)
+
+    def feed_for(self, record_type: type) -> Feed | None:
+        return self._feeds.get(record_type)
+
+    def submit(self, record: LogRecord) -> None:
+        """Called as each record is made; the consumer feeds them in this order."""
+        self.queue.put_nowait(record)
 
     async def consume(self) -> None:
         while True:
-            sample = await self.queue.get()
-            self.feed(sample)
+            self.feed(await self.queue.get())
 
     def feed_pending(self) -> None:
         while not self.queue.empty():
             self.feed(self.queue.get_nowait())
 
-    def feed(self, sample: Sample) -> None:
-        events = self.trackers.feed(sample)
-        kept = self._compactor.select(sample, events, self.trackers.open_hosts)
-        gaps = self._count(sample)
+    def feed(self, record: LogRecord) -> None:
         self.fed += 1
-        observed = Observed(sample, gaps)
-        for sink in self._sinks:
-            sink.observe(observed)
-        for record in kept:
-            for sink in self._sinks:
-                sink.keep(record)
-        for event in events:
-            self._emit(event)
-        if self._pace is not None:
-            self._pace_after(sample, events)
-        if self.bursts is not None:
-            burst = self.bursts.feed(sample, self.shutdown)
-            if burst is not None:
-                self._on_burst(burst)
-
-    def skipped(self, stream: StreamId, reason: str, count: int) -> None:
-        """A scheduler did not send `count` ticks of `stream`, for `reason`."""
-        counts = self._counts.get(stream.name)
-        if counts is None:
-            counts = self._counts[stream.name] = self._new_counts()
-        counts.skipped[reason] += count
-        self._emit(Skipped(stream, reason, count))
-
-    def _pace_after(self, sample: Sample, events: Sequence[object]) -> None:
-        assert self._pace is not None
-        changes = self._pace.feed(
-            sample,
-            windows_open=bool(self.shutdown.open_hosts),
-            opened=any(isinstance(e, WindowOpened) for e in events),
-            settled=self.shutdown.settled(sample.stream),
-            disrupted=self.disruption.is_open(sample.stream),
-            rests=self.shutdown.rests(sample.stream),
-            rising=self._rise and self.shutdown.rising(sample.stream_id),
-        )
-        for change in changes:
-            self._on_pace(change)
-            self._emit(change)
+        feed = self._feeds.get(type(record))
+        if feed is not None:
+            feed.feed(record)
+            return
+        # No feed: a kind with nothing to track. Its record is logged as it came.
+        stream = getattr(record, "stream", None)
+        if isinstance(stream, str):
+            self._passed.add(stream)
+        self.out.event(record)
 
     def produced(self, stream: str) -> bool:
-        counts = self._counts.get(stream)
-        return counts is not None and counts.samples > 0
+        return stream in self._passed or any(f.produced(stream) for f in self._attached)
 
-    def summary(self, t: float) -> Summary:
-        """Cumulative per-stream counters up to run time `t`, also sent to the sinks."""
-        streams = tuple(self._counters(name, c) for name, c in self._counts.items())
-        record = Summary(ts=rfc3339(self._wall_start + t), t=t, streams=streams)
-        self._emit(record)
-        return record
+    def summary(self, t: float) -> None:
+        for feed in self._attached:
+            feed.summary(t)
 
-    def close(self, t: float) -> Summary:
-        """End of run at run time `t`: close what is open, then the final summary."""
-        for record in self.trackers.close(t, rfc3339(self._wall_start + t)):
-            self._emit(record)
-        return self.summary(t)
+    def close(self, t: float) -> None:
+        for feed in self._attached:
+            feed.close(t)
 
     def now(self) -> float:
         """Run time now, rounded as sample times are."""
         return round(time.monotonic() - self._run_start, 6)
-
-    def _counters(self, name: str, c: _Counts) -> StreamCounters:
-        gaps = c.gaps.summary()
-        return StreamCounters(
-            stream=name,
-            samples=c.samples,
-            failures=c.failures,
-            late=c.late,
-            disruption_seconds=round(self.disruption.seconds(name), 6),
-            results=dict(sorted(c.results.items())),
-            gap_p50=_rounded(gaps.p50),
-            gap_p99=_rounded(gaps.p99),
-            gap_max=_rounded(gaps.max),
-            skipped=dict(sorted(c.skipped.items())),
-        )
-
-    def _new_counts(self) -> _Counts:
-        return _Counts(gaps=GapStats(self._gap_horizon))
-
-    def _count(self, sample: Sample) -> tuple[float, ...]:
-        counts = self._counts.get(sample.stream)
-        if counts is None:
-            counts = self._counts[sample.stream] = self._new_counts()
-        counts.samples += 1
-        counts.failures += sample.failed
-        counts.late += sample.late
-        counts.results[sample.error.value if sample.error else "success"] += 1
-        if sample.burst is not None:
-            return ()  # sent beside the ticks: no sampling gap of the stream's
-        return tuple(counts.gaps.feed(sample.t))
-
-    def _emit(self, event: Event) -> None:
-        for sink in self._sinks:
-            sink.event(event)
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)

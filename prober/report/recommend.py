@@ -21,13 +21,13 @@ import math
 from dataclasses import dataclass
 
 from prober.core.models import Connection
+from prober.core.phase import LATE_FRACTION
 from prober.report.thresholds import ALL_PLATFORMS, Entry, Thresholds
 
 # Reference section 3 (cluster-kube-apiserver-operator), seconds.
 TODAY = {"aws": 129.0, "gcp": 95.0}
 TODAY_DEFAULT = 70.0
 DEFAULT_BUFFER = 10.0
-LATE_FRACTION = 0.8
 STEP = 5.0
 
 

@@ -8,18 +8,22 @@ run record's streams and closed at the end of the run, must give back the daemon
 `interval` and `window` records exactly. Where it does not, the log was damaged or the daemon
 and this reader disagree: each difference becomes a warning naming the stream or the host, and
 the replayed records are what the report uses.
+
+The records of other kinds of stream are no samples of the trackers: they pass through as
+logged, per kind (`Replay.others`), for whatever report reads that kind.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from prober.core.models import (
     Interval,
+    LogRecord,
     RunRecord,
     StreamId,
     StreamNameError,
@@ -42,6 +46,11 @@ class Replay:
     end_t: float
     stragglers: int
     warnings: tuple[str, ...]
+    # Every other kind of stream's records, by kind, in file order (`report.runs`).
+    others: Mapping[str, tuple[LogRecord, ...]] = field(default_factory=dict)
+
+    def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
+        return self.others.get(kind, ())
 
 
 def replay(log: RunLog) -> Replay:
@@ -79,6 +88,7 @@ def replay(log: RunLog) -> Replay:
         end_t=end_t,
         stragglers=trackers.shutdown.stragglers,
         warnings=tuple(warnings),
+        others=_others(log),
     )
 
 
@@ -96,7 +106,12 @@ def measured(log: RunLog) -> Replay:
         end_t=end_t,
         stragglers=0,
         warnings=(),
+        others=_others(log),
     )
+
+
+def _others(log: RunLog) -> dict[str, tuple[LogRecord, ...]]:
+    return {kind: tuple(records) for kind, records in log.others.items()}
 
 
 def run_end(log: RunLog) -> tuple[float, str]:

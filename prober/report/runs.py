@@ -3,6 +3,11 @@
 One event log normally holds one run. A daemon restarted onto the same file appends a new
 `run` record with a new id, which starts a new run; the same `run` record repeated at the head
 of each rotated segment continues the current one.
+
+Records of the kinds of stream other than requests that the reader is given (`kinds`,
+`core.kinds.standard_kinds()` by default) are kept per kind in `RunLog.others`, in file order,
+whether or not any report has code for them; a record kind of no known kind is skipped and
+counted, as every reader does.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prober.core.eventlog import EventLogError, EventLogReader
+from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
+from prober.core.kinds import standard_kinds
 from prober.core.models import (
     Interval,
+    LogRecord,
     PaceChange,
     Record,
     RunRecord,
@@ -25,6 +32,7 @@ from prober.core.models import (
     Summary,
     Window,
 )
+from prober.core.streamkind import KindTable
 from prober.report.errors import BadInput
 from prober.report.eventfiles import LineSource, event_logs
 from prober.report.podlogs import RecordLines, pod_log_files
@@ -42,6 +50,17 @@ class RunLog:
     last_summary: Summary | None = None
     counters: dict[str, StreamCounters] = field(default_factory=dict)  # newest per stream
     paces: list[PaceChange] = field(default_factory=list)  # when the sampling rate changed
+    # The records of every other kind of stream, by kind, as the daemon wrote them.
+    others: dict[str, list[LogRecord]] = field(default_factory=dict)
+
+    def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
+        """A record of any kind of stream: the request kind's in their lists, the others'
+        under their kind."""
+        if isinstance(record, Sample | Interval | Window | Summary | PaceChange):
+            self.add(record)
+        else:
+            owner = kinds.owner(record.KIND) or record.KIND
+            self.others.setdefault(owner, []).append(record)
 
     def add(self, record: Sample | Interval | Window | Summary | PaceChange) -> None:
         if isinstance(record, Sample):
@@ -72,7 +91,11 @@ class ReadStats:
 
 
 def load_runs(
-    args: Iterable[Path], *, skip_bad_lines: bool = False, pod_logs: bool = False
+    args: Iterable[Path],
+    *,
+    skip_bad_lines: bool = False,
+    pod_logs: bool = False,
+    kinds: KindTable | None = None,
 ) -> tuple[list[RunLog], ReadStats]:
     """Every run in the event logs the arguments name, in the order they first appear; with
     `pod_logs`, in pod logs of daemons that echoed their records to stdout (`report.podlogs`).
@@ -82,10 +105,11 @@ def load_runs(
     """
     runs: dict[str, RunLog] = {}
     stats = ReadStats()
+    table = kinds or standard_kinds()
     for arg in args:
         logs = [[path] for path in pod_log_files(arg)] if pod_logs else event_logs(arg)
         for files in logs:
-            _read_log(files, runs, stats, skip_bad_lines=skip_bad_lines, pod_log=pod_logs)
+            _read_log(files, runs, stats, table, skip_bad_lines=skip_bad_lines, pod_log=pod_logs)
     if pod_logs and not runs:
         why = "; ".join(stats.notes[:3]) or "no run record"
         raise BadInput(f"no run in the pod logs: {why}")
@@ -96,6 +120,7 @@ def _read_log(
     files: list[Path],
     runs: dict[str, RunLog],
     stats: ReadStats,
+    kinds: KindTable,
     *,
     skip_bad_lines: bool,
     pod_log: bool = False,
@@ -108,7 +133,12 @@ def _read_log(
         stats.files.append(path)
         source = LineSource(path)
         records_only = RecordLines(source) if pod_log else None
-        reader = EventLogReader(records_only or source, source=str(path), strict=not skip_bad_lines)
+        reader = EventLogReader(
+            records_only or source,
+            source=str(path),
+            strict=not skip_bad_lines,
+            types=kinds.record_types,
+        )
         try:
             for record in reader:
                 records += 1
@@ -127,7 +157,7 @@ def _read_log(
                         f"{path}:{reader.lines}: a {record.KIND} record before any run record"
                     )
                 else:
-                    current.add(record)
+                    current.add_any(record, kinds)
         except EventLogError as exc:
             hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
             raise BadInput(f"{exc}{hint}") from None
@@ -154,7 +184,7 @@ def _read_log(
         raise BadInput(f"{log_name}: empty event log ({why})")
 
 
-def _well_named(record: Record, where: str, skip: bool) -> bool:
+def _well_named(record: AnyRecord, where: str, skip: bool) -> bool:
     """Whether the record's stream names parse; a bad one is BadInput unless skipped."""
     problem = _bad_stream_name(record)
     if problem is not None and not skip:
@@ -162,9 +192,12 @@ def _well_named(record: Record, where: str, skip: bool) -> bool:
     return problem is None
 
 
-def _bad_stream_name(record: Record) -> str | None:
-    """What is wrong with a stream name the record carries (every report parses them back
-    into LB, protocol and connection), or None."""
+def _bad_stream_name(record: AnyRecord) -> str | None:
+    """What is wrong with a request stream's name the record carries (every report parses
+    them back into LB, protocol and connection), or None. Another kind's records name their
+    streams as that kind does: the codec checked them if the kind said how (`kind_identity`)."""
+    if not isinstance(record, Record):
+        return None
     if isinstance(record, Sample | Interval):
         names: Iterable[str] = (record.stream,)
     elif isinstance(record, PaceChange):

@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
-from prober.core.models import Connection, Sample, Window
+from prober.core.models import Connection, Sample, StreamId, Window
 from prober.daemon.app import Daemon
 from prober.daemon.bursts import Slots
+from prober.daemon.samples import SampleFeed
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
 from tests.support.replay import read_log
@@ -78,8 +79,11 @@ async def test_bursts_are_marked_samples_within_their_parallel_limit(
     lb.down_at = time.monotonic()
     await until(lambda: total(registry, "prober_late_requests_total") >= 20, "late requests")
     lb.routes_to_a = False  # the LB drops A
-    fresh_streams = [s.name for s in daemon.streams if s.connection is Connection.NEW]
-    shutdown = daemon.pipeline.shutdown  # type: ignore[union-attr]
+    requests = [s for s in daemon.streams if isinstance(s, StreamId)]
+    fresh_streams = [s.name for s in requests if s.connection is Connection.NEW]
+    feed = daemon.pipeline.feed_for(Sample)  # type: ignore[union-attr]
+    assert isinstance(feed, SampleFeed)
+    shutdown = feed.shutdown
     await until(
         lambda: all(shutdown.settled(name) for name in fresh_streams),
         "the fresh streams' reaction bounded and confirmed",

@@ -22,7 +22,7 @@ from prober.core.models import (
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
-from prober.daemon.pipeline import Pipeline
+from prober.daemon.samples import SampleFeed
 from tests.factories import OTHER, STREAM, fail, ok, sample
 from tests.support.promtool import promtool_problems
 from tests.support.replay import read_log, replay
@@ -41,7 +41,7 @@ def run_pipeline(tmp_path: Path, samples, end: float):
         str(tmp_path / "events.jsonl"), 1 << 20, RunRecord("r", "x", "aws", names, "1.2.3")
     )
     writer.open()
-    pipeline = Pipeline([*STREAMS, IDLE], [metrics, writer, LogSink()], run_start=0, wall_start=0)
+    pipeline = SampleFeed([*STREAMS, IDLE], [metrics, writer, LogSink()], wall_start=0)
     with capture_logs() as logs:
         for s in samples:
             pipeline.feed(s)
@@ -173,7 +173,7 @@ def test_apiserver_label_values_are_capped(tmp_path: Path) -> None:
     registry = CollectorRegistry()
     metrics = Metrics(registry, LABELS, "1.2.3", max_apiservers=2)
     metrics.register_streams([STREAM])
-    pipeline = Pipeline([STREAM], [metrics], run_start=0.0, wall_start=0.0, max_open=2)
+    pipeline = SampleFeed([STREAM], [metrics], wall_start=0.0, max_open=2)
     with capture_logs() as logs:
         for n in range(50):
             pipeline.feed(sample(1.0 + n * 0.01, host=f"h{n}", late=True))

@@ -15,7 +15,7 @@ from pathlib import Path
 from prober.core.models import LB, Connection, Pace, PaceChange, Protocol, Sample, StreamId
 from prober.core.pace import PaceTracker
 from prober.daemon.pacer import Pacer
-from prober.daemon.pipeline import Pipeline
+from prober.daemon.samples import SampleFeed
 from prober.daemon.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 from tests.lab.conftest import LabCerts, StartServer
@@ -56,8 +56,8 @@ async def test_the_window_rate_engages_within_one_quiet_interval_on_every_stream
         pacer.set(change)
 
     start = time.monotonic()
-    pipeline = Pipeline(
-        STREAMS, [], run_start=start, wall_start=time.time(), pace=PaceTracker(30.0),
+    pipeline = SampleFeed(
+        STREAMS, [], wall_start=time.time(), pace=PaceTracker(30.0),
         on_pace=on_pace,
     )  # fmt: skip
     ticks: dict[str, list[float]] = {s.name: [] for s in STREAMS}

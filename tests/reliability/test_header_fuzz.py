@@ -26,7 +26,7 @@ from prober.core.header import (
 )
 from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample, StreamId
 from prober.daemon.metrics import Metrics
-from prober.daemon.pipeline import Pipeline
+from prober.daemon.samples import SampleFeed
 from prober.probe import Prober, ProbeTarget, client_context
 from tests.support.certs import Certs
 from tests.support.tls_server import Plan, TLSServer
@@ -109,7 +109,7 @@ def goes_on(sample: Sample) -> None:
     assert decode(encode(sample)) == sample
     stream = StreamId.parse(sample.stream)
     metrics = Metrics(CollectorRegistry(), {"platform": "fuzz"}, "0")
-    pipeline = Pipeline([stream], [metrics], run_start=0.0, wall_start=0.0)
+    pipeline = SampleFeed([stream], [metrics], wall_start=0.0)
     pipeline.feed(sample)
     final = pipeline.close(sample.end + 60)
     assert final.streams[0].samples == 1

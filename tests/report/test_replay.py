@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from prober.core.eventlog import encode
+from prober.core.kinds import standard_kinds
 from prober.report.errors import BadInput
 from prober.report.replay import replay
 from prober.report.runs import load_runs
+from tests.core.test_streamkind import BEATS, WATCH, Beat
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
 
@@ -235,3 +237,20 @@ def test_a_segment_left_plain_by_a_crash_is_read_in_its_place(rollout_log) -> No
     _, stats = load_runs([path.parent])
     assert [p.name for p in stats.files][1] == "events.jsonl.000002.gz"
     assert stats.files[-1] == path
+
+
+def test_records_of_another_kind_of_stream_are_kept_per_kind_through_the_replay(
+    tmp_path: Path,
+) -> None:
+    beats = [Beat(t=1.0, stream_id=WATCH, lag=0.1), Beat(t=2.0, stream_id=WATCH)]
+    path = _log_with(tmp_path, RUN_LINE, *(encode(b) + "\n" for b in beats))
+    table = standard_kinds()
+    table.add(BEATS)
+    runs, stats = load_runs([path], kinds=table)
+    assert runs[0].others == {"watch": beats}
+    assert replay(runs[0]).of_kind("watch") == tuple(beats)
+    assert (stats.skipped, stats.unknown_kinds) == (0, 0)
+    # A reader that does not know the kind skips its records and says so, as ever.
+    runs, stats = load_runs([path])
+    assert runs[0].others == {}
+    assert (stats.skipped, stats.unknown_kinds) == (2, 2)

@@ -21,8 +21,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from prober.common.clock import Clock
+from prober.core.phase import LATE_FRACTION, ShutdownPhase, phase_at
 
-LATE_FRACTION = 0.8  # OpenShift: connections accepted after 80 % of the delay are "late"
 WATCH_DRAIN_MIN_QPS = 200.0  # upstream floor for closing watches during shutdown
 DRAIN_TICK = 0.005  # seconds between the watch drain's batches, at the least
 
@@ -113,16 +113,13 @@ class Lifecycle:
             return False
         return accepted_mono - start.mono > LATE_FRACTION * self.timing.delay
 
-    def phase(self, mono: float) -> str:
-        """Where `mono` falls in the shutdown: before it, in the delay's first 80 % or its
-        last 20 % (where new connections are "late"), or after the delay."""
+    def phase(self, mono: float) -> ShutdownPhase:
+        """Where `mono` falls in the shutdown (`core.phase`): before it, in the delay's first
+        80 % or its last 20 % (where new connections are "late"), or after the delay."""
         start = self.times.get(Signal.SHUTDOWN_INITIATED)
-        if start is None or mono < start.mono:
-            return "before"
-        elapsed = mono - start.mono
-        if elapsed >= self.timing.delay:
-            return "after-delay"
-        return "delay-late" if elapsed > LATE_FRACTION * self.timing.delay else "delay-early"
+        if start is None:
+            return ShutdownPhase.BEFORE
+        return phase_at(mono, start.mono, self.timing.delay)
 
     def threshold_percent(self, mono: float) -> int:
         """Elapsed as a whole percentage of the delay (100 when there is no delay)."""

@@ -343,7 +343,7 @@ async def test_watches_end_at_shutdown_as_the_grace_period_says(
         await asyncio.wait_for(running.server.wait_stopped(), 30)
     records = running.server.truth.records or []
     ended = [r for r in records if r["event"] == "watch_ended"]
-    assert [(r["how"], r["phase"]) for r in ended] == [(how, "after-delay")]
+    assert [(r["how"], r["phase"]) for r in ended] == [(how, "after")]
     synthetic = next(r for r in records if r["event"] == "synthetic_watches_ended")
     assert synthetic["ended"] == {how: 200}
     if how == "drained":

@@ -1,0 +1,44 @@
+"""The kinds of stream this version knows, and the run record that lists their streams.
+
+Requests are the first kind: one request, one `Sample`, and the records the trackers make of
+them. A later kind defines its `KindSpec` in a module of its own and is listed in
+`standard_kinds`; readers (`prober analyze`) decode the record types of every kind listed here
+and keep each kind's records apart (`report.runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from prober.core.models import Interval, PaceChange, RunRecord, Sample, Summary, Window
+from prober.core.streamkind import KindSpec, KindTable
+
+REQUEST = "request"
+REQUESTS = KindSpec(REQUEST, records=(Sample, Interval, Window, Summary, PaceChange))
+
+
+def standard_kinds() -> KindTable:
+    """A fresh table of every kind of stream this version has (add one to it with `add`)."""
+    return KindTable([REQUESTS])
+
+
+def run_record(
+    *,
+    run_id: str,
+    ts: str,
+    platform: str,
+    version: str,
+    streams: Mapping[str, Sequence[str]],
+) -> RunRecord:
+    """The run record for the streams of each kind, by kind: the request streams where every
+    schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
+    reader that knows only requests still reads a log that holds other kinds."""
+    others = {kind: tuple(names) for kind, names in streams.items() if kind != REQUEST}
+    return RunRecord(
+        run_id=run_id,
+        ts=ts,
+        platform=platform,
+        streams=tuple(streams.get(REQUEST, ())),
+        version=version,
+        kind_streams={kind: names for kind, names in others.items() if names},
+    )

@@ -1,0 +1,183 @@
+"""The request kind's part of the pipeline: every sample, in completion order, through the core
+trackers, then to the sinks (metrics, event log, logs). Sinks see plain records and know
+nothing of probes.
+
+A sink has three typed channels (`Sink`), in this order for each sample:
+`observe(Observed(sample, gaps))` (every sample, with the sampling gaps it completed), then
+`keep(sample)` for each sample the `Compactor` keeps for the event log (possibly some held
+back from earlier), then `event(...)` for the trackers' events (`DisruptionStarted`,
+`Interval`, `WindowOpened`, `Window`). `event` also carries the `Summary` records of
+`summary()`, the `Skipped` ticks of `skipped()`, a `PaceChange` after the sample that changed
+the sampling rate (`core.pace`), and what `close()` closes at the end of the run (open
+intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
+witness burst it asks for goes to `on_burst` (`daemon.bursts`).
+
+`SampleFeed` is a `daemon.pipeline.Feed`: the daemon attaches it to its pipeline (the request
+kind does, `daemon.requests`); a test or a benchmark may feed it samples directly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from prober.core.burst import Burst, BurstPlanner
+from prober.core.compaction import Compactor
+from prober.core.gaps import GapStats
+from prober.core.models import (
+    PaceChange,
+    Sample,
+    StreamCounters,
+    StreamId,
+    Summary,
+    rfc3339,
+)
+from prober.core.pace import PaceTracker
+from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
+from prober.core.trackers import Trackers
+from prober.daemon.pipeline import Event, Fanout, Observed, Sink, Skipped
+
+
+@dataclass(slots=True)
+class _Counts:
+    gaps: GapStats
+    samples: int = 0
+    failures: int = 0
+    late: int = 0
+    results: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+class SampleFeed:
+    records: ClassVar[tuple[type, ...]] = (Sample,)
+
+    def __init__(
+        self,
+        streams: Sequence[StreamId],
+        sinks: Iterable[Sink],
+        *,
+        wall_start: float,
+        node_of: Callable[[str], str | None] | None = None,
+        gap_horizon: float = 10.0,
+        pace: PaceTracker | None = None,
+        on_pace: Callable[[PaceChange], None] | None = None,
+        max_open: int = DEFAULT_MAX_OPEN,
+        bursts: BurstPlanner | None = None,
+        on_burst: Callable[[Burst], None] | None = None,
+        rise: bool = False,
+    ) -> None:
+        """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
+        streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`."""
+        # Defaults otherwise: analyze replays the same trackers.
+        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
+        self.disruption = self.trackers.disruption
+        self.shutdown = self.trackers.shutdown
+        self._compactor = Compactor()
+        self._sinks = Fanout(sinks)
+        self._wall_start = wall_start
+        self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
+        self._pace = pace  # None: one fixed rate
+        self._on_pace = on_pace or (lambda _pace: None)
+        self._rise = rise
+        self.bursts = bursts
+        self._on_burst = on_burst or (lambda _burst: None)
+        self._counts = {s.name: self._new_counts() for s in streams}
+        self.fed = 0
+        self.final: Summary | None = None  # the last summary, once closed
+
+    def feed(self, sample: Sample) -> None:
+        events = self.trackers.feed(sample)
+        kept = self._compactor.select(sample, events, self.trackers.open_hosts)
+        gaps = self._count(sample)
+        self.fed += 1
+        self._sinks.observe(Observed(sample, gaps))
+        for record in kept:
+            self._sinks.keep(record)
+        for event in events:
+            self._emit(event)
+        if self._pace is not None:
+            self._pace_after(sample, events)
+        if self.bursts is not None:
+            burst = self.bursts.feed(sample, self.shutdown)
+            if burst is not None:
+                self._on_burst(burst)
+
+    def skipped(self, stream: StreamId, reason: str, count: int) -> None:
+        """A scheduler did not send `count` ticks of `stream`, for `reason`."""
+        counts = self._counts.get(stream.name)
+        if counts is None:
+            counts = self._counts[stream.name] = self._new_counts()
+        counts.skipped[reason] += count
+        self._emit(Skipped(stream, reason, count))
+
+    def _pace_after(self, sample: Sample, events: Sequence[object]) -> None:
+        assert self._pace is not None
+        changes = self._pace.feed(
+            sample,
+            windows_open=bool(self.shutdown.open_hosts),
+            opened=any(isinstance(e, WindowOpened) for e in events),
+            settled=self.shutdown.settled(sample.stream),
+            disrupted=self.disruption.is_open(sample.stream),
+            rests=self.shutdown.rests(sample.stream),
+            rising=self._rise and self.shutdown.rising(sample.stream_id),
+        )
+        for change in changes:
+            self._on_pace(change)
+            self._emit(change)
+
+    def produced(self, stream: str) -> bool:
+        counts = self._counts.get(stream)
+        return counts is not None and counts.samples > 0
+
+    def summary(self, t: float) -> Summary:
+        """Cumulative per-stream counters up to run time `t`, also sent to the sinks."""
+        streams = tuple(self._counters(name, c) for name, c in self._counts.items())
+        record = Summary(ts=rfc3339(self._wall_start + t), t=t, streams=streams)
+        self._emit(record)
+        return record
+
+    def close(self, t: float) -> Summary:
+        """End of run at run time `t`: close what is open, then the final summary."""
+        for record in self.trackers.close(t, rfc3339(self._wall_start + t)):
+            self._emit(record)
+        self.final = self.summary(t)
+        return self.final
+
+    def _counters(self, name: str, c: _Counts) -> StreamCounters:
+        gaps = c.gaps.summary()
+        return StreamCounters(
+            stream=name,
+            samples=c.samples,
+            failures=c.failures,
+            late=c.late,
+            disruption_seconds=round(self.disruption.seconds(name), 6),
+            results=dict(sorted(c.results.items())),
+            gap_p50=_rounded(gaps.p50),
+            gap_p99=_rounded(gaps.p99),
+            gap_max=_rounded(gaps.max),
+            skipped=dict(sorted(c.skipped.items())),
+        )
+
+    def _new_counts(self) -> _Counts:
+        return _Counts(gaps=GapStats(self._gap_horizon))
+
+    def _count(self, sample: Sample) -> tuple[float, ...]:
+        counts = self._counts.get(sample.stream)
+        if counts is None:
+            counts = self._counts[sample.stream] = self._new_counts()
+        counts.samples += 1
+        counts.failures += sample.failed
+        counts.late += sample.late
+        counts.results[sample.error.value if sample.error else "success"] += 1
+        if sample.burst is not None:
+            return ()  # sent beside the ticks: no sampling gap of the stream's
+        return tuple(counts.gaps.feed(sample.t))
+
+    def _emit(self, event: Event) -> None:
+        self._sinks.event(event)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
