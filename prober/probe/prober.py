@@ -38,7 +38,8 @@ from prober.core.models import (
 from prober.probe.classify import classify_error, classify_response, clip
 from prober.probe.credentials import TokenFile
 from prober.probe.wire.connection import Connection as WireConnection
-from prober.probe.wire.connection import Endpoint, Response, connect, resolve
+from prober.probe.wire.connection import Response
+from prober.probe.wire.dial import Endpoint, connect, resolve
 from prober.probe.wire.errors import ConnectionClosed, GoAway, WireError
 
 RAISES_BEFORE_DROPPING = 2  # samples in a row raising before the kept connection goes

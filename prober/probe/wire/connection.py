@@ -11,22 +11,21 @@ request is written), the local and peer addresses, the protocol spoken.
 from __future__ import annotations
 
 import asyncio
-import errno
-import ipaddress
-import socket
-import ssl
+import secrets
 import typing
 from dataclasses import dataclass
 
 from prober.probe.wire import http1
-from prober.probe.wire.errors import (
-    ConnectFailed,
-    ConnectFailure,
-    ConnectionClosed,
-    ProtocolViolation,
-    WireError,
+from prober.probe.wire.errors import ConnectionClosed, ProtocolViolation, WireError, text
+from prober.probe.wire.http2 import Answer, Data, Event, Failed, H2Client, Head, PingAck
+from prober.probe.wire.stream import (
+    BodyStream,
+    Streamed,
+    StreamLimits,
+    consume,
+    fail_streamed,
+    feeder,
 )
-from prober.probe.wire.http2 import Answer, Failed, H2Client
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,84 +34,6 @@ class Response:
     headers: list[tuple[bytes, bytes]]
     body: bytes
     http_version: str
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    host: str
-    port: int
-    context: ssl.SSLContext
-    server_name: str | None = None  # SNI and the name verified, when not the host
-
-    @property
-    def authority(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-
-async def resolve(endpoint: Endpoint) -> list[tuple[str, int]]:
-    """The addresses to try, in order. An IP literal needs no lookup (nor its thread hop)."""
-    try:
-        ipaddress.ip_address(endpoint.host)
-    except ValueError:
-        pass
-    else:
-        return [(endpoint.host, endpoint.port)]
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(
-            endpoint.host, endpoint.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-        )
-    except socket.gaierror as exc:
-        raise ConnectFailed(ConnectFailure.DNS, _text(exc)) from None
-    except UnicodeError as exc:  # the IDNA codec: a label over 63 characters, an empty one
-        raise ConnectFailed(ConnectFailure.DNS, f"bad host name: {exc}") from None
-    return [(str(info[4][0]), int(info[4][1])) for info in infos]
-
-
-async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Connection:
-    """A connection to the first address that takes one (each tried in turn, as Go's dialer
-    does without a fallback delay)."""
-    loop = asyncio.get_running_loop()
-    failure: ConnectFailed | None = None
-    for host, port in addresses:
-        protocol = Connection()
-        try:
-            await loop.create_connection(
-                lambda p=protocol: p,  # type: ignore[misc]
-                host,
-                port,
-                ssl=endpoint.context,
-                server_hostname=endpoint.server_name or endpoint.host,
-                ssl_handshake_timeout=None,  # the probe's own deadline governs
-            )
-        except (OSError, ssl.SSLError) as exc:
-            failure = _connect_failure(exc)
-            if failure.kind is not ConnectFailure.REFUSED:
-                raise failure from None
-            continue
-        except asyncio.CancelledError:
-            # Cut off (the deadline): asyncio aborts the transport, whose socket closes on the
-            # loop's next pass. Let it, so a sample never leaves a socket behind it.
-            await asyncio.sleep(0)
-            raise
-        return protocol
-    assert failure is not None
-    raise failure
-
-
-def _connect_failure(exc: BaseException) -> ConnectFailed:
-    if isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
-        return ConnectFailed(ConnectFailure.RESET, f"closed during TLS: {_text(exc)}")
-    if isinstance(exc, ssl.SSLError):
-        return ConnectFailed(ConnectFailure.TLS, _text(exc))
-    if isinstance(exc, ConnectionRefusedError):
-        return ConnectFailed(ConnectFailure.REFUSED, _text(exc))
-    if isinstance(exc, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
-        return ConnectFailed(ConnectFailure.RESET, f"reset during connect: {_text(exc)}")
-    if isinstance(exc, OSError) and exc.errno == errno.ECONNREFUSED:
-        return ConnectFailed(ConnectFailure.REFUSED, _text(exc))
-    return ConnectFailed(ConnectFailure.OTHER, f"{type(exc).__name__}: {_text(exc)}")
 
 
 class Connection(asyncio.Protocol):
@@ -127,8 +48,11 @@ class Connection(asyncio.Protocol):
         self.served = 0  # answers it carried
         self.closed: WireError | None = None  # why it cannot carry another request
         self._h1: tuple[http1.ResponseReader, asyncio.Future[Response]] | None = None
+        self._h1_streamed: Streamed | None = None  # the HTTP/1.1 request's, when streamed
         self._h2: H2Client | None = None
         self._streams: dict[int, asyncio.Future[Response]] = {}
+        self._streamed: dict[int, Streamed] = {}  # HTTP/2 streams answered as they come
+        self._pings: dict[bytes, asyncio.Future[None]] = {}
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -157,8 +81,12 @@ class Connection(asyncio.Protocol):
             response = reader.feed(data)
         except ProtocolViolation as exc:
             self._h1 = None
+            self._end_h1_stream(exc)
             _settle(future, exc)
             self._give_up(exc)
+            return
+        if self._h1_streamed is not None:
+            self._h1_stream_progress(reader, response)
             return
         if response is not None:
             self._h1 = None
@@ -167,6 +95,54 @@ class Connection(asyncio.Protocol):
             if not response.keep_alive:
                 self._give_up(ConnectionClosed("the server asked to close", reset=False,
                                                answered=True))  # fmt: skip
+
+    def _h1_stream_progress(self, reader: http1.ResponseReader, done: object) -> None:
+        streamed = self._h1_streamed
+        assert streamed is not None
+        if done is not None and isinstance(done, http1.Response):
+            self._h1, self._h1_streamed = None, None
+            self.served += 1
+            body = streamed.body
+            if body is None:
+                body = self._start_body(streamed, done.status, done.headers, "HTTP/1.1")
+            body.end()
+            if not done.keep_alive:
+                self._give_up(ConnectionClosed("the server asked to close", reset=False,
+                                               answered=True))  # fmt: skip
+
+    def _start_body(
+        self, streamed: Streamed, status: int, headers: list[tuple[bytes, bytes]], version: str
+    ) -> BodyStream:
+        limits = streamed.limits
+        body = BodyStream(
+            status, headers, version, max_line=limits.max_line, max_queued=limits.max_queued,
+            on_close=self._closer(streamed),
+        )  # fmt: skip
+        streamed.body = body
+        if not streamed.head.done():
+            streamed.head.set_result(body)
+        return body
+
+    def _closer(self, streamed: Streamed) -> typing.Callable[[], None]:
+        """How a streamed answer is stopped: its HTTP/2 stream reset, or, on HTTP/1.1, the
+        connection closed (an answer half read cannot be left behind)."""
+
+        def close() -> None:
+            if self._h2 is not None:
+                for stream_id, each in list(self._streamed.items()):
+                    if each is streamed:
+                        self._abandon_streamed(stream_id)
+            elif self._h1_streamed is streamed:
+                self._h1, self._h1_streamed = None, None
+                self._give_up(ConnectionClosed("given up by the client", reset=False,
+                                               answered=True))  # fmt: skip
+
+        return close
+
+    def _end_h1_stream(self, error: WireError) -> None:
+        streamed, self._h1_streamed = self._h1_streamed, None
+        if streamed is not None:
+            fail_streamed(streamed, error)
 
     def pause_writing(self) -> None:
         # The peer does not read what we send (a SETTINGS flood whose acknowledgements pile
@@ -194,14 +170,24 @@ class Connection(asyncio.Protocol):
                 error = ConnectionClosed(
                     detail or closed.detail, reset=reset, answered=reader.answered, idle=idle
                 )
+                self._end_h1_stream(error)
                 _settle(future, error)
             else:
+                if self._h1_streamed is not None:
+                    self._h1 = (reader, future)
+                    self._h1_stream_progress(reader, response)
                 _settle(future, _h1_response(response))
         if self._h2 is not None:
             lost = ConnectionClosed(
                 detail or "server closed the connection", reset=reset, answered=False
             )
             self._dispatch(self._h2.fail(self._h2.broken or lost))
+            for streamed in self._streamed.values():
+                fail_streamed(streamed, self._h2.broken or lost)
+            self._streamed.clear()
+            for ping in self._pings.values():
+                if not ping.done():
+                    ping.set_exception(self._h2.broken or lost)
         self.closed = self.closed or ConnectionClosed(
             detail or "closed", reset=reset, answered=False
         )
@@ -219,27 +205,99 @@ class Connection(asyncio.Protocol):
         return len(self._streams) if self._h2 is not None else int(self._h1 is not None)
 
     async def request(
-        self, target: str, authority: str, headers: list[tuple[str, str]]
+        self,
+        target: str,
+        authority: str,
+        headers: list[tuple[str, str]],
+        *,
+        method: str = "GET",
+        body: bytes = b"",
     ) -> Response:
-        if self._transport is None or not self.usable:
-            raise self.closed or ConnectionClosed("connection not usable", reset=False,
-                                                  answered=False, idle=True)  # fmt: skip
+        """One request, its answer read whole."""
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        stream_id = 0
-        if self._h2 is not None:
-            pseudo = [(":method", "GET"), (":scheme", "https"), (":authority", authority)]
-            pseudo.append((":path", target))
-            stream_id = self._h2.start_request(pseudo + [(n.lower(), v) for n, v in headers])
-            self._streams[stream_id] = future
-            self._flush()
-        else:
-            self._h1 = (http1.ResponseReader(), future)
-            self._transport.write(http1.format_request(target, authority, headers))
+        stream_id = self._send(
+            target, authority, headers, method=method, body=body, future=future, streamed=None
+        )
         try:
             return await future
         except asyncio.CancelledError:
             self._abandon(stream_id)
             raise
+
+    async def open_stream(
+        self,
+        target: str,
+        authority: str,
+        headers: list[tuple[str, str]],
+        limits: StreamLimits | None = None,
+    ) -> BodyStream:
+        """A GET whose answer is read as it comes (a watch): returns once its head is in."""
+        loop = asyncio.get_running_loop()
+        streamed = Streamed(loop.create_future(), limits or StreamLimits())
+        future: asyncio.Future[Response] = loop.create_future()
+        stream_id = self._send(
+            target, authority, headers, method="GET", body=b"", future=future, streamed=streamed
+        )
+        future.add_done_callback(consume)  # its outcome travels through `streamed`
+        try:
+            return await streamed.head
+        except asyncio.CancelledError:
+            self._abandon(stream_id)
+            raise
+
+    async def ping(self) -> None:
+        """An HTTP/2 PING; returns when the peer acknowledges it (the caller's deadline
+        bounds the wait: client-go's connection health check)."""
+        if self._h2 is None or self.closed is not None:
+            raise self.closed or ProtocolViolation("PING needs an HTTP/2 connection")
+        opaque = secrets.token_bytes(8)
+        waiter = self._pings[opaque] = asyncio.get_running_loop().create_future()
+        self._h2.ping(opaque)
+        self._flush()
+        try:
+            await waiter
+        finally:
+            self._pings.pop(opaque, None)
+
+    def _send(
+        self,
+        target: str,
+        authority: str,
+        headers: list[tuple[str, str]],
+        *,
+        method: str,
+        body: bytes,
+        future: asyncio.Future[Response],
+        streamed: Streamed | None,
+    ) -> int:
+        if self._transport is None or not self.usable:
+            raise self.closed or ConnectionClosed("connection not usable", reset=False,
+                                                  answered=False, idle=True)  # fmt: skip
+        if self._h2 is not None:
+            pseudo = [(":method", method), (":scheme", "https"), (":authority", authority)]
+            pseudo.append((":path", target))
+            fields = pseudo + [(n.lower(), v) for n, v in headers]
+            if body:
+                fields.append(("content-length", str(len(body))))
+            stream_id = self._h2.start_request(fields, body, streamed=streamed is not None)
+            self._streams[stream_id] = future
+            if streamed is not None:
+                self._streamed[stream_id] = streamed
+            self._flush()
+            return stream_id
+        reader = http1.ResponseReader()
+        if streamed is not None:
+            self._h1_streamed = streamed
+
+            def head(status: int, fields: list[tuple[bytes, bytes]]) -> None:
+                self._start_body(streamed, status, fields, "HTTP/1.1")
+
+            reader = http1.ResponseReader(on_body=feeder(streamed), on_head=head)
+        self._h1 = (reader, future)
+        self._transport.write(
+            http1.format_request(target, authority, headers, method=method, body=body)
+        )
+        return 0
 
     def close(self) -> None:
         if self._transport is not None:
@@ -253,24 +311,58 @@ class Connection(asyncio.Protocol):
         """A request given up (its deadline): a half-read HTTP/1.1 answer leaves the connection
         unusable; an HTTP/2 stream is reset and the connection goes on."""
         if self._h2 is not None:
-            self._streams.pop(stream_id, None)
-            self._h2.cancel(stream_id)
-            self._flush()
+            self._abandon_streamed(stream_id)
         else:
-            self._h1 = None
+            self._h1, self._h1_streamed = None, None
             self._give_up(ConnectionClosed("given up by the client", reset=False,
                                            answered=False))  # fmt: skip
 
-    def _dispatch(self, events: list[Answer | Failed]) -> None:
+    def _abandon_streamed(self, stream_id: int) -> None:
+        assert self._h2 is not None
+        self._streams.pop(stream_id, None)
+        self._streamed.pop(stream_id, None)
+        self._h2.cancel(stream_id)
+        self._flush()
+
+    def _dispatch(self, events: list[Event]) -> None:
         for event in events:
+            if isinstance(event, PingAck):
+                waiter = self._pings.get(event.opaque)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+                continue
+            streamed = self._streamed.get(event.stream_id)
+            if streamed is not None:
+                self._dispatch_streamed(streamed, event)
+                continue
             future = self._streams.pop(event.stream_id, None)
             if future is None:
                 continue
             if isinstance(event, Answer):
                 self.served += 1
                 _settle(future, Response(event.status, event.headers, event.body, "HTTP/2"))
-            else:
+            elif isinstance(event, Failed):
                 _settle(future, event.error)
+
+    def _dispatch_streamed(self, streamed: Streamed, event: Event) -> None:
+        if isinstance(event, Head):
+            self._start_body(streamed, event.status, event.headers, "HTTP/2")
+        elif isinstance(event, Data) and streamed.body is not None:
+            streamed.body.feed(event.data)
+        elif isinstance(event, Answer | Failed):
+            self._streamed.pop(event.stream_id, None)
+            future = self._streams.pop(event.stream_id, None)
+            if isinstance(event, Failed):
+                fail_streamed(streamed, event.error)
+            else:
+                self.served += 1
+                body = streamed.body
+                if body is None:  # an answer whole with its head: an error, say
+                    body = self._start_body(streamed, event.status, event.headers, "HTTP/2")
+                    body.feed(event.body)
+                body.end()
+            if future is not None and not future.done():
+                future.set_result(Response(0, [], b"", "HTTP/2"))
 
     def _flush(self) -> None:
         if self._h2 is not None and self._transport is not None:
@@ -287,11 +379,11 @@ class Connection(asyncio.Protocol):
 def _lost(exc: Exception | None) -> str:
     """Why the transport ended, when it says more than an orderly close."""
     if isinstance(exc, ConnectionResetError):
-        return f"connection reset by peer: {_text(exc)}"
+        return f"connection reset by peer: {text(exc)}"
     if isinstance(exc, BrokenPipeError):
         return "server closed the connection (a write met the closed socket)"
     if exc is not None:
-        return f"connection lost: {type(exc).__name__}: {_text(exc)}"
+        return f"connection lost: {type(exc).__name__}: {text(exc)}"
     return ""
 
 
@@ -313,7 +405,3 @@ def _address(value: object) -> tuple[str, int] | None:
     if isinstance(value, tuple) and len(value) >= 2:
         return str(value[0]), int(value[1])
     return None
-
-
-def _text(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

@@ -10,6 +10,11 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+def text(exc: BaseException) -> str:
+    """An exception's message on one line (its type's name when it has none)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class WireError(Exception):
     """A request ended without an answer, because of the network or the peer."""
 
@@ -73,3 +78,12 @@ class StreamReset(WireError):
         super().__init__(f"RST_STREAM {code_name}")
         self.error_code = error_code
         self.code_name = code_name
+
+
+class Stalled(WireError):
+    """A streamed body stopped mid-event: its first byte came `seconds` ago, its end never
+    (a server keeping a read alive one byte at a time)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"an event begun {seconds:.1f} s ago has not ended")
+        self.seconds = seconds

@@ -1,16 +1,18 @@
-"""HTTP/1.1 for a prober, sans I/O: a GET's bytes out, an answer's bytes in.
+"""HTTP/1.1 for a prober, sans I/O: a request's bytes out, an answer's bytes in.
 
 Only what a client of kube-apiserver meets: a status line, headers, and a body framed by
 Content-Length, chunked transfer coding or the connection's close. Anything else a server
 sends is a `ProtocolViolation` naming it, never an exception of another kind: the fuzz tests
 (`tests/reliability/test_header_fuzz.py`) feed it arbitrary header bytes from a real server.
-Limits are h11's: a head of at most 64 KiB; bodies are bounded too, since a prober reads them
-whole and never needs more than a few kilobytes.
+Limits are h11's: a head of at most 64 KiB; bodies read whole are bounded too, since a prober
+never needs more than a few kilobytes of them. A streamed body (a watch) goes to its consumer
+piece by piece as it arrives, and the consumer bounds it (`wire.stream`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, auto
 
@@ -25,15 +27,25 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})(?:;[^\r\n]*)?")
 Headers = list[tuple[bytes, bytes]]  # names lower-cased, values stripped
 
 
-def format_request(target: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
-    """A GET without a body. Values come from the probe's own configuration, never from a
-    server, but a line break in one would still split the request: refused here."""
-    lines = [f"GET {target} HTTP/1.1", f"Host: {authority}"]
+def format_request(
+    target: str,
+    authority: str,
+    headers: list[tuple[str, str]],
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+) -> bytes:
+    """A request, with a body when one is given. Values come from the probe's own
+    configuration, never from a server, but a line break in one would still split the
+    request: refused here."""
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {authority}"]
     for name, value in headers:
         if "\r" in value or "\n" in value:
             raise ValueError(f"header {name} holds a line break")
         lines.append(f"{name}: {value}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    if body or method in ("PUT", "POST"):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,21 +69,35 @@ class _State(Enum):
     LENGTH = auto()
     CHUNK_SIZE = auto()
     CHUNK_DATA = auto()
+    CHUNK_END = auto()  # the CRLF after a chunk's data
     TRAILERS = auto()
     UNTIL_CLOSE = auto()
     DONE = auto()  # a response without a body, whole with its head
 
 
 class ResponseReader:
-    """Fed the bytes of one answer as they come; `feed` returns the response once whole."""
+    """Fed the bytes of one answer as they come; `feed` returns the response once whole.
+    With `on_body`, the body goes there as it arrives instead (the response's `body` is then
+    empty), and `on_head` hears the status and headers first, as soon as they are in."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        on_body: Callable[[bytes], None] | None = None,
+        on_head: Callable[[int, Headers], None] | None = None,
+    ) -> None:
+        self._sink = on_body
+        self._on_head = on_head
         self._buffer = bytearray()
         self._state = _State.HEAD
         self._head: tuple[int, Headers, bool] | None = None
         self._body = bytearray()
         self._left = 0
         self.answered = False  # a byte of the answer has arrived
+
+    @property
+    def head(self) -> tuple[int, Headers, bool] | None:
+        """Status, headers and keep-alive, once the head is read."""
+        return self._head
 
     def feed(self, data: bytes) -> Response | None:
         if data:
@@ -85,7 +111,8 @@ class ResponseReader:
     def eof(self) -> Response:
         """The peer closed: the answer if the close is what ends its body, else the error."""
         if self._state is _State.UNTIL_CLOSE and self._head is not None:
-            self._body += self._buffer
+            self._take(bytes(self._buffer))
+            self._buffer.clear()
             return self._finish()
         raise ConnectionClosed(
             "server closed the connection before the answer was complete"
@@ -105,11 +132,12 @@ class ResponseReader:
             return self._read_chunk_size()
         if state is _State.CHUNK_DATA:
             return self._read_chunk_data()
+        if state is _State.CHUNK_END:
+            return self._read_chunk_end()
         if state is _State.TRAILERS:
             return self._read_trailers()
-        self._body += self._buffer  # UNTIL_CLOSE: everything up to the close
+        self._take(bytes(self._buffer))  # UNTIL_CLOSE: everything up to the close
         self._buffer.clear()
-        self._check_body()
         return None
 
     def _read_head(self) -> _Step:
@@ -129,6 +157,8 @@ class ResponseReader:
             return _MORE  # an interim answer: the real one follows
         keep_alive = version == 1 and not _has_token(headers, b"connection", b"close")
         self._head = (status, headers, keep_alive)
+        if self._on_head is not None:
+            self._on_head(status, headers)  # before a byte of the body goes to `on_body`
         self._state = self._framing(status, headers)
         return self._finish() if self._state is _State.DONE else _MORE
 
@@ -146,17 +176,20 @@ class ResponseReader:
             raise ProtocolViolation(f"bad Content-Length {b', '.join(sorted(lengths))!r}")
         if lengths:
             self._left = int(lengths.pop())
-            if self._left > MAX_BODY:
+            if self._left > MAX_BODY and self._sink is None:
                 raise ProtocolViolation(f"body of {self._left} bytes, more than a probe reads")
             return _State.LENGTH
         return _State.UNTIL_CLOSE
 
     def _read_length(self) -> _Step:
-        if len(self._buffer) < self._left:
-            return None
-        self._body += self._buffer[: self._left]
-        del self._buffer[: self._left]
-        return self._finish()
+        if self._sink is None and len(self._buffer) < self._left:
+            return None  # read whole: wait for all of it
+        piece = bytes(self._buffer[: self._left])
+        del self._buffer[: len(piece)]
+        self._left -= len(piece)
+        if piece:
+            self._take(piece)
+        return self._finish() if not self._left else None
 
     def _read_chunk_size(self) -> _Step:
         end = self._buffer.find(b"\r\n")
@@ -171,19 +204,31 @@ class ResponseReader:
         self._left = int(match[1], 16)
         # Checked before a byte of it is buffered: FFFFFFFFFFFFFFFF would otherwise be read
         # up to the timeout (44 MB -> 444 MB in one request).
-        if len(self._body) + self._left > MAX_BODY:
+        if self._sink is None and len(self._body) + self._left > MAX_BODY:
             raise ProtocolViolation(f"chunk of {self._left} bytes, more than a probe reads")
         self._state = _State.CHUNK_DATA if self._left else _State.TRAILERS
         return _MORE
 
     def _read_chunk_data(self) -> _Step:
-        if len(self._buffer) < self._left + 2:
+        """A chunk's data as far as it has come: a streamed body never waits for a whole
+        chunk, so a huge one is never held here."""
+        piece = bytes(self._buffer[: self._left])
+        if not piece:
             return None
-        if self._buffer[self._left : self._left + 2] != b"\r\n":
+        del self._buffer[: len(piece)]
+        self._left -= len(piece)
+        self._take(piece)
+        if self._left:
+            return None
+        self._state = _State.CHUNK_END
+        return _MORE
+
+    def _read_chunk_end(self) -> _Step:
+        if len(self._buffer) < 2:
+            return None
+        if self._buffer[:2] != b"\r\n":
             raise ProtocolViolation("chunk not followed by CRLF")
-        self._body += self._buffer[: self._left]
-        del self._buffer[: self._left + 2]
-        self._check_body()
+        del self._buffer[:2]
         self._state = _State.CHUNK_SIZE
         return _MORE
 
@@ -199,7 +244,11 @@ class ResponseReader:
         del self._buffer[: end + 4]  # trailers carry nothing a probe reads
         return self._finish()
 
-    def _check_body(self) -> None:
+    def _take(self, piece: bytes) -> None:
+        if self._sink is not None:
+            self._sink(piece)
+            return
+        self._body += piece
         if len(self._body) > MAX_BODY:
             raise ProtocolViolation(f"body larger than {MAX_BODY // (1024 * 1024)} MiB")
 

@@ -9,9 +9,12 @@ GOAWAY only stops new streams: the ones at or below `last_stream_id` run to thei
 ones above it fail as `GoAway(unprocessed=True)`, which the probe may send again.
 
 It is also far less work per request than h2's per-frame state machines
-(`bench/daemon_cpu.py`). What a GET needs and nothing more: SETTINGS (push off), HEADERS and
-CONTINUATION with HPACK, DATA with flow control given back as it is read, PING answered,
-RST_STREAM, GOAWAY. Every way a peer can break the protocol is a `ProtocolViolation`.
+(`bench/daemon_cpu.py`). What a prober's requests need and nothing more: SETTINGS (push off),
+HEADERS and CONTINUATION with HPACK, a small request body in DATA, DATA with flow control given
+back as it is read, PING answered and sent (client-go's health check of a connection that
+carries watches), RST_STREAM, GOAWAY. A streamed answer (a watch) is handed over as it comes:
+`Head`, then `Data` pieces, then its `Answer` with an empty body. Every way a peer can break
+the protocol is a `ProtocolViolation`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ MAX_FRAME = 16_384  # what we accept (the protocol's default; we never raise it)
 MAX_HEADER_TABLE = 4_096  # the HPACK encoder's table at most, as Go's transport keeps it
 MAX_HEADER_BLOCK = 64 * 1024  # a header block larger than this is refused (h11's head limit)
 MAX_BODY = 8 * 1024 * 1024
+INITIAL_WINDOW = 65_535  # the protocol's initial flow-control window, for a request body
 # SETTINGS or PING frames in a row, nothing of a stream between them: a peer flooding us with
 # work (each asks for an acknowledgement) rather than answering. nghttp2 and Go's server
 # guard the same way; a real apiserver sends a handful per connection.
@@ -71,6 +75,28 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class Head:
+    """A streamed answer's status and headers; its body follows as `Data`."""
+
+    stream_id: int
+    status: int
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    stream_id: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PingAck:
+    """The peer answered one of our PINGs."""
+
+    opaque: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Failed:
     """A stream that ended without an answer."""
 
@@ -78,7 +104,7 @@ class Failed:
     error: WireError
 
 
-Event = Answer | Failed
+Event = Answer | Failed | Head | Data | PingAck
 
 
 @dataclass(slots=True)
@@ -86,6 +112,7 @@ class _Stream:
     status: int | None = None
     headers: Headers = field(default_factory=list)
     body: bytearray = field(default_factory=bytearray)
+    streamed: bool = False
 
 
 class H2Client:
@@ -101,6 +128,7 @@ class H2Client:
         self._peer_max_frame = MAX_FRAME
         self._block: tuple[int, bytearray, bool] | None = None  # stream, fragments, end_stream
         self._control = 0  # SETTINGS and PING frames since the last frame of a stream
+        self._pings: set[bytes] = set()  # PINGs sent and not yet acknowledged
         self.goaway: GoAway | None = None  # the peer is going away: no new streams
         self.broken: WireError | None = None  # the connection is unusable
         settings = SettingsFrame(0)
@@ -118,13 +146,18 @@ class H2Client:
     def accepts_streams(self) -> bool:
         return self.goaway is None and self.broken is None
 
-    def start_request(self, headers: list[tuple[str, str]]) -> int:
-        """Queue a request without a body; its stream id."""
+    def start_request(
+        self, headers: list[tuple[str, str]], body: bytes = b"", *, streamed: bool = False
+    ) -> int:
+        """Queue a request, with a small body (within the initial flow-control window) when
+        one is given; its stream id. `streamed`: its answer is handed over as it comes."""
+        if len(body) > INITIAL_WINDOW:
+            raise ValueError(f"a request body of {len(body)} bytes, above {INITIAL_WINDOW}")
         stream_id = self._next_id
         self._next_id += 2
         block = self._encoder.encode(headers)
         size = self._peer_max_frame
-        first = HeadersFrame(stream_id, block[:size], flags=["END_STREAM"])
+        first = HeadersFrame(stream_id, block[:size], flags=[] if body else ["END_STREAM"])
         rest = [block[i : i + size] for i in range(size, len(block), size)]
         if not rest:
             first.flags.add("END_HEADERS")
@@ -134,8 +167,19 @@ class H2Client:
             if index == len(rest) - 1:
                 frame.flags.add("END_HEADERS")
             self._out += frame.serialize()
-        self._streams[stream_id] = _Stream()
+        pieces = [body[i : i + size] for i in range(0, len(body), size)]
+        for index, piece in enumerate(pieces):
+            last = index == len(pieces) - 1
+            self._out += DataFrame(
+                stream_id, piece, flags=["END_STREAM"] if last else []
+            ).serialize()
+        self._streams[stream_id] = _Stream(streamed=streamed)
         return stream_id
+
+    def ping(self, opaque: bytes) -> None:
+        """Queue a PING (8 bytes of `opaque`); its ACK comes back as `PingAck`."""
+        self._pings.add(opaque)
+        self._out += PingFrame(0, opaque).serialize()
 
     def cancel(self, stream_id: int) -> None:
         """We gave up on a stream (its deadline): tell the peer, forget it."""
@@ -195,8 +239,7 @@ class H2Client:
         if isinstance(frame, SettingsFrame):
             self._settings(frame)
         elif isinstance(frame, PingFrame):
-            if "ACK" not in frame.flags:
-                self._out += PingFrame(0, frame.opaque_data, flags=["ACK"]).serialize()
+            return self._ping(frame)
         elif isinstance(frame, RstStreamFrame):
             if self._streams.pop(frame.stream_id, None) is not None:
                 code = frame.error_code
@@ -206,6 +249,16 @@ class H2Client:
         elif isinstance(frame, PushPromiseFrame):
             raise ProtocolViolation("PUSH_PROMISE after push was turned off")
         return []  # WINDOW_UPDATE (we send no bodies), PRIORITY, unknown extensions
+
+    def _ping(self, frame: PingFrame) -> list[Event]:
+        opaque = bytes(frame.opaque_data)
+        if "ACK" not in frame.flags:
+            self._out += PingFrame(0, opaque, flags=["ACK"]).serialize()
+            return []
+        if opaque not in self._pings:
+            return []  # an acknowledgement of nothing we sent
+        self._pings.discard(opaque)
+        return [PingAck(opaque)]
 
     def _settings(self, frame: SettingsFrame) -> None:
         if "ACK" in frame.flags:
@@ -246,6 +299,9 @@ class H2Client:
             return []  # a stream we cancelled, or one the GOAWAY already failed
         if stream.status is None:
             raise ProtocolViolation("DATA before the response headers")
+        if stream.streamed:
+            events: list[Event] = [Data(frame.stream_id, bytes(frame.data))] if frame.data else []
+            return events + (self._end(frame.stream_id) if "END_STREAM" in frame.flags else [])
         stream.body += frame.data
         if len(stream.body) > MAX_BODY:
             raise ProtocolViolation(f"body larger than {MAX_BODY // (1024 * 1024)} MiB")
@@ -278,6 +334,8 @@ class H2Client:
                 return []  # an interim answer: the real one follows
             stream.status = status
             stream.headers = _fields(headers)
+            if stream.streamed and not end_stream:
+                return [Head(stream_id, status, stream.headers)]
         # else: trailers, which carry nothing a probe reads
         return self._end(stream_id) if end_stream else []
 
