@@ -1,0 +1,61 @@
+"""client-go's retry rules, once, for every part of the prober that models what a Go client of
+kube-apiserver does: the reflector's backoff between failed LIST/WATCH rounds, and the
+`Retry-After` rule of a REST request. Pure: time and random draws come in as arguments.
+
+Sources: k8s.io/client-go `tools/cache/reflector.go` (NewExponentialBackoffManager(800ms, 30s,
+2m, 2.0, 1.0)), `k8s.io/apimachinery/pkg/util/wait` (ExponentialBackoffManager), and
+`rest/request.go` (`checkWait`, `maxRetries` 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+BACKOFF_INITIAL = 0.8
+BACKOFF_CAP = 30.0
+BACKOFF_FACTOR = 2.0
+BACKOFF_JITTER = 1.0
+BACKOFF_RESET = 120.0  # healthy this long since the last backoff: start again at the initial
+MAX_RETRIES = 10  # a REST request's tries on Retry-After
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    initial: float = BACKOFF_INITIAL
+    cap: float = BACKOFF_CAP
+    factor: float = BACKOFF_FACTOR
+    jitter: float = BACKOFF_JITTER
+    reset_after: float = BACKOFF_RESET
+
+
+@dataclass(slots=True)
+class Backoff:
+    """wait.ExponentialBackoffManager: each `next` is the current step plus up to `jitter`
+    times it; the step then grows by `factor` up to `cap`, and falls back to `initial` when
+    `reset_after` seconds passed since the previous `next`."""
+
+    policy: BackoffPolicy = field(default_factory=BackoffPolicy)
+    _step: float = 0.0
+    _last: float | None = None
+
+    def next(self, now: float, draw: float) -> float:
+        """Seconds to wait before the next try, at `now`; `draw` is uniform in [0, 1)."""
+        policy = self.policy
+        if self._last is None or now - self._last > policy.reset_after:
+            self._step = policy.initial
+        self._last = now
+        step = self._step
+        self._step = min(step * policy.factor, policy.cap)
+        return step + draw * policy.jitter * step
+
+
+def retry_after(status: int | None, headers: Mapping[str, str]) -> float | None:
+    """checkWait: the seconds client-go waits before sending a request again, or None when it
+    does not. It retries a 429 or any 5xx that carries `Retry-After` in whole seconds."""
+    if status is None or not (status == 429 or 500 <= status <= 599):
+        return None
+    value = headers.get("retry-after", "").strip()
+    if not value.isdigit():
+        return None
+    return float(int(value))
