@@ -77,6 +77,21 @@ class Config:
     log_format: str = "json"
     log_level: str = "info"
     event_loop: str = "uvloop"  # or "asyncio" (`bench/daemon_cpu.py` measures the two)
+    # Watch streams (`daemon.watches`): one per LB x protocol on the heartbeat Lease, run as
+    # client-go's reflector does; every constant client-go's by default.
+    watches: bool = True
+    heartbeat: str = ""  # NAMESPACE/NAME; "": $POD_NAMESPACE/$POD_NAME, else default/prober-<host>
+    heartbeat_interval: float = 1.0
+    watch_min_timeout: float = 300.0  # timeoutSeconds in [this, 2x this)
+    watch_backoff_initial: float = 0.8
+    watch_backoff_cap: float = 30.0
+    watch_backoff_factor: float = 2.0
+    watch_backoff_jitter: float = 1.0
+    watch_backoff_reset: float = 120.0
+    http2_read_idle_timeout: float = 30.0  # HTTP2_READ_IDLE_TIMEOUT_SECONDS
+    http2_ping_timeout: float = 15.0  # HTTP2_PING_TIMEOUT_SECONDS
+    watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
+    watch_max_event: int = 4 * MIB
 
     @property
     def request_path(self) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from prober.core.models import Interval, PaceChange, RunRecord, Sample, Summary, Window
 from prober.core.streamkind import KindSpec, KindTable
+from prober.core.watch import WATCHES
 
 REQUEST = "request"
 REQUESTS = KindSpec(REQUEST, records=(Sample, Interval, Window, Summary, PaceChange))
@@ -19,7 +20,7 @@ REQUESTS = KindSpec(REQUEST, records=(Sample, Interval, Window, Summary, PaceCha
 
 def standard_kinds() -> KindTable:
     """A fresh table of every kind of stream this version has (add one to it with `add`)."""
-    return KindTable([REQUESTS])
+    return KindTable([REQUESTS, WATCHES])
 
 
 def run_record(

@@ -292,3 +292,56 @@ class Metrics:
                 self._set_pace(event.pace, event.stream)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length
+
+
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+WATCH_LABELS = ("lb", "protocol")
+
+
+class WatchMetrics:
+    """The watch streams' series (`daemon.watches`): every label a fixed set of values."""
+
+    def __init__(self, registry: CollectorRegistry, constant: Mapping[str, str]) -> None:
+        self._const = tuple(constant.values())
+        names = tuple(constant)
+
+        def labels(*extra: str) -> tuple[str, ...]:
+            return (*names, *WATCH_LABELS, *extra)
+
+        self.attempts = Counter(
+            "prober_watch_attempts_total",
+            "LISTs and WATCHes sent by the watch streams, by step and outcome.",
+            labels("step", "outcome"),
+            registry=registry,
+        )
+        self.ends = Counter(
+            "prober_watch_ends_total", "Established watches that ended, by how.",
+            labels("how"), registry=registry,
+        )  # fmt: skip
+        self.doomed = Counter(
+            "prober_watch_doomed_total",
+            "Watches established on an apiserver already answering shutdown=true.",
+            labels(),
+            registry=registry,
+        )
+        self.lag = Histogram(
+            "prober_watch_lag_seconds",
+            "From a heartbeat write's acknowledgement to its event's arrival on the watch.",
+            labels(), buckets=LAG_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.blind = Counter(
+            "prober_watch_blind_seconds_total",
+            "Seconds a watch saw no heartbeat past the blind threshold after its write.",
+            labels(),
+            registry=registry,
+        )
+        self.heartbeats = Counter(
+            "prober_heartbeat_writes_total", "Writes of the heartbeat Lease, by result.",
+            (*names, "result"), registry=registry,
+        )  # fmt: skip
+
+    def key(self, lb: str, protocol: str) -> tuple[str, ...]:
+        return (*self._const, lb, protocol)
+
+    def heartbeat(self, ok: bool) -> None:
+        self.heartbeats.labels(*self._const, "ok" if ok else "failed").inc()

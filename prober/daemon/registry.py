@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.requests import RequestKind
+from prober.daemon.watches import WatchKind
 
 
 def default_kinds() -> KindRegistry:
     """A fresh registry of the standard kinds; `register` adds another (a test's, say)."""
-    return KindRegistry([RequestKind()])
+    return KindRegistry([RequestKind(), WatchKind()])

@@ -72,6 +72,25 @@ class DaemonOptions(Protocol):
     def workers(self) -> int | None: ...
 
 
+def watch_settings(scale: float) -> dict[str, str]:
+    """client-go's watch constants on the run's time scale; the heartbeat and the blind
+    threshold with floors, so that a small scale does not make a write flood or lag noise."""
+
+    def seconds(value: float, floor: float = 0.0) -> str:
+        return f"{max(value * scale, floor) * 1000:.0f}ms"
+
+    return {
+        "heartbeat_interval": seconds(1.0, 0.2),
+        "watch_min_timeout": seconds(300.0, 1.0),
+        "watch_backoff_initial": seconds(0.8, 0.01),
+        "watch_backoff_cap": seconds(30.0, 0.1),
+        "watch_backoff_reset": seconds(120.0, 1.0),
+        "http2_read_idle_timeout": seconds(30.0, 0.5),
+        "http2_ping_timeout": seconds(15.0, 0.25),
+        "watch_blind_after": seconds(2.0, 0.5),
+    }
+
+
 def daemon_config(
     cluster: LabCluster,
     options: DaemonOptions,
@@ -102,6 +121,7 @@ def daemon_config(
         "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
+        **watch_settings(scale),
         "targets": [
             {
                 "name": "kube-api",

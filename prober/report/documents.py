@@ -15,7 +15,7 @@ This module keeps its annotations evaluated (no `from __future__ import annotati
 that `__required_keys__` and `__optional_keys__` tell that test the truth.
 """
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 Metric: TypeAlias = Literal["reaction", "disruption"]
 
@@ -100,6 +100,7 @@ class SummaryDocument(TypedDict):
     windows: list[WindowEntry]
     streams: list[StreamEntry]
     worst: list[WorstEntry]
+    watches: NotRequired[dict[str, Any]]  # `report.watches`; only where the run watched
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -48,11 +48,13 @@ from prober.core.models import (
     LB,
     Connection,
     Interval,
+    LogRecord,
     Protocol,
     StreamId,
     Window,
     parse_rfc3339,
 )
+from prober.core.watch import WATCH
 from prober.report.documents import (
     Document,
     IntervalEntry,
@@ -67,6 +69,7 @@ from prober.report.documents import (
 from prober.report.errors import BadInput
 from prober.report.replay import Replay
 from prober.report.runs import RunLog
+from prober.report.watches import watches_section
 
 SUMMARY_VERSION: Final = 2
 KNOWN_VERSIONS = (1, 2)  # v1: no bounds
@@ -111,7 +114,16 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "streams": stream_entries,
         "worst": worst_entries(streams, windows, seconds),
     }
+    watched = result.of_kind(WATCH)
+    if watched:
+        summary["watches"] = watches_section(watched, _end_of(log, watched))
     return summary, warnings
+
+
+def _end_of(log: RunLog, records: Sequence[LogRecord]) -> float:
+    """The run's last instant on its own clock: its last record's."""
+    last: list[float] = [t for r in records if isinstance(t := getattr(r, "t", None), float)]
+    return max([*last, *(s.t for s in log.samples[-1:])], default=0.0)
 
 
 # The record fields each entry copies, in the document's order (enums as their values).

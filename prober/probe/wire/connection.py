@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 import typing
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ class Connection(asyncio.Protocol):
         self.local: tuple[str, int] | None = None
         self.peer: tuple[str, int] | None = None
         self.served = 0  # answers it carried
+        self.last_read = time.monotonic()  # when a byte last came (the HTTP/2 health check)
         self.closed: WireError | None = None  # why it cannot carry another request
         self._h1: tuple[http1.ResponseReader, asyncio.Future[Response]] | None = None
         self._h1_streamed: Streamed | None = None  # the HTTP/1.1 request's, when streamed
@@ -67,6 +69,7 @@ class Connection(asyncio.Protocol):
             self._flush()
 
     def data_received(self, data: bytes) -> None:
+        self.last_read = time.monotonic()
         if self._h2 is not None:
             self._dispatch(self._h2.receive(data))
             self._flush()

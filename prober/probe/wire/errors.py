@@ -54,6 +54,11 @@ class ProtocolViolation(WireError):
     """The peer broke HTTP: a malformed answer, an oversized header block, a bad frame."""
 
 
+class BodyLimit(ProtocolViolation):
+    """A streamed body past what its reader takes (`wire.stream`): an event too long, or too
+    many unread."""
+
+
 class GoAway(WireError):
     """An HTTP/2 GOAWAY ended the request. A graceful one (NO_ERROR) promises every stream up
     to `last_stream_id` its answer, so only a stream above it ends this way: the server never

@@ -1,7 +1,7 @@
 """A response body read as it arrives, one line at a time: a watch, whose every event is a
 JSON line. The reader's limits keep memory bounded whatever the server sends: an event longer
 than `max_line` bytes, or more than `max_queued` complete events waiting to be read, ends the
-stream with a `ProtocolViolation` naming the limit; an event begun but not ended within
+stream with a `BodyLimit` naming it; an event begun but not ended within
 `stall` seconds ends it with `Stalled`. Ending it cancels the HTTP/2 stream or closes the
 HTTP/1.1 connection (`on_close`), so a server cannot keep the client reading.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prober.probe.wire.errors import ProtocolViolation, Stalled, WireError
+from prober.probe.wire.errors import BodyLimit, Stalled, WireError
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -74,9 +74,9 @@ class BodyStream:
             self._partial = bytearray(rest)
             self._partial_since = self._loop.time() if rest else None
         if len(self._partial) > self._max_line:
-            self.fail(ProtocolViolation(f"an event longer than {self._max_line} bytes"))
+            self.fail(BodyLimit(f"an event longer than {self._max_line} bytes"))
         elif len(self._lines) > self._max_queued:
-            self.fail(ProtocolViolation(f"more than {self._max_queued} events unread"))
+            self.fail(BodyLimit(f"more than {self._max_queued} events unread"))
         self._wake()
 
     def end(self) -> None:

@@ -1,0 +1,227 @@
+"""Watch streams, the pure side: what a watch through an LB records, and what those records
+add up to. One watch stream per LB x protocol runs client-go's reflector loop
+(`core.reflector`) on the prober's heartbeat Lease, which the prober renews about once a
+second (`Heartbeat` records, one per write).
+
+- `WatchAttempt`: a LIST or a WATCH was sent: how it went, and which apiserver answered
+  (the shutdown header rides on the answer). A WATCH that got its stream on a server already
+  answering `shutdown=true` is *doomed*: the watch twin of a readiness violation.
+- `WatchEnd`: an established watch ended, and how (`END_HOWS`).
+- `WatchSeen`: the stream saw a version of the heartbeat (an event, or a LIST); joined with
+  the `Heartbeat` of that revision it gives the lag: arrival minus the write's
+  acknowledgement, and arrival minus its send bounds it from above (the event cannot have
+  left the server before the write was made).
+
+`WatchTracker` is fed them in order (the daemon and `prober analyze` alike) and gives each
+stream's `WatchResult`: establishments, ends by how, times to re-establish, doomed re-watches,
+relists by cause, lag percentiles and blind intervals (a write not seen within
+`blind_after` of its acknowledgement; a period with no acknowledged write is the writer's
+outage, never a watch's blindness).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from prober.core.stats import percentile_cont
+from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
+
+WATCH = "watch"  # the kind's name: streams are `<target>-<protocol>-<lb>-watch`
+END_HOWS = (
+    "timeout",  # the server ended it cleanly (timeoutSeconds, or a drain)
+    "closed",  # the connection closed under it (EOF, a cut)
+    "reset",  # a TCP reset
+    "goaway",  # HTTP/2 GOAWAY with an error, or the stream reset
+    "ping",  # the connection's PING went unanswered: dropped by client-go's health check
+    "stall",  # an event begun and not ended
+    "gone",  # an ERROR event of 410
+    "error",  # another ERROR event
+    "too_large",  # an event past the size limit, or more unread than the queue holds
+    "bad_event",  # a line that is not a watch event
+    "stopped",  # the daemon stopped
+)
+
+
+def _identity() -> dict[str, object]:
+    return kind_identity(WATCH)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchAttempt:
+    KIND: ClassVar[str] = "watch_attempt"
+    t: float  # run time the request was sent
+    stream_id: KindStreamId = field(metadata=_identity())
+    step: str  # "list" or "watch"
+    outcome: str  # core.reflector.Outcome
+    status: int | None = None
+    server: str | None = None  # the APIServerID of the shutdown header
+    shutdown: bool | None = None  # the header's shutdown flag
+    elapsed: float | None = None  # the header's elapsed
+    version: str = ""  # watched from, or the list's
+    detail: str = ""
+    relist_cause: str = ""
+    dur: float = 0.0  # seconds from sending to the answer (a watch: to its stream's head)
+
+    @property
+    def stream(self) -> str:
+        return self.stream_id.name
+
+    @property
+    def doomed(self) -> bool:
+        return self.step == "watch" and self.outcome == "ok" and bool(self.shutdown)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEnd:
+    KIND: ClassVar[str] = "watch_end"
+    t: float  # run time it ended
+    stream_id: KindStreamId = field(metadata=_identity())
+    started: float  # run time its attempt was sent
+    how: str  # END_HOWS
+    server: str | None = None
+    events: int = 0
+    detail: str = ""
+
+    @property
+    def stream(self) -> str:
+        return self.stream_id.name
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSeen:
+    KIND: ClassVar[str] = "watch_seen"
+    t: float  # run time of the arrival
+    stream_id: KindStreamId = field(metadata=_identity())
+    revision: int
+
+    @property
+    def stream(self) -> str:
+        return self.stream_id.name
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """One write of the heartbeat Lease: sent at `t`, acknowledged at `ack` (None: it failed)
+    with etcd's `revision`."""
+
+    KIND: ClassVar[str] = "heartbeat"
+    t: float
+    ack: float | None
+    revision: int | None
+    detail: str = ""
+    blind_after: float = 0.0  # the daemon's threshold, so that a replay judges the same
+
+
+WATCHES = KindSpec(WATCH, records=(WatchAttempt, WatchEnd, WatchSeen, Heartbeat))
+
+
+@dataclass(slots=True)
+class WatchResult:
+    """What one watch stream's records add up to."""
+
+    stream: str
+    established: int = 0
+    doomed: int = 0
+    ends: Counter[str] = field(default_factory=Counter)
+    relists: Counter[str] = field(default_factory=Counter)
+    servers: Counter[str] = field(default_factory=Counter)
+    reestablish: list[float] = field(default_factory=list)  # end -> next established watch
+    lags: list[float] = field(default_factory=list)  # arrival - acknowledgement, seconds
+    blind: list[tuple[float, float]] = field(default_factory=list)  # (from, to), run time
+
+    @property
+    def blind_seconds(self) -> float:
+        return sum(end - start for start, end in self.blind)
+
+    def lag(self, q: float) -> float | None:
+        return percentile_cont(self.lags, q) if self.lags else None
+
+
+def _blind(result: WatchResult, start: float, end: float) -> None:
+    """Add [start, end] to the stream's blind intervals, merged with the last one it meets
+    (each unseen write of a blind spell adds its own, overlapping the others)."""
+    if end <= start:
+        return
+    if result.blind and start <= result.blind[-1][1]:
+        last = result.blind[-1]
+        result.blind[-1] = (last[0], max(last[1], end))
+    else:
+        result.blind.append((start, end))
+
+
+@dataclass(slots=True)
+class _Stream:
+    result: WatchResult
+    ended_at: float | None = None  # the last end not yet followed by an established watch
+    seen: int = 0  # the newest heartbeat revision seen
+    next_write: int = 0  # the first acknowledged write not yet seen
+
+
+class WatchTracker:
+    """`blind_after` None: the threshold the heartbeat records carry (a replay)."""
+
+    def __init__(self, blind_after: float | None = None) -> None:
+        self.blind_after = blind_after if blind_after is not None else math.inf
+        self._streams: dict[str, _Stream] = {}
+        self._writes: list[tuple[int, float]] = []  # (revision, ack), acknowledged, in order
+
+    def stream(self, name: str) -> WatchResult:
+        return self._of(name).result
+
+    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
+        if isinstance(record, Heartbeat):
+            if math.isinf(self.blind_after) and record.blind_after > 0:
+                self.blind_after = record.blind_after
+            if record.ack is not None and record.revision is not None:
+                self._writes.append((record.revision, record.ack))
+            return
+        state = self._of(record.stream)
+        result = state.result
+        if isinstance(record, WatchAttempt):
+            if record.step == "list" and record.relist_cause:
+                result.relists[record.relist_cause] += 1
+            if record.step == "watch" and record.outcome == "ok":
+                result.established += 1
+                result.doomed += record.doomed
+                if record.server:
+                    result.servers[record.server] += 1
+                if state.ended_at is not None:
+                    result.reestablish.append(record.t + record.dur - state.ended_at)
+                    state.ended_at = None
+        elif isinstance(record, WatchEnd):
+            result.ends[record.how] += 1
+            state.ended_at = record.t
+        else:
+            self._seen(state, record)
+
+    def _seen(self, state: _Stream, seen: WatchSeen) -> None:
+        """Every acknowledged write up to this revision is now seen by the stream."""
+        writes = self._writes
+        while state.next_write < len(writes) and writes[state.next_write][0] <= seen.revision:
+            revision, ack = writes[state.next_write]
+            state.next_write += 1
+            if revision <= state.seen:
+                continue
+            lag = seen.t - ack
+            state.result.lags.append(max(0.0, lag))
+            if lag > self.blind_after:
+                _blind(state.result, ack + self.blind_after, seen.t)
+        state.seen = max(state.seen, seen.revision)
+
+    def close(self, t: float) -> dict[str, WatchResult]:
+        """The results at run time `t`: a write acknowledged and never seen by a stream makes
+        it blind from that write's deadline to `t`."""
+        for state in self._streams.values():
+            if state.next_write < len(self._writes):
+                _, ack = self._writes[state.next_write]
+                if t - ack > self.blind_after:
+                    _blind(state.result, ack + self.blind_after, t)
+        return {name: state.result for name, state in self._streams.items()}
+
+    def _of(self, name: str) -> _Stream:
+        if name not in self._streams:
+            self._streams[name] = _Stream(WatchResult(name))
+        return self._streams[name]

@@ -1,0 +1,379 @@
+"""The second kind of stream: watches. Per LB x protocol, client-go's reflector loop
+(`core.reflector`) over the prober's heartbeat Lease, and one writer that renews the Lease
+every `heartbeat_interval` so that a watch's blindness is measurable (`core.watch`).
+
+What each stream records: every LIST and WATCH sent (`WatchAttempt`, with the apiserver that
+answered and its shutdown state), every end of an established watch and how (`WatchEnd`),
+every version of the heartbeat it saw (`WatchSeen`); the writer each write (`Heartbeat`).
+Their feed runs the `WatchTracker`; the metrics are `daemon.metrics.WatchMetrics`.
+
+The Lease is the pod's own (`heartbeat`: `$POD_NAMESPACE/$POD_NAME` in a cluster, with an
+ownerReference to the pod when `$POD_UID` is known). Without permission to write it the
+watches still run, and one warning says that their lag is not measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import socket
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import structlog
+
+from prober.config import Config
+from prober.core.clientgo import BackoffPolicy
+from prober.core.models import rfc3339
+from prober.core.reflector import Next, Outcome, Reflector, Step
+from prober.core.streamkind import KindSpec, KindStreamId
+from prober.core.watch import (
+    WATCH,
+    WATCHES,
+    Heartbeat,
+    WatchAttempt,
+    WatchEnd,
+    WatchSeen,
+    WatchTracker,
+)
+from prober.daemon.kinds import KindContext
+from prober.daemon.metrics import WatchMetrics
+from prober.daemon.pipeline import Event, Observed, Sink
+from prober.probe import TokenFile, client_context
+from prober.probe.watcher import Answered, WatchClient, WatchTarget
+from prober.probe.wire.stream import StreamLimits
+
+log = structlog.get_logger("prober.watches")
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+# client-go's StreamWatcher reads a reset, a GOAWAY or an unanswered PING under a watch as the
+# watch's end (net.IsProbableEOF), not an error: it watches again at once.
+CLOSES = {"timeout", "closed", "reset", "goaway", "ping"}
+
+
+def heartbeat_name(config: Config) -> tuple[str, str]:
+    """(namespace, name) of the heartbeat Lease."""
+    if config.heartbeat:
+        namespace, _, name = config.heartbeat.partition("/")
+        return namespace, name
+    namespace = os.environ.get("POD_NAMESPACE") or "default"
+    name = os.environ.get("POD_NAME") or f"prober-{socket.gethostname().lower()}"
+    return namespace, name
+
+
+class WatchKind:
+    spec: KindSpec = WATCHES
+
+    def streams(self, config: Config) -> tuple[KindStreamId, ...]:
+        if not config.watches:
+            return ()
+        return tuple(
+            KindStreamId(target.name, protocol, target.lb, WATCH)
+            for target in config.targets
+            for protocol in config.protocols
+        )
+
+    def prepare(self, context: KindContext) -> WatchRun:
+        return WatchRun(context, self.streams(context.config))
+
+
+class WatchFeed:
+    records: ClassVar[tuple[type, ...]] = (WatchAttempt, WatchEnd, WatchSeen, Heartbeat)
+
+    def __init__(self, blind_after: float, out: Sink) -> None:
+        self.tracker = WatchTracker(blind_after)
+        self._out = out
+        self._produced: set[str] = set()
+
+    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
+        self.tracker.feed(record)
+        if not isinstance(record, Heartbeat):
+            self._produced.add(record.stream)
+        self._out.event(record)
+
+    def produced(self, stream: str) -> bool:
+        return stream in self._produced
+
+    def summary(self, t: float) -> None:
+        pass
+
+    def close(self, t: float) -> None:
+        self.tracker.close(t)
+
+
+class WatchSink:
+    """The metrics of the watch records, as they come."""
+
+    def __init__(self, metrics: WatchMetrics, tracker: WatchTracker) -> None:
+        self._metrics = metrics
+        self._tracker = tracker
+        self._lags: dict[str, int] = {}
+        self._blind: dict[str, float] = {}
+
+    def observe(self, observed: Observed) -> None:
+        pass
+
+    def keep(self, sample: object) -> None:
+        pass
+
+    def event(self, event: Event) -> None:
+        m = self._metrics
+        if isinstance(event, Heartbeat):
+            m.heartbeat(event.ack is not None)
+            return
+        if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen):
+            return
+        key = m.key(str(event.stream_id.lb), str(event.stream_id.protocol))
+        if isinstance(event, WatchAttempt):
+            m.attempts.labels(*key, event.step, event.outcome).inc()
+            if event.doomed:
+                m.doomed.labels(*key).inc()
+        elif isinstance(event, WatchEnd):
+            m.ends.labels(*key, event.how).inc()
+        else:
+            result = self._tracker.stream(event.stream)
+            for lag in result.lags[self._lags.get(event.stream, 0) :]:
+                m.lag.labels(*key).observe(lag)
+            self._lags[event.stream] = len(result.lags)
+            blind = result.blind_seconds
+            m.blind.labels(*key).inc(max(0.0, blind - self._blind.get(event.stream, 0.0)))
+            self._blind[event.stream] = blind
+
+
+class WatchRun:
+    """The watch streams and the heartbeat writer of one run (`daemon.kinds.KindRun`)."""
+
+    in_flight = 0  # a watch is never in flight the way a request is: it is cut at the stop
+
+    def __init__(self, context: KindContext, streams: Sequence[KindStreamId]) -> None:
+        config = context.config
+        self._context = context
+        self.streams = tuple(streams)
+        self.blind_after = config.watch_blind_after + config.heartbeat_interval
+        self.feed = WatchFeed(self.blind_after, context.out)
+        metrics = WatchMetrics(context.registry, config.constant_labels)
+        self.sinks: Sequence[Sink] = (WatchSink(metrics, self.feed.tracker),)
+        self.namespace, self.name = heartbeat_name(config)
+        self._clients: dict[str, WatchClient] = {}
+        self._writers: list[WatchClient] = []
+        self._rng = random.Random()
+        self._stopping = False
+        self.counts: Counter[str] = Counter()
+
+    def start(self) -> None:
+        if not self.streams:
+            return
+        spawn = self._context.supervisor.spawn
+        for stream in self.streams:
+            client = self._clients[stream.name] = self._client(stream, stream.name)
+            spawn(f"watch:{stream.name}", self._runner(stream, client))
+        # The writer's connections are its own, one per LB, HTTP/2 where the streams speak it.
+        fresh = {(s.target, s.lb): s for s in sorted(self.streams, key=lambda s: s.protocol)}
+        self._writers = [self._client(s, "heartbeat") for s in fresh.values()]
+        spawn("heartbeat", self._writer(self._writers))
+
+    def _client(self, stream: KindStreamId, name: str) -> WatchClient:
+        config = self._context.config
+        target = next(t for t in config.targets if (t.name, t.lb) == (stream.target, stream.lb))
+        token = TokenFile(target.token_file) if target.token_file else None
+        context = client_context(
+            target.ca_file, stream.protocol, verify=not config.insecure_skip_tls_verify
+        )
+        return WatchClient(
+            WatchTarget(
+                url=target.url,
+                context=context,
+                protocol=stream.protocol,
+                server_name=target.server_name,
+                token=token,
+                timeout=config.timeout,
+                read_idle=config.http2_read_idle_timeout,
+                ping_timeout=config.http2_ping_timeout,
+                limits=StreamLimits(max_line=config.watch_max_event),
+            ),
+            f"{name} watch",
+        )
+
+    # -- a stream: the reflector's loop -----------------------------------------------------
+    def _runner(self, stream: KindStreamId, client: WatchClient) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            config = self._context.config
+            policy = BackoffPolicy(
+                config.watch_backoff_initial, config.watch_backoff_cap,
+                config.watch_backoff_factor, config.watch_backoff_jitter,
+                config.watch_backoff_reset,
+            )  # fmt: skip
+            reflector = Reflector(self._rng.random, policy, config.watch_min_timeout)
+            step = reflector.first()
+            while not self._stopping:
+                if step.wait:
+                    await self._context.clock.sleep(step.wait)
+                if step.step is Step.LIST:
+                    step = await self._list(stream, client, reflector, step)
+                else:
+                    step = await self._watch(stream, client, reflector, step)
+
+        return run
+
+    def _path(self, query: str) -> str:
+        selector = f"fieldSelector=metadata.name%3D{self.name}"
+        return LEASES.format(namespace=self.namespace) + f"?{selector}&{query}"
+
+    async def _list(
+        self, stream: KindStreamId, client: WatchClient, reflector: Reflector, step: Next
+    ) -> Next:
+        t = self._context.now()
+        answered = await client.get(self._path("limit=500&resourceVersion=0"))
+        self._attempt(
+            t, stream, "list", answered, version=answered.version, cause=step.relist_cause
+        )
+        if answered.outcome is Outcome.OK and answered.version.isdigit():
+            self._context.emit(WatchSeen(self._context.now(), stream, int(answered.version)))
+        return reflector.listed(answered.outcome, answered.version, time.monotonic())
+
+    async def _watch(
+        self, stream: KindStreamId, client: WatchClient, reflector: Reflector, step: Next
+    ) -> Next:
+        context = self._context
+        started = context.now()
+        query = (
+            f"allowWatchBookmarks=true&resourceVersion={step.version}"
+            f"&timeoutSeconds={int(step.timeout)}&watch=true"
+        )
+        opened: list[Answered] = []
+
+        def on_start(answered: Answered) -> None:
+            opened.append(answered)
+            self._attempt(started, stream, "watch", answered, version=step.version, cause="")
+
+        def on_line(line: bytes) -> str:
+            return self._event(stream, reflector, line)
+
+        try:
+            ended = await client.watch(self._path(query), on_start, on_line)
+        except asyncio.CancelledError:
+            if opened and opened[0].outcome is Outcome.OK:
+                server = opened[0].shutdown.host if opened[0].shutdown else None
+                context.emit(WatchEnd(context.now(), stream, started, "stopped", server))
+            raise
+        now = time.monotonic()
+        if ended is None:
+            return reflector.watched(opened[0].outcome if opened else Outcome.FAILED,
+                                     events=0, lasted=0.0, now=now)  # fmt: skip
+        server = opened[0].shutdown.host if opened and opened[0].shutdown else None
+        context.emit(WatchEnd(context.now(), stream, started, ended.how, server, ended.events,
+                              ended.detail))  # fmt: skip
+        outcome = (
+            Outcome.OK if ended.how in CLOSES
+            else Outcome.GONE if ended.how == "gone" else Outcome.FAILED
+        )  # fmt: skip
+        lasted = context.now() - started
+        return reflector.watched(outcome, events=ended.events, lasted=lasted, now=now)
+
+    def _event(self, stream: KindStreamId, reflector: Reflector, line: bytes) -> str:
+        """One watch event: "" to read on, or how the watch ends."""
+        try:
+            event = json.loads(line)
+            kind = event["type"]
+            metadata = event["object"].get("metadata", {})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return "bad_event"
+        if kind == "ERROR":
+            return "gone" if event["object"].get("code") == 410 else "error"
+        version = str(metadata.get("resourceVersion", ""))
+        reflector.note(version)
+        if kind in ("ADDED", "MODIFIED") and version.isdigit():
+            self._context.emit(WatchSeen(self._context.now(), stream, int(version)))
+        return ""
+
+    def _attempt(
+        self, t: float, stream: KindStreamId, step: str, answered: Answered, *,
+        version: str, cause: str,
+    ) -> None:  # fmt: skip
+        self.counts[f"{step}_{answered.outcome}"] += 1
+        header = answered.shutdown
+        dur = round(self._context.now() - t, 6)
+        record = WatchAttempt(
+            t,
+            stream,
+            step,
+            str(answered.outcome),
+            answered.status,
+            server=header.host if header else None,
+            shutdown=header.shutdown if header else None,
+            elapsed=header.elapsed if header else None,
+            version=version,
+            detail=answered.detail,
+            relist_cause=cause,
+            dur=dur,
+        )
+        self._context.emit(record)
+
+    # -- the heartbeat writer -------------------------------------------------------------
+    def _writer(self, clients: list[WatchClient]) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            clock, interval, turn = self._context.clock, self._context.config.heartbeat_interval, 0
+            path = LEASES.format(namespace=self.namespace)
+            while not self._stopping:
+                due = clock.monotonic() + interval
+                client = clients[turn % len(clients)]
+                t = self._context.now()
+                answered = await self._write(client, path)
+                ok = answered.outcome is Outcome.OK and answered.version.isdigit()
+                ack = self._context.now() if ok else None
+                revision = int(answered.version) if ok else None
+                detail = "" if ok else answered.detail
+                self._context.emit(Heartbeat(t, ack, revision, detail, self.blind_after))
+                if answered.status in (401, 403):
+                    log.warning("heartbeat_forbidden", status=answered.status,
+                                detail="watch lag is not measured")  # fmt: skip
+                    return
+                if not ok:
+                    turn += 1  # that LB sent us to a stopping server: another next time
+                await clock.sleep_until(due)
+
+        return run
+
+    async def _write(self, client: WatchClient, path: str) -> Answered:
+        body = json.dumps(self._lease()).encode()
+        answered = await client.put(f"{path}/{self.name}", body)
+        if answered.status == 404:
+            answered = await client.post(path, body)
+        return answered
+
+    def _lease(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        uid = os.environ.get("POD_UID")
+        if uid:
+            metadata["ownerReferences"] = [
+                {"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": uid}
+            ]
+        now = rfc3339(time.time())
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": metadata,
+            "spec": {"holderIdentity": self.name, "leaseDurationSeconds": 30, "renewTime": now},
+        }
+
+    # -- the stop -------------------------------------------------------------------------
+    def stopping(self) -> None:
+        self._stopping = True
+
+    def tasks(self) -> list[str]:
+        if not self.streams:
+            return []
+        return [f"watch:{stream.name}" for stream in self.streams] + ["heartbeat"]
+
+    async def drain(self, timeout: float) -> int:
+        return 0  # each watch recorded its end as its task was cancelled
+
+    async def aclose(self) -> None:
+        for client in (*self._clients.values(), *self._writers):
+            await client.aclose()
+
+    def account(self) -> Mapping[str, object]:
+        return {"watch": dict(self.counts)}

@@ -1,0 +1,91 @@
+"""The watch tracker, fed record sequences: establishments and doomed re-watches, ends by how,
+time to re-establish, relists by cause, lag from the heartbeat's writes, blind intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from prober.core.models import LB, Protocol
+from prober.core.streamkind import KindStreamId
+from prober.core.watch import Heartbeat, WatchAttempt, WatchEnd, WatchSeen, WatchTracker
+
+STREAM = KindStreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, "watch")
+NAME = STREAM.name
+
+
+def attempt(t: float, step: str = "watch", outcome: str = "ok", **more: object) -> WatchAttempt:
+    return WatchAttempt(t, STREAM, step, outcome, **more)  # type: ignore[arg-type]
+
+
+def end(t: float, how: str, started: float = 0.0) -> WatchEnd:
+    return WatchEnd(t, STREAM, started, how)
+
+
+def write(t: float, ack: float | None, revision: int | None) -> Heartbeat:
+    return Heartbeat(t, ack, revision)
+
+
+def seen(t: float, revision: int) -> WatchSeen:
+    return WatchSeen(t, STREAM, revision)
+
+
+def track(*records: object, blind_after: float = 2.0, until: float = 100.0):
+    tracker = WatchTracker(blind_after)
+    for record in records:
+        tracker.feed(record)  # type: ignore[arg-type]
+    return tracker.close(until)[NAME]
+
+
+def test_a_watch_cut_and_re_established_on_a_stopping_server_is_doomed() -> None:
+    result = track(
+        attempt(0.0, "list", version="10"),
+        attempt(0.1, server="a", shutdown=False),
+        end(20.0, "closed"),
+        attempt(20.3, server="b", shutdown=True, dur=0.1),  # on a server already going away
+        end(21.0, "closed"),
+        attempt(22.5, outcome="refused"),
+        attempt(24.0, server="c", shutdown=False),
+    )
+    assert (result.established, result.doomed) == (3, 1)
+    assert dict(result.ends) == {"closed": 2}
+    assert result.reestablish == [pytest.approx(0.4), pytest.approx(3.0)]
+    assert dict(result.servers) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_relists_are_counted_by_cause() -> None:
+    result = track(
+        attempt(0.0, "list"),
+        attempt(0.1),
+        end(5.0, "gone"),
+        attempt(5.8, "list", relist_cause="gone"),
+        attempt(6.0),
+        end(7.0, "ping"),
+        attempt(8.0, "list", relist_cause="failed"),
+    )
+    assert dict(result.relists) == {"gone": 1, "failed": 1}
+    assert dict(result.ends) == {"gone": 1, "ping": 1}
+
+
+@pytest.mark.parametrize(
+    ("records", "lags", "blind"),
+    [
+        # each write seen 0.1 s after its acknowledgement: never blind
+        ([write(1.0, 1.05, 11), seen(1.15, 11), write(2.0, 2.05, 12), seen(2.15, 12)],
+         [0.1, 0.1], []),
+        # seen before the acknowledgement came back: lag 0 (the event left after the write)
+        ([write(1.0, 1.2, 11), seen(1.1, 11)], [0.0], []),
+        # three writes unseen, then a relist shows the newest: one blind spell, from the
+        # first one's deadline
+        ([write(1.0, 1.0, 11), write(2.0, 2.0, 12), write(3.0, 3.0, 13), seen(9.0, 13)],
+         [8.0, 7.0, 6.0], [(3.0, 9.0)]),
+        # a write that failed makes no one blind: the writer's outage
+        ([write(1.0, None, None), write(2.0, 2.0, 12), seen(2.5, 12)], [0.5], []),
+        # a write never seen by the end: blind from its deadline to the end
+        ([write(1.0, 1.0, 11), seen(1.2, 11), write(50.0, 50.0, 12)], [0.2], [(52.0, 100.0)]),
+    ],
+)
+def test_lag_and_blind_intervals_from_the_heartbeat(records, lags, blind) -> None:
+    result = track(*records)
+    assert result.lags == [pytest.approx(lag) for lag in lags]
+    assert result.blind == [(pytest.approx(a), pytest.approx(b)) for a, b in blind]
+    assert result.blind_seconds == pytest.approx(sum(b - a for a, b in blind))
