@@ -82,6 +82,7 @@ def daemon(loop: str, tree: str | None = None) -> Measure:
                 f"--ca-file={setup.ca}", f"--token-file={setup.token}",
                 f"--protocols={protocol}", f"--connections={connection}",
                 f"--interval={setup.interval}", "--workers=2", "--listen=127.0.0.1:0",
+                "--watches=false",
                 f"--event-log={setup.tmp}/events-{uuid.uuid4()}.jsonl"]  # fmt: skip
         if tree is None:  # an earlier version knows neither flag
             args += [f"--event-loop={loop}", "--quiet-interval=0"]

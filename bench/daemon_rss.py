@@ -59,7 +59,7 @@ def main() -> None:
             [sys.executable, "-m", "prober", "run", f"--target=internal-lb={url}",
              f"--ca-file={ca}", f"--token-file={token}", f"--interval={args.interval}",
              "--quiet-interval=0",
-             "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl",
+             "--listen=127.0.0.1:0", "--watches=false", f"--event-log={tmp}/events.jsonl",
              "--event-log-max-size=1MiB"],
             stdout=subprocess.PIPE, cwd=ROOT, text=True,
         )  # fmt: skip

@@ -71,7 +71,8 @@ async def run_case(
         sys.executable, "-m", "prober", "run", "--platform", "aws",
         "--target", f"internal-lb={server.url}", "--ca-file", certs.ca_file,
         "--interval", "100ms", "--quiet-interval", "0", "--timeout", "2s",
-        "--listen", "127.0.0.1:0", "--event-log", str(log), "--duration", f"{seconds:g}s",
+        "--listen", "127.0.0.1:0", "--watches", "false", "--event-log", str(log),
+        "--duration", f"{seconds:g}s",
     ]  # fmt: skip
     env = {**os.environ, **({"PYTHONPATH": str(source)} if source else {})}
     daemon = await asyncio.create_subprocess_exec(

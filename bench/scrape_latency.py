@@ -79,7 +79,7 @@ def main() -> None:
                 [sys.executable, "-m", "prober", "run", f"--target=internal-lb={url}",
                  f"--ca-file={ca}", f"--interval={args.interval}", "--quiet-interval=0",
                  f"--workers={WORKERS}",
-                 "--listen=127.0.0.1:0", f"--event-log={tmp}/events.jsonl"],
+                 "--listen=127.0.0.1:0", "--watches=false", f"--event-log={tmp}/events.jsonl"],
                 stdout=subprocess.PIPE, cwd=ROOT,
             )  # fmt: skip
             port = json_line(daemon.stdout, "listening")["port"]

@@ -100,7 +100,7 @@ class SummaryDocument(TypedDict):
     windows: list[WindowEntry]
     streams: list[StreamEntry]
     worst: list[WorstEntry]
-    watches: NotRequired[dict[str, Any]]  # `report.watches`; only where the run watched
+    watches: NotRequired[dict[str, Any]]  # `report.watches` (schema 2.1: a summary before had none)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -115,8 +115,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "worst": worst_entries(streams, windows, seconds),
     }
     watched = result.of_kind(WATCH)
-    if watched:
-        summary["watches"] = watches_section(watched, _end_of(log, watched))
+    summary["watches"] = watches_section(watched, _end_of(log, watched))
     return summary, warnings
 
 

@@ -14,7 +14,7 @@ from prober.core.models import LB, Protocol, RunRecord, Sample, StreamId, Stream
 from prober.core.streamkind import KindSpec, KindStreamId, KindTable, kind_identity
 from tests.factories import STREAM, sample
 
-WATCH = KindStreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, "watch")
+WATCH = KindStreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, "beat")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class Beat:
 
     KIND: ClassVar[str] = "beat"
     t: float
-    stream_id: KindStreamId = field(metadata=kind_identity("watch"))
+    stream_id: KindStreamId = field(metadata=kind_identity("beat"))
     lag: float | None = None
 
     @property
@@ -31,12 +31,12 @@ class Beat:
         return self.stream_id.name
 
 
-BEATS = KindSpec("watch", records=(Beat,))
+BEATS = KindSpec("beat", records=(Beat,))
 
 
 def test_a_kinds_stream_is_named_like_a_request_streams_with_its_kind_at_the_end() -> None:
-    assert WATCH.name == "kube-api-http2-internal-lb-watch"
-    assert KindStreamId.parse(WATCH.name, "watch") == WATCH
+    assert WATCH.name == "kube-api-http2-internal-lb-beat"
+    assert KindStreamId.parse(WATCH.name, "beat") == WATCH
     dashed = KindStreamId("my-api", Protocol.HTTP1, LB.SERVICE_NETWORK, "watch")
     assert KindStreamId.parse(dashed.name, "watch") == dashed
 
@@ -71,12 +71,13 @@ def test_the_table_refuses_a_second_kind_of_a_name_or_a_record_kind_taken() -> N
     table = standard_kinds()
     table.add(BEATS)
     with pytest.raises(ValueError, match="there already"):
-        table.add(KindSpec("watch"))
+        table.add(KindSpec("beat"))
     with pytest.raises(ValueError, match="'sample' is taken"):
         table.add(KindSpec("tick", records=(Sample,)))
     with pytest.raises(ValueError, match="'beat' is taken"):
         KindTable([KindSpec("tick", records=(Beat, Beat))])
-    assert table.owner("beat") == "watch"
+    assert table.owner("beat") == "beat"
+    assert table.owner("watch_end") == "watch"  # the standard kinds' own
     assert table.owner("sample") == REQUEST
     assert table.owner("run") is None
     assert table.record_types["beat"] is Beat
@@ -114,10 +115,10 @@ def test_the_run_record_keeps_request_streams_where_schema_1_readers_look() -> N
         ts="x",
         platform="aws",
         version="1",
-        streams={REQUEST: [STREAM.name], "watch": [WATCH.name], "idle": []},
+        streams={REQUEST: [STREAM.name], "beat": [WATCH.name], "idle": []},
     )
     assert record.streams == (STREAM.name,)
-    assert record.kind_streams == {"watch": (WATCH.name,)}
+    assert record.kind_streams == {"beat": (WATCH.name,)}
     assert decode(encode(record)) == record
     # A run record written before there were other kinds reads as one without them.
     old = '{"v":1,"kind":"run","run_id":"r","ts":"x","platform":"aws","streams":[],"version":"1"}'

@@ -70,14 +70,20 @@ def test_relists_are_counted_by_cause() -> None:
     ("records", "lags", "blind"),
     [
         # each write seen 0.1 s after its acknowledgement: never blind
-        ([write(1.0, 1.05, 11), seen(1.15, 11), write(2.0, 2.05, 12), seen(2.15, 12)],
-         [0.1, 0.1], []),
+        (
+            [write(1.0, 1.05, 11), seen(1.15, 11), write(2.0, 2.05, 12), seen(2.15, 12)],
+            [0.1, 0.1],
+            [],
+        ),
         # seen before the acknowledgement came back: lag 0 (the event left after the write)
         ([write(1.0, 1.2, 11), seen(1.1, 11)], [0.0], []),
         # three writes unseen, then a relist shows the newest: one blind spell, from the
         # first one's deadline
-        ([write(1.0, 1.0, 11), write(2.0, 2.0, 12), write(3.0, 3.0, 13), seen(9.0, 13)],
-         [8.0, 7.0, 6.0], [(3.0, 9.0)]),
+        (
+            [write(1.0, 1.0, 11), write(2.0, 2.0, 12), write(3.0, 3.0, 13), seen(9.0, 13)],
+            [8.0, 7.0, 6.0],
+            [(3.0, 9.0)],
+        ),
         # a write that failed makes no one blind: the writer's outage
         ([write(1.0, None, None), write(2.0, 2.0, 12), seen(2.5, 12)], [0.5], []),
         # a write never seen by the end: blind from its deadline to the end

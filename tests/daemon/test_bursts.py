@@ -65,6 +65,7 @@ async def test_bursts_are_marked_samples_within_their_parallel_limit(
             "quiet_interval": "200ms",
             "burst_parallel": str(PARALLEL),
             "listen": "127.0.0.1:0",
+            "watches": "false",  # a toy server: no Lease API to watch
             "event_log": str(events),
             "drain_timeout": "1s",
         },

@@ -56,6 +56,7 @@ async def test_the_daemon_measures_a_disruption_and_a_shutdown_window(
             "token_file": str(token_file),
             "interval": "20ms",
             "listen": "127.0.0.1:0",
+            "watches": "false",  # a toy server: no Lease API to watch
             "event_log": str(events),
             "drain_timeout": "1s",
             "platform": "aws",

@@ -38,6 +38,7 @@ def tick_config(events: Path, url: str = "https://127.0.0.1:9", **flags: object)
         flags={
             "targets": [{"lb": "internal-lb", "url": url}],
             "listen": "127.0.0.1:0",
+            "watches": "false",  # a toy server: no Lease API to watch
             "event_log": str(events),
             "drain_timeout": "1s",
             "platform": "aws",

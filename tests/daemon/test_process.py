@@ -24,6 +24,7 @@ def args(server: TLSServer, certs: Certs, token: Path, events: Path) -> list[str
         "--interval=50ms",
         "--quiet-interval=0",  # one fixed rate: this test counts on it
         "--listen=127.0.0.1:0",
+        "--watches=false",
         f"--event-log={events}",
         "--drain-timeout=2s",
         "--timeout=60s",  # a request in flight at SIGTERM ends by the drain's bound, not this

@@ -279,6 +279,7 @@ async def pod_log(tls_server: TLSServer, certs: Certs, token_file: Path, tmp_pat
         "--interval=50ms",
         "--quiet-interval=0",
         "--listen=127.0.0.1:0",
+        "--watches=false",
         f"--event-log={tmp_path / 'events.jsonl'}",
         "--event-log-stdout=compact",
         "--platform=aws",

@@ -120,6 +120,7 @@ async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
             "connections": "reused",
             "interval": "20ms",
             "listen": "127.0.0.1:0",
+            "watches": "false",  # a toy server: no Lease API to watch
             "event_log": str(events),
             "duration": "1500ms",
         },

@@ -38,6 +38,7 @@ FAST = (
     "--timeout=1s",
     "--drain-timeout=2s",
     "--listen=127.0.0.1:0",
+    "--watches=false",
     "--summary-interval=1s",
 )
 PEAK_RSS_LIMIT_MB = 150.0  # the daemon idles at about 55 MB

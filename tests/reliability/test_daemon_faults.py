@@ -52,7 +52,7 @@ async def test_an_event_log_that_cannot_be_opened_is_one_line_and_exit_2(
     events = tmp_path / "file" / "events.jsonl"
     daemon = await DaemonProcess.start(
         "--target=internal-lb=https://127.0.0.1:1", f"--event-log={events}",
-        "--listen=127.0.0.1:0", f"--ca-file={certs.ca_file}",
+        "--listen=127.0.0.1:0", "--watches=false", f"--ca-file={certs.ca_file}",
     )  # fmt: skip
     try:
         assert await daemon.wait() == 2

@@ -108,7 +108,14 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     path, _ = rollout_log
     assert main(["analyze", str(path), "--out", str(tmp_path / "out")]) == 1
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert list(doc) == ["v", "run_id", "started", "platform", "windows", "streams", "worst"]
+    assert list(doc) == [
+        "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches",
+    ]  # fmt: skip
+    assert doc["watches"] == {
+        "blind_after": None,
+        "heartbeat": {"writes": 0, "failed": 0},
+        "streams": [],
+    }  # a run without watch streams
     assert list(doc["windows"][0]) == [
         "host",
         "node",

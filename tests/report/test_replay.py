@@ -247,8 +247,8 @@ def test_records_of_another_kind_of_stream_are_kept_per_kind_through_the_replay(
     table = standard_kinds()
     table.add(BEATS)
     runs, stats = load_runs([path], kinds=table)
-    assert runs[0].others == {"watch": beats}
-    assert replay(runs[0]).of_kind("watch") == tuple(beats)
+    assert runs[0].others == {"beat": beats}
+    assert replay(runs[0]).of_kind("beat") == tuple(beats)
     assert (stats.skipped, stats.unknown_kinds) == (0, 0)
     # A reader that does not know the kind skips its records and says so, as ever.
     runs, stats = load_runs([path])
