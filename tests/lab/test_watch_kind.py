@@ -1,0 +1,137 @@
+"""The daemon's watch streams against the fake apiserver on a real etcd: LIST, WATCH with
+bookmarks and client-go's timeouts, the heartbeat Lease renewed and seen on every stream, a
+watch ended by its timeout watched again at once from its version, one re-established on a
+server already shutting down counted as doomed, one that meets a fresh cache listed again
+after its 410; the live metrics and the event log's replay say the same."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from prober.config import load_config
+from prober.daemon.app import Daemon
+from prober.lab.apiserver.etcd import EtcdClient, b64
+from prober.lab.etcd import LabEtcd
+from prober.report.replay import replay
+from prober.report.runs import load_runs
+from prober.report.summary import build_summary
+from tests.daemon.test_daemon import total
+from tests.lab.conftest import LabCerts, Running, StartServer
+from tests.support.waiting import until
+
+
+def events(path: Path, kind: str) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in lines if r.get("kind") == kind]
+
+
+def watch_config(running: Running, certs: LabCerts, token: Path, log: Path) -> Any:
+    return load_config(
+        env={},
+        flags={
+            "targets": [{"lb": "internal-lb", "url": running.url}],
+            "ca_file": str(certs.ca),
+            "token_file": str(token),
+            "connections": "reused",
+            "interval": "100ms",
+            "listen": "127.0.0.1:0",
+            "event_log": str(log),
+            "platform": "aws",
+            "heartbeat": "default/prober-test",
+            "heartbeat_interval": "100ms",
+            "watch_min_timeout": "1s",  # timeoutSeconds 1: a watch ends every second or so
+            "watch_backoff_initial": "50ms",
+            "watch_blind_after": "1s",
+        },
+    )
+
+
+async def test_watch_streams_follow_the_heartbeat_through_a_shutdown_and_a_restart(
+    start_server: StartServer, etcd: LabEtcd, certs: LabCerts, token_file: Path, tmp_path: Path
+) -> None:
+    running = await start_server(etcd_servers=etcd.endpoint, shutdown_delay=3.0)
+    log = tmp_path / "events.jsonl"
+    registry = CollectorRegistry()
+    daemon = Daemon(watch_config(running, certs, token_file, log), registry=registry,
+                    install_signals=False)  # fmt: skip
+    task = asyncio.create_task(daemon.run())
+    await asyncio.wait_for(daemon.ready.wait(), 15)
+
+    def watched(how: str) -> int:
+        return total(registry, "prober_watch_ends_total", how=how)
+
+    # Each watch's timeoutSeconds ends it cleanly, and it is watched again from its version.
+    await until(lambda: watched("timeout") >= 4, "watches ended by their timeout", 30)
+    await until(lambda: total(registry, "prober_watch_lag_seconds_count") >= 20, "lag", 30)
+    # The server shuts down: the next re-watch lands on it while it says shutdown=true.
+    running.server.begin_shutdown("test")
+    await until(lambda: total(registry, "prober_watch_doomed_total") >= 2, "doomed re-watches", 30)
+    await asyncio.wait_for(running.server.wait_stopped(), 30)
+    # Others write meanwhile (in a cluster, through the other apiservers).
+    writer = EtcdClient(etcd.endpoint)
+    for _ in range(3):
+        await writer.call("/v3/kv/put", {"key": b64(b"/registry/other/x"), "value": b64(b"{}")})
+    writer.close()
+    # Back as a new process on the same port: its cache begins at its own LIST, so a watch
+    # from an older version gets 410 and the stream lists again.
+    port = running.ports.port
+    again = await start_server(etcd_servers=etcd.endpoint, port=port)
+    await until(lambda: events(log, "watch_attempt") and any(
+        r["step"] == "list" and r["relist_cause"] == "gone" for r in events(log, "watch_attempt")
+    ), "a relist after 410", 30)  # fmt: skip
+    seen_after = total(registry, "prober_watch_lag_seconds_count")
+    await until(lambda: total(registry, "prober_watch_lag_seconds_count") > seen_after + 4,
+                "the heartbeat seen again", 30)  # fmt: skip
+    daemon.stop()
+    assert await asyncio.wait_for(task, 15) == 0
+    await again.server.kill()
+
+    # The event log alone rebuilds what the metrics counted.
+    runs, _ = load_runs([log])
+    summary, _ = build_summary(runs[0], replay(runs[0]), "aws")
+    section = summary["watches"]
+    assert section["heartbeat"]["writes"] > 20
+    by_stream = {s["stream"]: s for s in section["streams"]}
+    assert set(by_stream) == {
+        "kube-api-http1-internal-lb-watch", "kube-api-http2-internal-lb-watch"
+    }  # fmt: skip
+    for entry in by_stream.values():
+        assert entry["ends"]["timeout"] >= 2
+        assert entry["relists"].get("gone", 0) >= 1 or entry["relists"].get("failed", 0) >= 1
+        assert entry["lag"]["count"] > 10
+        assert entry["established"] >= 3
+        assert entry["reestablish"]["count"] >= 2
+    assert sum(e["doomed"] for e in by_stream.values()) == total(
+        registry, "prober_watch_doomed_total"
+    )
+    assert sum(sum(e["ends"].values()) for e in by_stream.values()) == total(
+        registry, "prober_watch_ends_total"
+    )
+    # Every end the log has, one of the kinds the reference names.
+    assert {r["how"] for r in events(log, "watch_end")} <= {
+        "timeout", "closed", "reset", "goaway", "ping", "gone", "stopped"
+    }  # fmt: skip
+
+
+async def test_no_watch_streams_when_turned_off(
+    start_server: StartServer, etcd: LabEtcd, certs: LabCerts, token_file: Path, tmp_path: Path
+) -> None:
+    running = await start_server(etcd_servers=etcd.endpoint)
+    log = tmp_path / "events.jsonl"
+    config = load_config(env={"PROBER_WATCHES": "false"}, flags={
+        "targets": [{"lb": "internal-lb", "url": running.url}], "ca_file": str(certs.ca),
+        "token_file": str(token_file), "listen": "127.0.0.1:0", "event_log": str(log),
+    })  # fmt: skip
+    daemon = Daemon(config, install_signals=False)
+    task = asyncio.create_task(daemon.run())
+    await asyncio.wait_for(daemon.ready.wait(), 15)
+    daemon.stop()
+    assert await asyncio.wait_for(task, 15) == 0
+    assert events(log, "watch_attempt") == events(log, "heartbeat") == []
