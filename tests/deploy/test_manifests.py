@@ -47,7 +47,10 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # What a pod's environment holds at run time, for expanding $(VAR) in container args.
 POD_ENV = {"KUBERNETES_SERVICE_HOST": "172.30.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 CONFIG_MAPS = {("prober-cluster", "api-url"): "https://api.ci.example.test:6443"}
-FIELDS = {"spec.nodeName": "master-0", "status.podIP": "10.128.0.7"}
+FIELDS = {
+    "spec.nodeName": "master-0", "status.podIP": "10.128.0.7", "metadata.name": "prober-x",
+    "metadata.namespace": "prober", "metadata.uid": "0d6f3f0e-7d3b-4b8e-9a51-2c2b4f6e1a01",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -133,6 +136,7 @@ DAEMON_RULES = METRICS_AUTH_RULES | {
     ("*", "", "namespaces", "default", "get"),
     ("*", "config.openshift.io", "infrastructures", "cluster", "get"),
     ("kube-system", "coordination.k8s.io", "leases", "", "get,list,watch"),
+    ("prober", "coordination.k8s.io", "leases", "", "create,get,list,update,watch"),
 }
 
 

@@ -15,7 +15,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from prober.audit.metrics import AuditMetrics
-from prober.daemon.metrics import Metrics
+from prober.daemon.metrics import Metrics, WatchMetrics
 from tests.deploy.manifests import (
     DASHBOARD,
     DEPLOY,
@@ -40,6 +40,7 @@ def exported_metric_names() -> set[str]:
     """Every series name the daemon and the audit follower can export."""
     registry = CollectorRegistry()
     Metrics(registry, {"platform": "aws", "vantage": "pod-network"}, "0.0.0")
+    WatchMetrics(registry, {"platform": "aws", "vantage": "pod-network"})
     AuditMetrics(registry)
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
     return {
@@ -170,7 +171,8 @@ def test_rules_read_only_series_that_exist() -> None:
 def test_every_alert_says_what_broke() -> None:
     alerts = {rule["alert"]: rule for rule in all_rules() if "alert" in rule}
     assert set(alerts) == {
-        "ProberLoadBalancerRoutedLate", "ProberRequestsFailedDuringShutdown", "ProberNotScraped"
+        "ProberLoadBalancerRoutedLate", "ProberRequestsFailedDuringShutdown", "ProberNotScraped",
+        "ProberWatchLandedOnStoppingApiserver",
     }  # fmt: skip
     for rule in alerts.values():
         assert rule["labels"]["severity"] == "warning"
