@@ -187,6 +187,8 @@ INVALID = [
     ("listen: ':99999'", "listen: ':99999': port '99999' is not a number from 0 to 65535"),
     ("event_log_max_size: 1KiB", "event_log_max_size: '1KiB' is smaller than 64KiB"),
     ("event_log_max_size: lots", "event_log_max_size: expected a size such as 32MiB"),
+    ("event_log_keep_runs: 0", "event_log_keep_runs: expected a whole number of at least 1, got 0"),
+    ("event_log_keep_size: 1KiB", "event_log_keep_size: '1KiB' is smaller than 64KiB"),
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
