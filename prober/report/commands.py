@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
+from prober.common import filekinds
 from prober.common.errors import writing
 from prober.common.exits import ExitCode
 from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
@@ -427,5 +428,5 @@ def _origin_runs(
         # The export's reading checks every field the files are built from, naming the
         # file: what it passed is a document `write_origin_files` can build from.
         list(export_rows(path, labels))
-        summaries.append(cast(SummaryDocument, read_json(path)))
+        summaries.append(cast(SummaryDocument, read_json(path, filekinds.SUMMARY)))
     return summaries

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from prober.common import filekinds
 from prober.core.models import StreamId, StreamNameError
 from prober.report.errors import BadInput
 from prober.report.summary import parse_key, read_json, started_of, summary_version
@@ -57,7 +58,7 @@ def parse_labels(pairs: Sequence[str]) -> dict[str, str | bool]:
 
 def export_rows(path: Path, labels: Mapping[str, str | bool]) -> Iterator[Row]:
     """The rows of one summary.json, stream rows first, or BadInput naming what is wrong."""
-    doc = read_json(path)
+    doc = read_json(path, filekinds.SUMMARY)
     summary_version(path, doc)
     run = _run_fields(path, doc, labels)
     windows = _list(path, doc, "windows")

@@ -43,6 +43,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
+from prober.common import filekinds
 from prober.core import strictjson
 from prober.core.models import (
     LB,
@@ -246,7 +247,7 @@ class RunFacts:
 
 
 def load_run_facts(path: Path) -> RunFacts:
-    doc = read_json(path)
+    doc = read_json(path, filekinds.SUMMARY)
     version = summary_version(path, doc)
     windows = _field(path, doc, "windows", list)
     worst = [
@@ -337,12 +338,18 @@ def read_text(path: Path) -> str:
         raise BadInput(f"{path}: not UTF-8 text") from None
 
 
-def read_json(path: Path) -> dict[str, object]:
+def read_json(path: Path, expected: str) -> dict[str, object]:
+    """A JSON object that is `expected` (`filekinds.SUMMARY`, ...), or BadInput: naming the
+    line and field of a number JSON has not, or what the file is if it is another kind."""
     text = read_text(path)
     try:
         doc = strictjson.loads(text)
     except ValueError as exc:
-        raise BadInput(f"{path}: not JSON: {exc}") from None
+        wrong = filekinds.mismatch(path, filekinds.of_text(text), expected)
+        raise BadInput(wrong or strictjson.located(str(path), exc)) from None
+    wrong = filekinds.mismatch(path, filekinds.of_document(doc), expected)
+    if wrong is not None:
+        raise BadInput(wrong)
     if not isinstance(doc, dict):
         raise BadInput(f"{path}: expected a JSON object")
     return doc
