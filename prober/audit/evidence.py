@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prober.audit.files import InputError
+from prober.common import filekinds
 from prober.common.segments import NoSuchLog, NotARegularFile, SegmentLines, log_files
 from prober.core import strictjson
 from prober.core.eventlog import EventLogError, EventLogReader
@@ -122,7 +123,8 @@ def _read_segment(path: Path, evidence: ProberEvidence, clock: _RunClock) -> Non
             elif isinstance(record, Window) and clock.offset is not None:
                 evidence.spans.append(_window_span(record, clock.offset))
     except EventLogError as exc:
-        raise InputError(str(exc)) from None
+        wrong = filekinds.mismatch(path, filekinds.of_file(path), filekinds.EVENT_LOG)
+        raise InputError(wrong or str(exc)) from None
     except ValueError as exc:
         raise InputError(f"{path}: {exc}") from None
     except zlib.error as exc:

@@ -63,7 +63,8 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int
     try:
         code: int = handler(args)
     except UserError as exc:  # the one place a user's error becomes output
-        print(f"{args.prog}: {exc}", file=sys.stderr)
+        for line in exc.lines():
+            print(f"{args.prog}: {line}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except BrokenPipeError:
         # `prober analyze ... | head`: the reader left. Exit as a process killed by SIGPIPE

@@ -132,7 +132,10 @@ def _platforms(text: str, known: list[str]) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in known]
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"unknown platform {', '.join(unknown) or text!r}")
+        # Worded as argparse words --scenario's choices: the user learns what exists.
+        shown = ", ".join(repr(name) for name in unknown) or repr(text)
+        choices = ", ".join(repr(name) for name in known)
+        raise argparse.ArgumentTypeError(f"unknown platform {shown} (choose from {choices})")
     return names
 
 

@@ -3,7 +3,8 @@
 Each layer raises its own subclass (a bad config, a log that cannot be read, a cluster that
 cannot be reached) with a message that is one line naming the file, field or value. The
 command line catches `UserError` once, at its top (`prober.cli.dispatch`): it prints
-`prober <command>: <message>` and exits 2. Nothing below the top prints such an error.
+`prober <command>: <message>` (once per problem, when it found several) and exits 2.
+Nothing below the top prints such an error.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from contextlib import contextmanager
 
 class UserError(Exception):
     """Input the command cannot use, or a place it cannot write: one line, exit 2."""
+
+    def lines(self) -> list[str]:
+        """The problems, one line each: a subclass that finds several says all of them."""
+        return [str(self)]
 
 
 @contextmanager

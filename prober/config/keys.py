@@ -159,6 +159,11 @@ KEYS: tuple[Key, ...] = (
     Key("listen", f.host_port, "HOST:PORT of /metrics, /healthz, /readyz", show=_listen),
     Key("event_log", f.optional_text, "write the JSON Lines event log to PATH", metavar="PATH"),
     Key("event_log_max_size", f.size, "rotate PATH past this size", show=_size),
+    Key("event_log_keep_runs", f.positive_int,
+        "earlier runs' logs kept beside PATH (PATH.previous-*), oldest pruned first"),
+    Key("event_log_keep_size", f.size,
+        "bytes those earlier runs' logs may take together; the newest is kept whatever its size",
+        show=_size),
     Key("event_log_stdout", f.stdout_records,
         "also write the event log's records to stdout (CI collects pod logs, not files): all of "
         "them (no MODE), or compact: windows, intervals, pace, summaries, no samples",

@@ -23,7 +23,16 @@ from prober.config.model import SERVICE_ACCOUNT_DIR, Config, Credentials, with_c
 
 
 class ConfigError(UserError, ValueError):
-    """A configuration fault, as one line naming the file, variable or flag and the field."""
+    """Configuration faults, each one line naming the file and line, variable or flag, and
+    the field. Every fault of a load is in one error: a user fixing a file learns them all
+    from one run, not one per run."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+    def lines(self) -> list[str]:
+        return list(self.problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,34 +55,39 @@ def load_config(
     env: Mapping[str, str] | None = None,
     flags: Mapping[str, object] | None = None,
 ) -> Config:
-    """The valid configuration from its three sources, or `ConfigError`."""
+    """The valid configuration from its three sources, or `ConfigError` with every fault."""
     values: dict[str, _Value] = {}
+    problems: list[str] = []
     if path is not None:
-        values.update(_from_file(path))
+        values.update(_from_file(path, problems))
     environ = os.environ if env is None else env
     for key in PARSERS:
         if environ.get(env_name(key)) is not None:
             values[key] = _Value(environ[env_name(key)], env_name(key))
     for key, raw in (flags or {}).items():
         if key not in PARSERS:
-            raise ConfigError(f"{flag_name(key)}: not a configuration key")
-        if raw is not None:
+            problems.append(f"{flag_name(key)}: not a configuration key")
+        elif raw is not None:
             values[key] = _Value(raw, flag_name(key))
     parsed: dict[str, Any] = {}
     for key, value in values.items():
         try:
             parsed[key] = PARSERS[key](value.raw)
         except f.Invalid as exc:
-            raise ConfigError(f"{value.where}{exc.sub}: {exc.problem}") from None
+            problems.append(f"{value.where}{exc.sub}: {exc.problem}")
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{value.where}: not YAML: {_one_line(exc)}") from None
+            problems.append(f"{value.where}: not YAML: {_one_line(exc)}")
+    if problems:  # the rules across keys need every key's value: they wait for a clean load
+        raise ConfigError(*problems)
     return _check(Config(**parsed), values)
 
 
-def _from_file(path: str) -> dict[str, _Value]:
+def _from_file(path: str, problems: list[str]) -> dict[str, _Value]:
+    """The file's settings, each named `FILE:LINE: key`; unknown keys go to `problems`."""
     try:
         with open(path, encoding="utf-8") as stream:
-            document = yaml.safe_load(stream)
+            text = stream.read()
+        document = yaml.safe_load(text)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -84,10 +98,27 @@ def _from_file(path: str) -> dict[str, _Value]:
         return {}
     if not isinstance(document, dict):
         raise ConfigError(f"{path}: expected a mapping of settings, got {f.shown(document)}")
-    for key in document:
+    lines = _key_lines(text)
+    found: dict[str, _Value] = {}
+    for key, raw in document.items():
+        where = f"{path}:{lines[key]}" if key in lines else path
         if key not in PARSERS:
-            raise ConfigError(f"{path}: unknown key {key!r}")
-    return {key: _Value(raw, f"{path}: {key}") for key, raw in document.items()}
+            problems.append(f"{where}: unknown key {key!r}")
+        else:
+            found[key] = _Value(raw, f"{where}: {key}")
+    return found
+
+
+def _key_lines(text: str) -> dict[object, int]:
+    """The line of each top-level key of a YAML mapping (the text parsed already)."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        key.value: key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
 
 
 def _check(config: Config, values: Mapping[str, _Value]) -> Config:
@@ -96,15 +127,18 @@ def _check(config: Config, values: Mapping[str, _Value]) -> Config:
     def where(key: str) -> str:
         return values[key].where if key in values else key
 
+    problems = []
     if config.in_cluster and config.kubeconfig is not None:
-        raise ConfigError(f"{where('kubeconfig')}: give either in_cluster or kubeconfig, not both")
+        problems.append(f"{where('kubeconfig')}: give either in_cluster or kubeconfig, not both")
     if not config.targets and not config.discovers:
-        raise ConfigError(
+        problems.append(
             "targets: none configured; list some, or discover them with --in-cluster"
             " or --kubeconfig"
         )
     if config.localhost and not config.discovers:
-        raise ConfigError(f"{where('localhost')}: only applies with --in-cluster or --kubeconfig")
+        problems.append(f"{where('localhost')}: only applies with --in-cluster or --kubeconfig")
+    if problems:
+        raise ConfigError(*problems)
     # The service account's files and the kubeconfig's CA are defaults only discovery brings
     # (`in_cluster` is discovery): `with_discovered` applies them after it, in the same rule.
     return with_credentials(config)

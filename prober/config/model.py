@@ -61,6 +61,10 @@ class Config:
     listen: tuple[str, int] = ("127.0.0.1", 9090)
     event_log: str | None = None
     event_log_max_size: int = 32 * MIB
+    # Earlier runs' logs, moved aside at start (`daemon.retention`): at most this many
+    # directories of at most this many bytes together; the newest is kept whatever its size.
+    event_log_keep_runs: int = 5
+    event_log_keep_size: int = 512 * MIB
     # The event log's records on stdout too, for CI's pod logs: `all` of them, or `compact`
     # (what was measured: windows, intervals, pace changes, summaries; no samples), or `off`.
     event_log_stdout: str = "off"

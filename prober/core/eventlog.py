@@ -76,7 +76,8 @@ def decode(line: str | bytes, types: Mapping[str, type[LogRecord]] = _BY_KIND) -
     """Parse one line into its record, raising `EventLogError` (or a subclass) on any fault.
     `types`: record kind -> type (`KindTable.record_types`); the request kind's by default."""
     try:
-        obj = strictjson.loads(line)
+        # Marked, not refused: a NaN is then named by its field, as a wrong type is.
+        obj = strictjson.loads_marked(line)
     except ValueError as exc:
         raise EventLogError(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
@@ -176,6 +177,8 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
 
 def _expect(ok: bool, where: str, what: str, value: Any) -> None:
     if not ok:
+        if isinstance(value, strictjson.NonFinite) and what == "a number":
+            what = "a finite number"
         shown = repr(value)
         shown = shown if len(shown) <= 40 else shown[:40] + "..."
         raise EventLogError(f"{where}: expected {what}, got {shown}")
@@ -193,9 +196,13 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
 class EventLogReader:
     """Iterate the records of an event log's lines, counting what it had to skip.
 
-    Skipped, never fatal: a truncated last line (a writer killed mid-line), unknown kinds and
-    blank lines. A corrupt line elsewhere is skipped too, unless `strict`, where it raises with
-    its line number. A record of another schema version always raises: guessing is worse.
+    The rules of every file the prober writes and reads back (docs/ARCHITECTURE.md section
+    4), the same for every command: skipped and counted, never fatal, a truncated last line
+    (a writer killed mid-line), unknown kinds and blank lines. Any other fault (not JSON, a
+    non-finite number, a wrong type, a missing field) raises `EventLogError` naming the
+    source, the line and the field. Only a user's explicit `strict=False` (`prober analyze
+    --skip-bad-lines`) skips and counts those too. A record of another schema version always
+    raises: guessing is worse.
     """
 
     def __init__(
@@ -203,7 +210,7 @@ class EventLogReader:
         lines: Iterable[str | bytes],
         *,
         source: str = "<lines>",
-        strict: bool = False,
+        strict: bool = True,
         types: Mapping[str, type[LogRecord]] = _BY_KIND,
     ):
         self._lines = lines

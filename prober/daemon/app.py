@@ -32,6 +32,7 @@ from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
 from prober.daemon.pipeline import Pipeline, Sink
 from prober.daemon.registry import default_kinds
+from prober.daemon.retention import Retention
 from prober.daemon.supervisor import Supervisor
 
 log = structlog.get_logger("prober.daemon")
@@ -113,6 +114,7 @@ class Daemon:
                 self.config.event_log_max_size,
                 header,
                 on_dropped=metrics.count_dropped,
+                keep=Retention(config.event_log_keep_runs, config.event_log_keep_size),
             )
             sinks.append(writer)
         pipeline = self.pipeline = Pipeline(sinks, run_start=run_start)

@@ -17,8 +17,8 @@ opened is retried every RETRY_SECONDS, each file starting with the `run` record.
 
 Files of an earlier run found at start are moved aside into `PATH.previous-<stamp>-<run>/`
 so the segments of this run never mix with another run's; only regular files are moved, and a
-PATH that is something else (a symlink, a FIFO, a directory) is refused. The newest
-KEEP_PREVIOUS_RUNS of those directories and KEEP_SEGMENTS segments are kept.
+PATH that is something else (a symlink, a FIFO, a directory) is refused. Which of those
+directories stay is `prober.daemon.retention`'s; KEEP_SEGMENTS segments of this run are kept.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ import structlog
 from prober.common.segments import segment_path, segment_paths
 from prober.core.eventlog import EventLogError, encode
 from prober.core.models import LogRecord, RunRecord, Sample
+from prober.daemon import retention
 from prober.daemon.pipeline import Event, Observed, logged
+from prober.daemon.retention import Retention
 
 # `read_lines` and `segment_paths` are the reading side of this file format; they live in
 # `prober.common.segments`, shared with the reports and the audit commands.
@@ -50,7 +52,6 @@ RETRY_SECONDS = 1.0  # a missing file or a failed rotation is tried again this o
 # Retention: 64 segments of 32 MiB are hundreds of hours at the defaults (a 4-hour run writes
 # 16 MB); what a loop of restarts or an endless outage would write past that is dropped.
 KEEP_SEGMENTS = 64
-KEEP_PREVIOUS_RUNS = 5
 
 
 class EventLogWriter:
@@ -61,8 +62,10 @@ class EventLogWriter:
         header: RunRecord,
         *,
         on_dropped: Callable[[str], None] | None = None,
+        keep: Retention | None = None,
     ) -> None:
         self.path = Path(path)
+        self._keep = keep or Retention()
         self._max = max_bytes
         self._header = header
         self._on_dropped = on_dropped or (lambda _kind: None)
@@ -258,26 +261,18 @@ class EventLogWriter:
         old = [p for p in segment_paths(self.path) if p.is_file() and not p.is_symlink()]
         if self.path.exists():
             old.append(self.path)
-        if not old:
+        if not old:  # still pruned: a lowered `event_log_keep_*` applies at the next start
+            retention.prune(self.path, None, self._keep)
             return
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        # Unique per run: three runs started in one second shared one directory, and the
-        # second overwrote the first one's files.
-        aside = self.path.with_name(f"{self.path.name}.previous-{stamp}-{self._header.run_id[:8]}")
+        aside = retention.aside_name(self.path, self._header.run_id)
         aside.mkdir()
         for item in old:
             os.replace(item, aside / item.name)
         log.warning("event_log_previous_run_moved", to=str(aside), files=len(old))
-        self._prune_previous_runs()
-
-    def _prune_previous_runs(self) -> None:
-        """Keep the newest KEEP_PREVIOUS_RUNS directories of earlier runs."""
-        asides = sorted(
-            p for p in self.path.parent.glob(f"{self.path.name}.previous-*") if p.is_dir()
-        )
-        for old in asides[: max(0, len(asides) - KEEP_PREVIOUS_RUNS)]:
-            shutil.rmtree(old, ignore_errors=True)
-            log.warning("event_log_previous_run_pruned", path=str(old))
+        moved = retention.describe(aside, [aside / item.name for item in old])
+        # Pruned before it is marked: on a full disk the pruning may be what makes room.
+        retention.prune(self.path, moved, self._keep)
+        retention.mark(moved)
 
     def _prune_segments(self) -> None:
         """Past KEEP_SEGMENTS rotated segments, the oldest goes (a disk is not endless)."""

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
+from prober.common import filekinds
 from prober.common.errors import writing
 from prober.common.exits import ExitCode
 from prober.report.analyze import analyze_runs, describe, run_dir, write_outputs
@@ -19,14 +20,14 @@ from prober.report.documents import (
     SummaryDocument,
 )
 from prober.report.errors import BadInput
-from prober.report.export import export_rows, parse_labels, write_rows
+from prober.report.export import export_rows, parse_labels, read_summary, write_rows
 from prober.report.html_dashboard import load_snapshots, render_trend_page, span
 from prober.report.html_thresholds import render_dashboard
 from prober.report.origin import write_origin_files
 from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
-from prober.report.summary import RunFacts, key_name, load_run_facts, read_json, write_json
+from prober.report.summary import RunFacts, key_name, read_json, write_json
 from prober.report.tables import seconds, table
 from prober.report.thresholds import aggregate, load_thresholds, period_of, to_document
 
@@ -52,7 +53,7 @@ def load_facts(args: Sequence[Path], stderr: TextIO) -> list[RunFacts]:
     seen: dict[tuple[str, str], str] = {}
     facts = []
     for path in summary_files(args):
-        run = load_run_facts(path)
+        run, _ = read_summary(path)
         ident = (run.platform.lower(), run.run_id)
         if ident in seen:
             print(
@@ -427,5 +428,5 @@ def _origin_runs(
         # The export's reading checks every field the files are built from, naming the
         # file: what it passed is a document `write_origin_files` can build from.
         list(export_rows(path, labels))
-        summaries.append(cast(SummaryDocument, read_json(path)))
+        summaries.append(cast(SummaryDocument, read_json(path, filekinds.SUMMARY)))
     return summaries

@@ -21,9 +21,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from prober.common import filekinds
 from prober.core.models import StreamId, StreamNameError
 from prober.report.errors import BadInput
-from prober.report.summary import parse_key, read_json, started_of, summary_version
+from prober.report.summary import RunFacts, load_run_facts, parse_key, read_json, started_of
 
 EXPORT_VERSION: Final = 1
 # The run's labels: what the release team slices the history by. `platform` comes from the
@@ -55,11 +56,24 @@ def parse_labels(pairs: Sequence[str]) -> dict[str, str | bool]:
     return labels
 
 
+def read_summary(path: Path) -> tuple[RunFacts, Mapping[str, object]]:
+    """The one reading of a summary.json that every command shares (thresholds, --check,
+    export, origin): every field checked, each fault one line naming the file and field, so
+    that no command passes a summary another refuses."""
+    facts = load_run_facts(path)  # the version, the top level, `worst`
+    doc = read_json(path, filekinds.SUMMARY)
+    for _ in _rows(path, doc, {"schema_version": EXPORT_VERSION}):
+        pass  # `windows`, `streams` and their intervals
+    return facts, doc
+
+
 def export_rows(path: Path, labels: Mapping[str, str | bool]) -> Iterator[Row]:
     """The rows of one summary.json, stream rows first, or BadInput naming what is wrong."""
-    doc = read_json(path)
-    summary_version(path, doc)
-    run = _run_fields(path, doc, labels)
+    _, doc = read_summary(path)
+    yield from _rows(path, doc, _run_fields(path, doc, labels))
+
+
+def _rows(path: Path, doc: Mapping[str, object], run: Row) -> Iterator[Row]:
     windows = _list(path, doc, "windows")
     for i, entry in enumerate(_list(path, doc, "streams")):
         where = f"streams[{i}]"

@@ -59,13 +59,11 @@ def _rows(path: Path) -> list[Mapping[str, object]]:
     text = read_text(path)
     stripped = text.lstrip()
     found: object
-    try:
-        if stripped.startswith("["):
-            found = strictjson.loads(text)
-        else:
-            found = [strictjson.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError as exc:
-        raise BadInput(f"{path}: not JSON or JSON lines: {exc}") from None
+    if stripped.startswith("["):
+        found = _parsed(path, text)
+    else:
+        lines = enumerate(text.splitlines(), 1)
+        found = [_parsed(path, line, n) for n, line in lines if line.strip()]
     if not isinstance(found, list):
         raise BadInput(f"{path}: expected a JSON array of rows, or JSON lines")
     rows: list[Mapping[str, object]] = []
@@ -74,6 +72,19 @@ def _rows(path: Path) -> list[Mapping[str, object]]:
             raise BadInput(f"{path}: row {index}: expected an object")
         rows.append(row)
     return rows
+
+
+def _parsed(path: Path, text: str, line: int | None = None) -> object:
+    """One JSON document: the whole file (`line` None), or line `line` of JSON lines."""
+    try:
+        return strictjson.loads(text)
+    except strictjson.JSONInputError as exc:
+        if exc.field is not None and line is not None:
+            raise BadInput(f"{path}:{line}: {exc}") from None
+        raise BadInput(strictjson.located(str(path), exc, "not JSON or JSON lines")) from None
+    except ValueError as exc:
+        where = str(path) if line is None else f"{path}:{line}"
+        raise BadInput(f"{where}: not JSON or JSON lines: {exc}") from None
 
 
 def _entry(path: Path, index: int, row: Mapping[str, object], min_runs: int) -> Entry:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prober.common import filekinds
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
@@ -159,8 +160,9 @@ def _read_log(
                 else:
                     current.add_any(record, kinds)
         except EventLogError as exc:
+            wrong = filekinds.mismatch(path, filekinds.of_file(path), filekinds.EVENT_LOG)
             hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
-            raise BadInput(f"{exc}{hint}") from None
+            raise BadInput(wrong or f"{exc}{hint}") from None
         stats.lines += reader.lines
         stats.log_lines += records_only.passed if records_only is not None else 0
         stats.skipped += reader.skipped

@@ -43,6 +43,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
+from prober.common import filekinds
 from prober.core import strictjson
 from prober.core.models import (
     LB,
@@ -257,13 +258,14 @@ class RunFacts:
 
 
 def load_run_facts(path: Path) -> RunFacts:
-    doc = read_json(path)
+    doc = read_json(path, filekinds.SUMMARY)
     version = summary_version(path, doc)
     windows = _field(path, doc, "windows", list)
     worst = [
         _worst_of_run(path, f"worst[{i}]", entry, version)
         for i, entry in enumerate(_field(path, doc, "worst", list))
     ]
+    _field(path, doc, "streams", list)  # its entries: `export.read_summary`
     return RunFacts(
         source=str(path),
         run_id=_field(path, doc, "run_id", str),
@@ -328,14 +330,16 @@ def summary_version(path: Path, doc: Mapping[str, object]) -> int:
 
 def parse_key(entry: Mapping[str, object], where: str) -> Key:
     """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
-    try:
-        return (
-            LB(str(entry.get("lb"))),
-            Protocol(str(entry.get("protocol"))),
-            Connection(str(entry.get("connection"))),
-        )
-    except ValueError as exc:
-        raise BadInput(f"{where}: {exc}") from None
+    parsed = []
+    for name, cls in (("lb", LB), ("protocol", Protocol), ("connection", Connection)):
+        if name not in entry:
+            raise BadInput(f"{where}: missing {name!r}")
+        try:
+            parsed.append(cls(str(entry[name])))
+        except ValueError as exc:
+            raise BadInput(f"{where}: {exc}") from None
+    lb, protocol, connection = parsed
+    return (LB(lb), Protocol(protocol), Connection(connection))
 
 
 def read_text(path: Path) -> str:
@@ -348,12 +352,18 @@ def read_text(path: Path) -> str:
         raise BadInput(f"{path}: not UTF-8 text") from None
 
 
-def read_json(path: Path) -> dict[str, object]:
+def read_json(path: Path, expected: str) -> dict[str, object]:
+    """A JSON object that is `expected` (`filekinds.SUMMARY`, ...), or BadInput: naming the
+    line and field of a number JSON has not, or what the file is if it is another kind."""
     text = read_text(path)
     try:
         doc = strictjson.loads(text)
     except ValueError as exc:
-        raise BadInput(f"{path}: not JSON: {exc}") from None
+        wrong = filekinds.mismatch(path, filekinds.of_text(text), expected)
+        raise BadInput(wrong or strictjson.located(str(path), exc)) from None
+    wrong = filekinds.mismatch(path, filekinds.of_document(doc), expected)
+    if wrong is not None:
+        raise BadInput(wrong)
     if not isinstance(doc, dict):
         raise BadInput(f"{path}: expected a JSON object")
     return doc
@@ -362,7 +372,9 @@ def read_json(path: Path) -> dict[str, object]:
 def _field(path: Path, doc: Mapping[str, object], name: str, tp: type[_T]) -> _T:
     value = doc.get(name)
     if not isinstance(value, tp):
-        raise BadInput(f"{path}: field {name!r}: expected {tp.__name__}, got {value!r:.40}")
+        # Worded as `export._get` words it: every summary reader gives the one message.
+        what = "a string" if tp is str else "a list" if tp is list else tp.__name__
+        raise BadInput(f"{path}: field {name!r}: expected {what}, got {value!r:.40}")
     return value
 
 

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, cast
 
+from prober.common import filekinds
 from prober.core.models import LB, Connection, Protocol, parse_rfc3339
 from prober.core.stats import percentiles
 from prober.report.documents import Metric, Period, ThresholdRow, ThresholdsDocument
@@ -181,7 +182,7 @@ class Thresholds:
 
 
 def load_thresholds(path: Path) -> Thresholds:
-    doc = read_json(path)
+    doc = read_json(path, filekinds.THRESHOLDS)
     if type(doc.get("v")) is not int or doc.get("v") != THRESHOLDS_VERSION:  # not True, not 1.0
         raise BadInput(f"{path}: thresholds version {doc.get('v')!r}, this reader knows 1")
     rows = doc.get("entries")
@@ -194,7 +195,7 @@ def load_period(path: Path) -> Period | None:
     """The `period` of a thresholds.json, None if it has none (files written before it was
     recorded); checked, as `load_thresholds` checks the entries, so that a trend over many
     files orders them by real instants, not by however each file spells its dates."""
-    raw = read_json(path).get("period")
+    raw = read_json(path, filekinds.THRESHOLDS).get("period")
     if raw is None:
         return None
     if not isinstance(raw, dict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from prober.cli import COMMANDS, build_parser, main
 from prober.common.exits import ExitCode
 
@@ -47,3 +49,14 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
     _, err = proc.communicate(timeout=30)
     assert b"Traceback" not in err, err.decode()
     assert proc.returncode == ExitCode.BROKEN_PIPE
+
+
+def test_an_unknown_platform_lists_the_platforms_that_exist(capsys) -> None:
+    """As --scenario lists its choices; --platform named only what was wrong."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["lab", "--platform", "foo,aws,bar"])
+    assert stopped.value.code == ExitCode.BAD_INPUT
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "prober lab: error: argument --platform: unknown platform 'foo', 'bar' "
+        "(choose from 'aws', 'azure', 'gcp', 'metal', 'none')"
+    )

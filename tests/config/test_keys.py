@@ -47,6 +47,8 @@ def test_every_key_has_its_flag_and_help_and_shows_configs_default(key) -> None:
         ("workers", "(2)"),
         ("listen", "(127.0.0.1:9090)"),
         ("event_log_max_size", "(32MiB)"),
+        ("event_log_keep_runs", "(5)"),
+        ("event_log_keep_size", "(512MiB)"),
         ("protocols", "(http1,http2)"),
     ],
 )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from prober.cli import main
 from prober.config import (
     Config,
     ConfigError,
@@ -187,6 +188,8 @@ INVALID = [
     ("listen: ':99999'", "listen: ':99999': port '99999' is not a number from 0 to 65535"),
     ("event_log_max_size: 1KiB", "event_log_max_size: '1KiB' is smaller than 64KiB"),
     ("event_log_max_size: lots", "event_log_max_size: expected a size such as 32MiB"),
+    ("event_log_keep_runs: 0", "event_log_keep_runs: expected a whole number of at least 1, got 0"),
+    ("event_log_keep_size: 1KiB", "event_log_keep_size: '1KiB' is smaller than 64KiB"),
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
@@ -203,7 +206,7 @@ def test_each_rule_names_the_file_and_field(tmp_path: Path, line: str, message: 
     path = write(tmp_path, MINIMAL + line + "\n")
     with pytest.raises(ConfigError) as caught:
         load_config(path, env={})
-    assert str(caught.value).startswith(f"{path}: {message}")
+    assert str(caught.value).startswith(f"{path}:5: {message}")  # the key's line
     assert "\n" not in str(caught.value)
 
 
@@ -333,3 +336,27 @@ def test_an_ipv6_service_address_as_a_pod_spells_it_is_bracketed(tmp_path: Path)
     flags = {"targets": [{"lb": "service-network", "url": "https://fd00:172:30::1:443"}]}
     config = load_config(env={}, flags=flags)
     assert config.targets[0].url == "https://[fd00:172:30::1]:443"
+
+
+def test_every_fault_of_a_load_is_reported_in_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config with two bad keys reported only the first: fixed, the second showed next."""
+    path = write(tmp_path, MINIMAL + "workers: two\ncolour: blue\ntimeout: soon\n")
+    assert main(["run", "--config", path, "--interval", "0s"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"prober run: {path}:6: unknown key 'colour'",
+        f"prober run: {path}:5: workers: expected a whole number of at least 1, got 'two'",
+        f"prober run: {path}:7: timeout: 'soon' is not a Go duration such as 100ms or 5s",
+        "prober run: --interval: '0s' must be longer than 1ms",
+    ]
+
+
+def test_rules_across_keys_are_all_reported_too(tmp_path: Path) -> None:
+    path = write(tmp_path, "localhost: true\ntargets: []\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert caught.value.lines() == [
+        "targets: none configured; list some, or discover them with --in-cluster or --kubeconfig",
+        f"{path}:1: localhost: only applies with --in-cluster or --kubeconfig",
+    ]

@@ -242,14 +242,33 @@ def test_reader_skips_unknown_kinds_and_blank_lines_and_counts_them() -> None:
     assert reader.problems == ["ev.jsonl:2: unknown kind 'weather'", "ev.jsonl:3: blank line"]
 
 
-def test_reader_corrupt_middle_line_skipped_or_fatal_when_strict() -> None:
+def test_reader_corrupt_middle_line_fatal_unless_asked_to_skip() -> None:
     raw = [*lines(RUN), '{"v": 1, "kind": "sample", "t": \n', *lines(LATE)]
-    reader = EventLogReader(raw, source="ev.jsonl")
+    with pytest.raises(EventLogError, match=r"^ev.jsonl:2: not JSON"):
+        list(EventLogReader(raw, source="ev.jsonl"))  # the rule of every command
+    reader = EventLogReader(raw, source="ev.jsonl", strict=False)  # --skip-bad-lines
     assert list(reader) == [RUN, LATE]
     assert reader.skipped == 1
     assert reader.problems[0].startswith("ev.jsonl:2: not JSON")
-    with pytest.raises(EventLogError, match=r"^ev.jsonl:2: not JSON"):
-        list(EventLogReader(raw, source="ev.jsonl", strict=True))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("NaN", "ev.jsonl:2: sample.t: expected a finite number, got NaN"),
+        ("-Infinity", "ev.jsonl:2: sample.t: expected a finite number, got -Infinity"),
+        ("1e400", "ev.jsonl:2: sample.t: expected a finite number, got 1e400"),
+        ('"soon"', "ev.jsonl:2: sample.t: expected a number, got 'soon'"),
+    ],
+)
+def test_a_non_finite_or_mistyped_number_names_the_file_line_and_field(
+    value: str, message: str
+) -> None:
+    sample = encode(LATE).replace(f'"t":{LATE.t}', f'"t":{value}')
+    assert sample != encode(LATE)
+    with pytest.raises(EventLogError) as caught:
+        list(EventLogReader([*lines(RUN), sample + "\n"], source="ev.jsonl"))
+    assert str(caught.value) == message
 
 
 def test_reader_refuses_another_schema_version() -> None:
@@ -262,6 +281,8 @@ def test_reader_refuses_another_schema_version() -> None:
 
 def test_reader_takes_bytes_and_survives_invalid_utf8() -> None:
     raw = [encode(RUN).encode() + b"\n", b"\xff\xfe garbage\n", encode(LATE).encode() + b"\n"]
-    reader = EventLogReader(raw)
+    with pytest.raises(EventLogError, match=r"^<lines>:2: not JSON"):
+        list(EventLogReader(raw))
+    reader = EventLogReader(raw, strict=False)
     assert list(reader) == [RUN, LATE]
     assert reader.skipped == 1

@@ -14,6 +14,7 @@ from prober.core.eventlog import EventLogReader, decode
 from prober.core.models import RunRecord, StreamCounters, Summary
 from prober.daemon import eventlog
 from prober.daemon.eventlog import EventLogWriter
+from prober.daemon.retention import KEEP_RUNS
 
 HEADER = RunRecord(
     "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"
@@ -83,7 +84,11 @@ def test_an_earlier_run_is_moved_aside(tmp_path: Path) -> None:
     writer.open()
     writer.close()
     (aside,) = tmp_path.glob("events.jsonl.previous-*")
-    assert sorted(p.name for p in aside.iterdir()) == ["events.jsonl", "events.jsonl.000001.gz"]
+    assert sorted(p.name for p in aside.iterdir()) == [
+        ".prober-previous-run",
+        "events.jsonl",
+        "events.jsonl.000001.gz",
+    ]
     assert segment_paths(path) == []
     assert [decode(line) for line in read_lines(path)] == [HEADER]
 
@@ -129,13 +134,13 @@ def test_runs_started_in_one_second_each_move_aside_into_their_own(tmp_path: Pat
 def test_old_runs_and_old_segments_are_pruned(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(eventlog, "KEEP_SEGMENTS", 3)
     path = tmp_path / "events.jsonl"
-    for n in range(eventlog.KEEP_PREVIOUS_RUNS + 3):
+    for n in range(KEEP_RUNS + 3):
         header = dataclasses.replace(HEADER, run_id=f"run{n:02d}-000")
         writer = EventLogWriter(str(path), 2000, header)
         writer.open()
-        for i in range(60 if n == eventlog.KEEP_PREVIOUS_RUNS + 2 else 1):
+        for i in range(60 if n == KEEP_RUNS + 2 else 1):
             writer.write(summary(i))
         writer.close()
-    assert len(list(tmp_path.glob("events.jsonl.previous-*"))) == eventlog.KEEP_PREVIOUS_RUNS
+    assert len(list(tmp_path.glob("events.jsonl.previous-*"))) == KEEP_RUNS
     assert len(segment_paths(path)) == 3  # the newest three of the last run's segments
     assert segment_paths(path)[-1].name.startswith("events.jsonl.0000")

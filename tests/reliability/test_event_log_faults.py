@@ -4,6 +4,7 @@ and once when they succeed again, and a segment that cannot be compressed stays 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ from structlog.testing import capture_logs
 from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, encode
 from prober.core.models import RunRecord, StreamCounters, Summary
-from prober.daemon import eventlog
+from prober.daemon import eventlog, retention
 from prober.daemon.eventlog import EventLogWriter
 from tests.support.mounts import fill, needs_root, small_tmpfs
 
@@ -116,3 +117,79 @@ def test_a_record_that_cannot_be_encoded_is_counted_not_raised(tmp_path: Path) -
     writer.close()
     assert dropped == ["summary"]
     assert list(EventLogReader(read_lines(path), strict=True)) == [HEADER, summary(1)]
+
+
+def _earlier_runs(disk: Path, sizes: list[int]) -> list[Path]:
+    """Directories of the prober's own earlier runs, oldest first, of these sizes."""
+    made = []
+    for n, size in enumerate(sizes):
+        directory = disk / f"events.jsonl.previous-20260101T00000{n}Z-run{n}"
+        directory.mkdir()
+        (directory / "events.jsonl").write_bytes(b"x" * size)
+        assert retention.mark(retention.Aside(directory, f"run{n}", 1000.0 + n, size))
+        made.append(directory)
+    return made
+
+
+def _earlier_log(path: Path) -> None:
+    writer = EventLogWriter(str(path), 1 << 20, EARLIER)
+    writer.open()
+    writer.write(summary(1))
+    writer.close()
+
+
+EARLIER = dataclasses.replace(HEADER, run_id="earlier-0000")
+
+
+@needs_root
+def test_on_a_full_disk_pruning_makes_room_and_the_earlier_run_is_kept(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "disk", "256k") as disk:
+        path = disk / "events.jsonl"
+        _earlier_log(path)
+        old = _earlier_runs(disk, [32768, 32768, 32768])
+        stranger = disk / "events.jsonl.previous-0000-not-ours"
+        stranger.mkdir()
+        (stranger / "events.jsonl").write_bytes(b"y" * 32768)
+        fill(disk)
+        with capture_logs() as logs:
+            writer = EventLogWriter(
+                str(path), 1 << 20, HEADER, keep=retention.Retention(2, 1 << 30)
+            )
+            writer.open()
+            writer.close()
+        (moved,) = [p for p in disk.glob("events.jsonl.previous-2026*") if p not in old]
+        records = list(EventLogReader(read_lines(moved / "events.jsonl"), strict=True))
+        own, _ = retention.own_asides(path)
+        on_disk = list(EventLogReader(read_lines(path), strict=True))
+        foreign_kept = (stranger / "events.jsonl").read_bytes() == b"y" * 32768
+
+    assert records == [EARLIER, summary(1)]
+    assert sorted(a.path for a in own) == sorted([old[2], moved])  # marked once room was made
+    assert [e["path"] for e in events(logs, "event_log_previous_run_pruned")] == [
+        str(old[0]),
+        str(old[1]),
+    ]
+    assert foreign_kept
+    assert on_disk == [HEADER]
+
+
+@needs_root
+def test_on_a_disk_with_no_room_at_all_the_earlier_run_is_moved_and_kept_unmarked(
+    tmp_path: Path,
+) -> None:
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        path = disk / "events.jsonl"
+        _earlier_log(path)
+        fill(disk)
+        with capture_logs() as logs:
+            writer = EventLogWriter(str(path), 1 << 20, HEADER)
+            with pytest.raises(OSError, match="No space left on device"):
+                writer.open()  # no room for the run record: the daemon refuses to start
+        (moved,) = disk.glob("events.jsonl.previous-*")
+        records = list(EventLogReader(read_lines(moved / "events.jsonl"), strict=True))
+        marked = (moved / retention.MARKER).exists()
+
+    assert records == [EARLIER, summary(1)]
+    assert not marked
+    (unmarked,) = events(logs, "event_log_previous_run_unmarked")
+    assert unmarked["path"] == str(moved)

@@ -154,7 +154,9 @@ def test_a_summary_without_its_start_time_is_named(tmp_path: Path, capsys) -> No
         ('[{"platform": "aws"}]', "row 0: no column 'lb' (is this thresholds.sql's result?)"),
         ('{"a": 1}', "row 0: no column 'platform' (is this thresholds.sql's result?)"),
         ("[1]", "row 0: expected an object"),
-        ("not json", "not JSON or JSON lines: Expecting value: line 1 column 1 (char 0)"),
+        ("not json", "1: not JSON or JSON lines: Expecting value: line 1 column 1 (char 0)"),
+        ('{"a": 1}\n{"p99": NaN}', "2: p99: expected a finite number, got NaN"),
+        ('[{"a": 1},\n {"p99": NaN}]', "2: [1].p99: expected a finite number, got NaN"),
     ],
 )
 def test_a_bad_query_result_is_one_line_and_exit_2(
@@ -163,4 +165,5 @@ def test_a_bad_query_result_is_one_line_and_exit_2(
     path = tmp_path / "result.json"
     path.write_text(result)
     assert main(["thresholds", "--from-query-result", str(path), "--out", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == f"prober thresholds: {path}: {message}\n"
+    separator = ":" if message[0].isdigit() else ": "  # a line number follows the name
+    assert capsys.readouterr().err == f"prober thresholds: {path}{separator}{message}\n"
