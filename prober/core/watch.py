@@ -93,6 +93,7 @@ class WatchEnd:
 @dataclass(frozen=True, slots=True)
 class WatchSeen:
     KIND: ClassVar[str] = "watch_seen"
+    RAW: ClassVar[bool] = True  # an observation, like a sample: not in the compact stream
     t: float  # run time of the arrival
     stream_id: KindStreamId = field(metadata=_identity())
     revision: int
@@ -108,6 +109,7 @@ class Heartbeat:
     with etcd's `revision`."""
 
     KIND: ClassVar[str] = "heartbeat"
+    RAW: ClassVar[bool] = True
     t: float
     ack: float | None
     revision: int | None

@@ -10,8 +10,8 @@ The kubelet rotates a container's log (10 MiB by default, 50 MiB on OpenShift no
 record: any stretch of the log long enough to hold a summary names its run. Every sample the
 trackers need is tens of MB over an upgrade, more than one rotation keeps; `compact` writes what
 was measured instead (windows, intervals, pace changes, summaries: what `prober analyze` reports,
-and the records of every other kind of stream), tens of kB, which no rotation of a whole job's
-log reaches (`deploy/README.md`).
+and the records of every other kind of stream but their raw observations, marked `RAW`), tens
+of kB, which no rotation of a whole job's log reaches (`deploy/README.md`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ class RecordEcho:
         if isinstance(event, Summary):
             self.write(self._header)
         record = logged(event)
-        if record is not None:
+        # A kind's raw observations (`RAW`, like samples: a watch's every event seen, each
+        # heartbeat write) are left out of the compact stream, as samples are.
+        if record is not None and (self._samples or not getattr(type(record), "RAW", False)):
             self.write(record)
 
     def write(self, record: LogRecord) -> None:

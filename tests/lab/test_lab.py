@@ -109,12 +109,17 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
 
 def storage_agrees(cluster: Path) -> None:
     """Every apiserver kept its identity Lease in the run's etcd, a new holder for each
-    start; and the run's etcd is gone with the run."""
+    start; the daemon's heartbeat Lease was written there; and the run's etcd is gone with
+    the run."""
+    heartbeats = 0
     for truth in sorted(cluster.glob("master-*/truth.jsonl")):
         records = [json.loads(line) for line in truth.read_text().splitlines()]
-        holders = {r["holder"] for r in records if r["event"] == "lease_written"}
+        writes = [r for r in records if r["event"] == "lease_written"]
+        holders = {r["holder"] for r in writes if r["verb"] == "identity"}
         starts = sum(r["event"] == "listening" for r in records)
         assert len(holders) == starts, (truth, holders)
+        heartbeats += sum(r["verb"] != "identity" for r in writes)
+    assert heartbeats > 0, "the daemon's heartbeat never reached the store"
     assert (cluster / "etcd" / "member").is_dir()
     assert not processes_with(str(cluster / "etcd")), "the run's etcd outlived it"
 
