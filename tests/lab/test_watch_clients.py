@@ -75,6 +75,8 @@ async def rollout_with_clients(tmp_path: Path, platform: str, grace: float) -> L
                 "namespace": "default",
                 "interval": 0.2,
                 "read_timeout": 5.0,
+                "h2_read_idle": 2,
+                "h2_ping_timeout": 1,
                 "cache": str(tmp_path / "kubectl-cache"),
             }
             (tmp_path / "clients.json").write_text(json.dumps(config))

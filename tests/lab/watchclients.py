@@ -17,6 +17,7 @@ from the last version it saw, as a reflector would.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -108,8 +109,14 @@ def kubectl_watch(lb: str, url: str, config: dict[str, Any]) -> None:
         "--field-selector", f"metadata.name={NAME}", "--watch", "--output-watch-events",
         "--output", 'jsonpath={.type} {.object.metadata.resourceVersion}{"\\n"}',
     ]  # fmt: skip
+    # client-go's HTTP/2 health check, on the lab's time scale: a flow an LB reset without
+    # telling the client (AWS) is found by its PING, 30 + 15 s later at client-go's defaults.
+    env = {**os.environ, "HTTP2_READ_IDLE_TIMEOUT_SECONDS": str(config["h2_read_idle"]),
+           "HTTP2_PING_TIMEOUT_SECONDS": str(config["h2_ping_timeout"])}  # fmt: skip
     while True:
-        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        with subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        ) as proc:
             assert proc.stdout is not None
             for raw in proc.stdout:
                 kind, _, version = raw.decode().strip().partition(" ")
