@@ -178,7 +178,7 @@ class WatchTracker:
             if math.isinf(self.blind_after) and record.blind_after > 0:
                 self.blind_after = record.blind_after
             if record.ack is not None and record.revision is not None:
-                self._writes.append((record.revision, record.ack))
+                self._written(record.revision, record.ack)
             return
         state = self._of(record.stream)
         result = state.result
@@ -198,6 +198,15 @@ class WatchTracker:
             state.ended_at = record.t
         else:
             self._seen(state, record)
+
+    def _written(self, revision: int, ack: float) -> None:
+        """A write acknowledged: streams that saw its revision already (the event came before
+        the write's answer) saw it with no lag."""
+        self._writes.append((revision, ack))
+        for state in self._streams.values():
+            if state.next_write == len(self._writes) - 1 and state.seen >= revision:
+                state.next_write += 1
+                state.result.lags.append(0.0)
 
     def _seen(self, state: _Stream, seen: WatchSeen) -> None:
         """Every acknowledged write up to this revision is now seen by the stream."""
