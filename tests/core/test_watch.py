@@ -79,8 +79,7 @@ def test_relists_are_counted_by_cause() -> None:
         ([write(1.0, 1.2, 11), seen(1.1, 11)], [0.0], []),
         # ... and when the write's record comes after the event's (the writer's answer is
         # read after the watch's event): still lag 0, and the next write counts as ever
-        ([seen(1.1, 11), write(1.0, 1.2, 11), write(2.0, 2.0, 12), seen(2.3, 12)],
-         [0.0, 0.3], []),
+        ([seen(1.1, 11), write(1.0, 1.2, 11), write(2.0, 2.0, 12), seen(2.3, 12)], [0.0, 0.3], []),
         # three writes unseen, then a relist shows the newest: one blind spell, from the
         # first one's deadline
         (
