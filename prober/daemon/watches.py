@@ -19,6 +19,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,7 +29,7 @@ import structlog
 
 from prober.config import Config
 from prober.core.clientgo import BackoffPolicy
-from prober.core.models import rfc3339
+from prober.core.models import Protocol, rfc3339
 from prober.core.reflector import Next, Outcome, Reflector, Step
 from prober.core.streamkind import KindSpec, KindStreamId
 from prober.core.watch import (
@@ -159,6 +160,8 @@ class WatchRun:
         self.namespace, self.name = heartbeat_name(config)
         self._clients: dict[str, WatchClient] = {}
         self._writers: list[WatchClient] = []
+        self._tokens: dict[str, TokenFile] = {}
+        self._contexts: dict[tuple[str | None, Protocol], ssl.SSLContext] = {}
         self._rng = random.Random()
         self._stopping = False
         self.counts: Counter[str] = Counter()
@@ -178,10 +181,16 @@ class WatchRun:
     def _client(self, stream: KindStreamId, name: str) -> WatchClient:
         config = self._context.config
         target = next(t for t in config.targets if (t.name, t.lb) == (stream.target, stream.lb))
-        token = TokenFile(target.token_file) if target.token_file else None
-        context = client_context(
-            target.ca_file, stream.protocol, verify=not config.insecure_skip_tls_verify
-        )
+        # One token file watched and one TLS context per CA and protocol, as the request
+        # streams share theirs: a run has many clients over few files.
+        token = None
+        if target.token_file:
+            token = self._tokens.setdefault(target.token_file, TokenFile(target.token_file))
+        key = (target.ca_file, stream.protocol)
+        if key not in self._contexts:
+            verify = not config.insecure_skip_tls_verify
+            self._contexts[key] = client_context(target.ca_file, stream.protocol, verify=verify)
+        context = self._contexts[key]
         return WatchClient(
             WatchTarget(
                 url=target.url,
