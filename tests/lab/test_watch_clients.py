@@ -108,7 +108,10 @@ def generations(path: Path) -> list[list[dict[str, Any]]]:
     return runs
 
 
-@pytest.mark.parametrize(("platform", "grace"), [("aws", 0.0), ("metal", 25.0)])
+@pytest.mark.parametrize(
+    ("platform", "grace"),
+    [("aws", 0.0), pytest.param("metal", 25.0, marks=pytest.mark.matrix)],  # metal: a matrix run
+)
 async def test_real_watches_through_every_lb_survive_a_rolling_restart(
     tmp_path: Path, platform: str, grace: float
 ) -> None:
