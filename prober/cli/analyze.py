@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_out, forward
+from prober.common.values import duration, flag
 from prober.report.commands import analyze_command
+from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN
 
 EXAMPLE = """\
 examples:
@@ -44,6 +46,22 @@ def register(sub: Subparsers) -> None:
         "--skip-bad-lines",
         action="store_true",
         help="skip and count corrupt lines instead of refusing the log",
+    )
+    parser.add_argument(
+        "--watch-reestablish-within",
+        type=flag(duration()),
+        default=REESTABLISH_WITHIN,
+        metavar="DURATION",
+        help="watch test: every ended watch established again within this (default 5s: "
+        "client-go's backoff reaches it by a third failed try)",
+    )
+    parser.add_argument(
+        "--watch-blind-within",
+        type=flag(duration()),
+        default=BLIND_WITHIN,
+        metavar="DURATION",
+        help="watch test: no blind interval longer than this (default 15s: client-go's "
+        "HTTP/2 ping timeout; longer is a flow the LB dropped silently)",
     )
     parser.add_argument(
         "--pod-logs",

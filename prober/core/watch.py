@@ -133,6 +133,13 @@ class WatchResult:
     reestablish: list[float] = field(default_factory=list)  # end -> next established watch
     lags: list[float] = field(default_factory=list)  # arrival - acknowledgement, seconds
     blind: list[tuple[float, float]] = field(default_factory=list)  # (from, to), run time
+    # What the report draws and the verdicts cite, each in run time: the spans a watch was
+    # established (to None: still at the run's end), its ends, its doomed landings.
+    spans: list[tuple[float, float | None]] = field(default_factory=list)
+    ended: list[WatchEnd] = field(default_factory=list)
+    doomed_at: list[WatchAttempt] = field(default_factory=list)
+    # At the run's end: seconds since an end no watch followed (None: every end was followed).
+    unrestored: float | None = None
 
     @property
     def blind_seconds(self) -> float:
@@ -188,6 +195,9 @@ class WatchTracker:
             if record.step == "watch" and record.outcome == "ok":
                 result.established += 1
                 result.doomed += record.doomed
+                result.spans.append((record.t + record.dur, None))
+                if record.doomed:
+                    result.doomed_at.append(record)
                 if record.server:
                     result.servers[record.server] += 1
                 if state.ended_at is not None:
@@ -195,7 +205,11 @@ class WatchTracker:
                     state.ended_at = None
         elif isinstance(record, WatchEnd):
             result.ends[record.how] += 1
-            state.ended_at = record.t
+            result.ended.append(record)
+            if result.spans and result.spans[-1][1] is None:
+                result.spans[-1] = (result.spans[-1][0], record.t)
+            # The daemon's own stop ends its watches: nothing for a client to re-establish.
+            state.ended_at = None if record.how == "stopped" else record.t
         else:
             self._seen(state, record)
 
@@ -226,6 +240,8 @@ class WatchTracker:
         """The results at run time `t`: a write acknowledged and never seen by a stream makes
         it blind from that write's deadline to `t`."""
         for state in self._streams.values():
+            if state.ended_at is not None:
+                state.result.unrestored = max(0.0, t - state.ended_at)
             if state.next_write < len(self._writes):
                 _, ack = self._writes[state.next_write]
                 if t - ack > self.blind_after:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prober import __version__
 from prober.report.documents import SummaryDocument
@@ -23,6 +24,7 @@ from prober.report.summary import build_summary, write_json
 from prober.report.tables import bounded, seconds, table
 from prober.report.thresholds import Thresholds
 from prober.report.verdicts import Status, Verdict, judge
+from prober.report.watch_verdicts import WatchAllowed, judge_watches
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,7 @@ def analyze_runs(
     thresholds: Thresholds | None = None,
     skip_bad_lines: bool = False,
     pod_logs: bool = False,
+    watch_allowed: WatchAllowed | None = None,
 ) -> tuple[list[RunAnalysis], ReadStats]:
     logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines, pod_logs=pod_logs)
     analyses = []
@@ -59,7 +62,9 @@ def analyze_runs(
                 f"{', '.join(thresholds.platforms) or 'nothing'}): verdicts that need it are "
                 "skipped"
             )
-        verdicts = judge(summary, thresholds)
+        verdicts = judge(summary, thresholds) + judge_watches(
+            summary.get("watches"), watch_allowed or WatchAllowed()
+        )
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
 
@@ -157,7 +162,33 @@ def describe(analysis: RunAnalysis) -> list[str]:
             f"sent again once on a new connection, as Go's transport would: {sum(resent.values())}"
             f" ({reasons}); answered then, they are no disruption"
         )
+    lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:
             lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
     return lines
+
+
+def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) -> list[str]:
+    """The watch streams as a table: what each saw and its three tests' outcomes."""
+    if not section or not section["streams"]:
+        return []
+    rows = []
+    for entry in section["streams"]:
+        mine = [v.status.value for v in verdicts if v.stream == entry["stream"]]
+        ends = sum(n for how, n in entry["ends"].items() if how != "stopped")
+        rows.append(
+            [
+                entry["lb"],
+                entry["protocol"],
+                str(entry["established"]),
+                str(ends),
+                str(entry["doomed"]),
+                seconds(entry["reestablish"]["max"]),
+                seconds(entry["blind_seconds"]),
+                "/".join(mine) or "-",
+            ]
+        )
+    headers = ["lb", "protocol", "watches", "ends", "doomed", "re-establish max", "blind",
+               "re-establish/not doomed/not blind"]  # fmt: skip
+    return ["", *table(headers, rows)]

@@ -30,6 +30,7 @@ from prober.report.regression import Regression, check_regression
 from prober.report.summary import RunFacts, key_name, read_json, write_json
 from prober.report.tables import seconds, table
 from prober.report.thresholds import aggregate, load_thresholds, period_of, to_document
+from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN, WatchAllowed
 
 
 def summary_files(args: Sequence[Path]) -> list[Path]:
@@ -74,6 +75,8 @@ def analyze_command(
     out: Path,
     skip_bad_lines: bool,
     pod_logs: bool = False,
+    watch_reestablish_within: float = REESTABLISH_WITHIN,
+    watch_blind_within: float = BLIND_WITHIN,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
@@ -85,6 +88,7 @@ def analyze_command(
         thresholds=thresholds,
         skip_bad_lines=skip_bad_lines,
         pod_logs=pod_logs,
+        watch_allowed=WatchAllowed(watch_reestablish_within, watch_blind_within),
     )
     written = []
     for analysis in analyses:

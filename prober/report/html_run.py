@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
+from prober.core.watch import WATCH
 from prober.report.documents import SummaryDocument
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
@@ -20,6 +21,7 @@ from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
 from prober.report.timeline import StreamMarks, View, lb_timeline, views, window_title
 from prober.report.verdicts import Verdict, interval_bound
+from prober.report.watch_lanes import WatchLane, watch_lanes, watch_table
 
 _EXPLAIN = """
 <p>When a kube-apiserver shuts down gracefully, its <code>/readyz</code> health check fails at once
@@ -81,6 +83,8 @@ def render_run_report(report: RunReport) -> str:
         _windows_table(report.replay, colours),
         "<h2>Timeline per load balancer</h2>",
         _timelines(report, colours),
+        "<h2>Watches</h2>",
+        watch_table(report.summary.get("watches"), report.verdicts),
         "<h2>Per window and stream</h2>",
         _window_streams_table(report.replay),
         "<h2>Disruption intervals</h2>",
@@ -166,6 +170,7 @@ def _legend() -> str:
 
 def _timelines(report: RunReport, colours: dict[str, str]) -> str:
     marks = _marks(report)
+    lanes = watch_lanes(report.replay.of_kind(WATCH), report.replay.end_t)
     all_views = views(report.replay.windows, report.replay.end_t)
     options = "".join(f'<option value="{v.id}">{esc(v.label)}</option>' for v in all_views)
     parts = [
@@ -176,23 +181,32 @@ def _timelines(report: RunReport, colours: dict[str, str]) -> str:
     for m in marks.values():
         by_lb.setdefault(m.stream.lb, []).append(m)
     for lb in LB:
-        if lb not in by_lb:
+        if lb not in by_lb and lb not in lanes:
             continue
         rows = sorted(
-            by_lb[lb], key=lambda m: (m.stream.target, m.stream.protocol, m.stream.connection)
+            by_lb.get(lb, []),
+            key=lambda m: (m.stream.target, m.stream.protocol, m.stream.connection),
         )
         title = f"load balancer {lb}"
         parts.append(f"<h3>{esc(title)}</h3>")
         for view in all_views:
-            parts.append(_figure(title, rows, report, colours, view))
+            parts.append(
+                _figure(title, rows, lanes.get(lb, []), report=report, colours=colours, view=view)
+            )
     return "\n".join(parts)
 
 
 def _figure(
-    title: str, rows: list[StreamMarks], report: RunReport, colours: dict[str, str], view: View
+    title: str,
+    rows: list[StreamMarks],
+    lanes: Sequence[WatchLane],
+    *,
+    report: RunReport,
+    colours: dict[str, str],
+    view: View,
 ) -> str:
     hidden = "" if view.id == "all" else " hidden"
-    svg = lb_timeline(title, rows, report.replay.windows, colours, view)
+    svg = lb_timeline(title, rows, report.replay.windows, colours, view, lanes=lanes)
     caption = f"{esc(title)}, {esc(view.label)}; the run started at {esc(report.log.run.ts)}."
     return f'<figure data-view="{view.id}"{hidden}>{svg}<figcaption>{caption}</figcaption></figure>'
 

@@ -116,7 +116,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "worst": worst_entries(streams, windows, seconds),
     }
     watched = result.of_kind(WATCH)
-    summary["watches"] = watches_section(watched, _end_of(log, watched))
+    summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
     return summary, warnings
 
 

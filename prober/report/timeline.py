@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prober.core.models import Interval, StreamId, Window, WindowStream
 from prober.report.svg import FAILURE, LATE, T0, Scale, esc, grid, x_axis
@@ -72,16 +73,28 @@ def window_title(number: int, w: Window) -> str:
     )
 
 
+class Lane(Protocol):
+    """A row of another kind of stream under the request rows (`report.watch_lanes`)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def draw(self, scale: Scale, y: float, zoomed: bool) -> str: ...
+
+
 def lb_timeline(
     title: str,
     rows: Sequence[StreamMarks],
     windows: Sequence[Window],
     colours: dict[str, str],
     view: View,
+    *,
+    lanes: Sequence[Lane] = (),
 ) -> str:
-    height = TOP + ROW * len(rows) + BOTTOM
+    count = len(rows) + len(lanes)
+    height = TOP + ROW * count + BOTTOM
     scale = Scale(view.lo, view.hi, LEFT, WIDTH - RIGHT)
-    bottom = TOP + ROW * len(rows)
+    bottom = TOP + ROW * count
     clip = f"clip-{_ident(title)}-{view.id}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
@@ -97,13 +110,15 @@ def lb_timeline(
             parts.append(_window(number, w, colours[w.host], scale, bottom, zoomed=view.zoomed))
     for index, marks in enumerate(rows):
         parts.append(_row(marks, windows, scale, TOP + ROW * index + ROW / 2, view.zoomed))
+    for index, lane in enumerate(lanes, len(rows)):
+        parts.append(lane.draw(scale, TOP + ROW * index + ROW / 2, view.zoomed))
     parts.append("</g>")
-    for index, marks in enumerate(rows):
+    labels = [f"{m.stream.protocol} · {m.stream.connection} connections" for m in rows]
+    for index, label in enumerate([*labels, *(lane.label for lane in lanes)]):
         y = TOP + ROW * index + ROW / 2
-        s = marks.stream
         parts.append(
             f'<text class="label" x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{esc(s.protocol)} · {esc(s.connection)} connections</text>"
+            f"{esc(label)}</text>"
         )
     parts.append(x_axis(scale, bottom + 4, AXIS_TITLE))
     parts.append("</svg>")

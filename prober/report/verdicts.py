@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from prober.core.models import LB, StreamId
+from prober.core.models import LB, Protocol, StreamId
 from prober.report.documents import (
     IntervalEntry,
     Metric,
@@ -56,11 +56,15 @@ class Status(StrEnum):
     SKIPPED = "skipped"
 
 
+# A request stream's key, or a watch stream's (lb, protocol, "watch").
+VerdictKey = tuple[LB, Protocol, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     name: str
-    key: Key
-    stream: str | None  # the stream of an availability test; None for a routing test
+    key: VerdictKey
+    stream: str | None  # the stream of an availability or watch test; None for a routing test
     status: Status
     message: str  # one line: why it failed, why it was skipped, or what passed
     details: tuple[str, ...] = ()  # every finding, one per line

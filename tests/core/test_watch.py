@@ -98,3 +98,37 @@ def test_lag_and_blind_intervals_from_the_heartbeat(records, lags, blind) -> Non
     assert result.lags == [pytest.approx(lag) for lag in lags]
     assert result.blind == [(pytest.approx(a), pytest.approx(b)) for a, b in blind]
     assert result.blind_seconds == pytest.approx(sum(b - a for a, b in blind))
+
+
+@pytest.mark.parametrize(
+    ("records", "spans", "unrestored"),
+    [
+        pytest.param(
+            [attempt(0.0, dur=0.5), end(10.0, "closed"), attempt(10.2, dur=0.1)],
+            [(0.5, 10.0), (pytest.approx(10.3), None)], None, id="re-established",
+        ),
+        pytest.param(
+            [attempt(0.0, dur=0.5), end(10.0, "reset"), attempt(11.0, outcome="refused")],
+            [(0.5, 10.0)], 90.0, id="never-again",
+        ),
+        pytest.param(
+            [attempt(0.0, dur=0.5), end(99.0, "stopped")],
+            [(0.5, 99.0)], None, id="the-daemon's-stop-is-no-end-to-restore",
+        ),
+    ],
+)  # fmt: skip
+def test_spans_and_an_end_still_waiting_at_the_run_end(records, spans, unrestored) -> None:
+    result = track(*records)
+    assert result.spans == spans
+    assert result.unrestored == unrestored
+    assert [e.how for e in result.ended] == [r.how for r in records if isinstance(r, WatchEnd)]
+
+
+def test_each_doomed_landing_is_kept_with_its_server() -> None:
+    result = track(
+        attempt(0.0, server="a", shutdown=False),
+        end(5.0, "closed"),
+        attempt(5.1, server="a", shutdown=True, elapsed=3.5),
+        attempt(6.0, "list", server="a", shutdown=True),  # a LIST is no watch: never doomed
+    )
+    assert [(a.t, a.server, a.elapsed) for a in result.doomed_at] == [(5.1, "a", 3.5)]

@@ -7,16 +7,20 @@ after its 410; the live metrics and the event log's replay say the same."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from prober.common.exits import ExitCode
 from prober.config import load_config
 from prober.daemon.app import Daemon
 from prober.lab.apiserver.etcd import EtcdClient, b64
 from prober.lab.etcd import LabEtcd
+from prober.report.commands import analyze_command
 from prober.report.replay import replay
 from prober.report.runs import load_runs
 from prober.report.summary import build_summary
@@ -83,6 +87,7 @@ async def test_watch_streams_follow_the_heartbeat_through_a_shutdown_and_a_resta
     # from an older version gets 410 and the stream lists again.
     port = running.ports.port
     again = await start_server(etcd_servers=etcd.endpoint, port=port)
+
     # Each stream on its own backoff: wait until both have listed again, not just the first.
     def relisted() -> set[str]:
         return {r["stream"] for r in events(log, "watch_attempt")
@@ -118,6 +123,19 @@ async def test_watch_streams_follow_the_heartbeat_through_a_shutdown_and_a_resta
     assert sum(sum(e["ends"].values()) for e in by_stream.values()) == total(
         registry, "prober_watch_ends_total"
     )
+    # analyze: per watch stream three tests; the doomed re-watches fail theirs, named.
+    out = tmp_path / "out"
+    code = analyze_command([log], platform=None, thresholds_path=None, out=out,
+                           skip_bad_lines=False, stdout=io.StringIO())  # fmt: skip
+    assert code == ExitCode.FAILED
+    cases = ET.parse(out / "junit.xml").getroot().iter("testcase")
+    watch = {c.get("name", ""): c.find("failure") for c in cases if " watch " in c.get("name", "")}
+    assert len(watch) == 6
+    doomed = [f for name, f in watch.items() if "shutting-down" in name]
+    assert all(f is not None and "already shutting down" in f.get("message", "") for f in doomed)
+    html = (out / "report.html").read_text()
+    assert "http1 · watch" in html
+    assert "doomed re-watch at" in html
     # Every end the log has, one of the kinds the reference names.
     assert {r["how"] for r in events(log, "watch_end")} <= {
         "timeout", "closed", "reset", "goaway", "ping", "gone", "stopped"

@@ -1,0 +1,121 @@
+"""The watch streams' JUnit tests, from summary sections: each test's outcome per case, the
+exact one-line messages of a failure, localhost skipped, and the phase of each end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prober.core.models import ClosedBy, Window
+from prober.core.phase import ShutdownPhase
+from prober.core.watch import WatchEnd
+from prober.report.verdicts import Status
+from prober.report.watch_verdicts import WatchAllowed, judge_watches
+from prober.report.watches import end_phase
+from tests.core.test_watch import STREAM
+
+ALLOWED = WatchAllowed(reestablish=5.0, blind=15.0)
+
+
+def entry(lb: str = "internal-lb", **more: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "stream": f"kube-api-http2-{lb}-watch", "lb": lb, "protocol": "http2",
+        "established": 4, "doomed": 0, "doomed_at": [], "ends": {"closed": 3},
+        "reestablish": {"count": 3, "p50": 0.2, "p99": 0.9, "max": 1.0},
+        "blind": [], "blind_seconds": 0.0, "unrestored": None,
+    }  # fmt: skip
+    return {**base, **more}
+
+
+def section(*entries: dict[str, Any], writes: int = 100) -> dict[str, Any]:
+    return {"blind_after": 3.0, "heartbeat": {"writes": writes, "failed": 0},
+            "streams": list(entries)}  # fmt: skip
+
+
+def statuses(sec: dict[str, Any]) -> list[str]:
+    return [v.status.value for v in judge_watches(sec, ALLOWED)]
+
+
+@pytest.mark.parametrize(
+    ("stream", "writes", "expected"),
+    [
+        pytest.param(entry(), 100, ["passed", "passed", "passed"], id="healthy"),
+        pytest.param(entry(ends={}, reestablish={"count": 0, "p50": None, "p99": None,
+                     "max": None}), 100, ["skipped", "passed", "passed"], id="nothing-ended"),
+        pytest.param(entry(ends={"stopped": 1}), 100, ["skipped", "passed", "passed"],
+                     id="only-the-daemon's-stop"),
+        pytest.param(entry(reestablish={"count": 3, "p50": 0.2, "p99": 5.9, "max": 6.0}), 100,
+                     ["failed", "passed", "passed"], id="slow-re-establish"),
+        pytest.param(entry(unrestored=7.5), 100, ["failed", "passed", "passed"],
+                     id="never-re-established"),
+        pytest.param(entry(unrestored=0.5), 100, ["passed", "passed", "passed"],
+                     id="re-establishing-as-the-run-ended"),
+        pytest.param(entry(doomed=1, doomed_at=[{"t": 3.0, "server": "a", "elapsed": 1.5}]), 100,
+                     ["passed", "failed", "passed"], id="doomed"),
+        pytest.param(entry(blind=[[1.0, 2.0], [10.0, 40.5]], blind_seconds=31.5), 100,
+                     ["passed", "passed", "failed"], id="blind-past-the-ping-timeout"),
+        pytest.param(entry(blind=[[10.0, 25.0]], blind_seconds=15.0), 100,
+                     ["passed", "passed", "passed"], id="blind-at-the-allowed-value"),
+        pytest.param(entry(), 0, ["passed", "passed", "skipped"], id="no-heartbeat"),
+        pytest.param(entry("localhost", doomed=2), 100, ["skipped"] * 3, id="localhost"),
+    ],
+)  # fmt: skip
+def test_each_watch_test_per_case(stream: dict[str, Any], writes: int, expected: list[str]) -> None:
+    assert statuses(section(stream, writes=writes)) == expected
+
+
+def test_failures_say_what_happened_in_one_line() -> None:
+    failing = entry(
+        reestablish={"count": 3, "p50": 0.2, "p99": 5.9, "max": 6.0},
+        doomed=1,
+        doomed_at=[{"t": 3.0, "server": "apiserver-a", "elapsed": 1.5}],
+        blind=[[10.0, 40.5]],
+    )
+    verdicts = judge_watches(section(failing), ALLOWED)
+    assert [v.name for v in verdicts] == [
+        "[sig-api-machinery] load-balancer/internal-lb protocol/http2 watch should "
+        "re-establish within 5 s",
+        "[sig-api-machinery] load-balancer/internal-lb protocol/http2 watch should not land "
+        "on a shutting-down apiserver",
+        "[sig-api-machinery] load-balancer/internal-lb protocol/http2 watch should not be "
+        "blind longer than 15 s",
+    ]
+    assert [v.message for v in verdicts] == [
+        "kube-api-http2-internal-lb-watch: a watch took 6.00 s to re-establish after it ended "
+        "(p50 0.20 s, p99 5.90 s over 3); allowed 5 s",
+        "kube-api-http2-internal-lb-watch: a watch established at 3.00 s on apiserver "
+        "apiserver-a, which was already shutting down (1.50 s after its /readyz went false)",
+        "kube-api-http2-internal-lb-watch: blind for 30.50 s from 10.00 s to 40.50 s (the "
+        "heartbeat unseen past the blind threshold); allowed 15 s",
+    ]
+    assert all(v.status is Status.FAILED for v in verdicts)
+    assert [v.observed for v in verdicts] == [6.0, 1.0, 30.5]
+
+
+def test_no_watches_section_gives_no_watch_tests() -> None:
+    assert judge_watches(None, ALLOWED) == []
+    assert judge_watches(section(), ALLOWED) == []
+
+
+def window(host: str, t0: float, delay: float, end_t: float) -> Window:
+    return Window(host, None, delay, t0, t0, t0 - 0.1, t0 + 0.1, ClosedBy.RECOVERED, end_t, ())
+
+
+@pytest.mark.parametrize(
+    ("t", "started", "server", "phase"),
+    [
+        (5.0, 1.0, "a", ShutdownPhase.BEFORE),  # before a's T0
+        (12.0, 1.0, "a", ShutdownPhase.DELAY_EARLY),
+        (19.0, 1.0, "a", ShutdownPhase.DELAY_LATE),
+        (20.5, 1.0, "a", ShutdownPhase.AFTER),  # cut as it stopped
+        (20.5, 1.0, "b", ShutdownPhase.BEFORE),  # another server, ready
+        (90.0, 40.0, "a", ShutdownPhase.BEFORE),  # on a back after its window
+        (20.5, 1.0, None, ShutdownPhase.BEFORE),  # no header: no server to place
+    ],
+)
+def test_an_end_is_placed_in_its_servers_shutdown(
+    t: float, started: float, server: str | None, phase: ShutdownPhase
+) -> None:
+    end = WatchEnd(t, STREAM, started, "closed", server)
+    assert end_phase(end, [window("a", 10.0, 10.0, 25.0)]) is phase
