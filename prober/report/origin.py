@@ -1,7 +1,8 @@
 """The prober's results in OpenShift CI's own files, beside origin's in a job's artifacts
 (docs/ci-formats.md):
 
-- `e2e-timelines_prober_<stamp>.json`: monitor intervals, for Sippy's intervals chart;
+- `e2e-timelines_prober_<stamp>.json`: monitor intervals, for Sippy's intervals chart (the
+  watch streams' blind intervals and doomed re-watches too: `origin_watches`);
 - `backend-disruption_prober_<stamp>.json`: per stream, its disruption, which ci-tools loads
   into the BackendDisruption table that origin's allowed disruption is computed from;
 - `prober-<row type>-<stamp>-autodl.json`: the warehouse rows, which ci-data-loader loads;
@@ -35,6 +36,7 @@ from prober.report.origin_types import (
     IntervalList,
     backend_name,
 )
+from prober.report.origin_watches import watch_intervals
 from prober.report.summary import write_json
 
 OriginDocument = IntervalList | BackendDisruptionList | DataFile
@@ -49,9 +51,11 @@ def write_origin_files(
     BadInput names what the summary lacks (a summary written before it kept its start time
     has no `started`, and nothing to stamp the files with); OSError is the caller's."""
     rows = _rows(summary, labels or {})
-    stamp = _stamp(rows[0]["started"] if rows else summary["started"])
+    started = rows[0]["started"] if rows else summary["started"]
+    stamp = _stamp(started)
+    watches = watch_intervals(summary.get("watches"), started)
     documents: dict[str, OriginDocument] = {
-        f"e2e-timelines_prober_{stamp}.json": timeline(rows),
+        f"e2e-timelines_prober_{stamp}.json": timeline(rows, watches),
         f"backend-disruption_prober_{stamp}.json": backend_disruptions(rows),
     }
     for row_type, data in autodl_files(rows).items():

@@ -50,10 +50,12 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _WINDOW_FIELDS = ("host", "node", "delay", "closed_by", "t0", "t0_lo", "t0_hi")
 
 
-def timeline(rows: Sequence[Row]) -> IntervalList:
-    """Every interval of the run, in origin's order (`Intervals.Less`)."""
+def timeline(rows: Sequence[Row], others: Sequence[Interval] = ()) -> IntervalList:
+    """Every interval of the run, with `others` (the watch streams'), in origin's order
+    (`Intervals.Less`)."""
     items = [disruption_interval(r) for r in rows if r["row_type"] == "interval"]
     items += shutdown_intervals([r for r in rows if r["row_type"] == "shutdown"])
+    items += others
     items.sort(key=_order)
     return {"items": items}
 
@@ -90,9 +92,9 @@ def disruption_interval(row: Row) -> Interval:
         f"connections: {row['error']}{detail} ({_ms(row['seconds'])}, "
         f"{row['interval_samples']} failed requests)"
     )
-    return _interval(
+    return interval(
         "Error", SOURCE_DISRUPTION, {"type": LOCATOR_DISRUPTION, "keys": keys},
-        _message(REASON_DISRUPTION_BEGAN, human, annotations), start=start, end=end,
+        message(REASON_DISRUPTION_BEGAN, human, annotations), start=start, end=end,
     )  # fmt: skip
 
 
@@ -145,8 +147,8 @@ def _shutdown_interval(lb: str, rows: list[Row]) -> Interval:
     locator: Locator = {"type": LOCATOR_APISERVER, "keys": {"load-balancer": lb,
                                                             "server": SHUTDOWN_SERVER}}  # fmt: skip
     human = _shutdown_message(first, rows, failures)
-    message = _message(REASON_GRACEFUL_SHUTDOWN, human, annotations)
-    return _interval(level, SOURCE_APISERVER_SHUTDOWN, locator, message, start=start, end=end)
+    said = message(REASON_GRACEFUL_SHUTDOWN, human, annotations)
+    return interval(level, SOURCE_APISERVER_SHUTDOWN, locator, said, start=start, end=end)
 
 
 def _shutdown_message(first: Row, rows: Sequence[Row], failures: int) -> str:
@@ -238,7 +240,7 @@ def _moment(row: Row, run_seconds: float) -> float:
     return parse_rfc3339(row["started"]) + run_seconds
 
 
-def _interval(
+def interval(
     level: Level, source: str, locator: Locator, message: Message, *, start: float, end: float
 ) -> Interval:
     low = math.floor(start)
@@ -254,7 +256,7 @@ def _interval(
     }
 
 
-def _message(reason: str, human: str, annotations: Mapping[str, str]) -> Message:
+def message(reason: str, human: str, annotations: Mapping[str, str]) -> Message:
     return {
         "reason": reason,
         "cause": "",

@@ -308,3 +308,43 @@ def _epoch(text: str) -> int:
 
 def _micro(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_watch_blindness_and_doomed_re_watches_are_intervals_of_their_own(
+    run: Run, tmp_path: Path
+) -> None:
+    stream = "kube-api-http2-external-lb-watch"
+    doc = {**run.doc, "watches": {"blind_after": 3.0, "heartbeat": {"writes": 9, "failed": 0},
+           "streams": [{"stream": stream, "lb": "external-lb", "protocol": "http2",
+                        "blind": [[10.25, 40.75]], "doomed_at": [
+                            {"t": 12.5, "server": "master-1", "elapsed": 1.5}]}]}}  # fmt: skip
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps(doc))
+    assert main(["origin", str(summary), "--out", str(tmp_path / "out")]) == 0
+    document = json.loads((tmp_path / "out" / f"e2e-timelines_prober_{STAMP}.json").read_text())
+    jsonschema.Draft202012Validator(schema("intervals")).validate(document)
+    name = BACKEND_PREFIX + stream
+    mine = [
+        i for i in document["items"] if i["locator"]["keys"].get("backend-disruption-name") == name
+    ]
+    started = parse_rfc3339(run.doc["started"])
+    blind, doomed = sorted(mine, key=lambda i: i["level"])  # Error before Warning
+    assert blind["level"] == "Error"
+    assert blind["message"]["annotations"]["watch"] == "blind"
+    assert blind["message"]["annotations"]["start"] == _micro(started + 10.25)
+    assert parse_go_duration(blind["message"]["annotations"]["duration"]) == pytest.approx(30.5)
+    assert (_epoch(blind["from"]), _epoch(blind["to"])) == (
+        math.floor(started + 10.25),
+        math.ceil(started + 40.75),
+    )
+    assert doomed["level"] == "Warning"
+    assert doomed["message"]["annotations"]["server"] == "master-1"
+    assert _epoch(doomed["to"]) - _epoch(doomed["from"]) == 1
+    # The request streams' intervals are all still there, and the backend file has no watch.
+    assert (
+        len(document["items"]) == len(run.load(f"e2e-timelines_prober_{STAMP}.json")["items"]) + 2
+    )
+    backends = json.loads(
+        (tmp_path / "out" / f"backend-disruption_prober_{STAMP}.json").read_text()
+    )
+    assert BACKEND_PREFIX + stream not in backends["BackendDisruptions"]
