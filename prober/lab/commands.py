@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prober.common.exits import ExitCode
-from prober.lab import nodeloss
+from prober.lab import nodeloss, watchcheck
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
@@ -97,6 +97,15 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    if result.watches is not None and result.watches.rows:
+        print("", file=stdout)
+        print(
+            "watch streams against the truth (landed: on the server named, inside its landing "
+            "interval; ends and re-establishes judged where the server ended the watch):",
+            file=stdout,
+        )
+        print("\n".join(table(watchcheck.HEADERS, watchcheck.table_rows(result.watches))),
+              file=stdout)  # fmt: skip
     for loss in result.losses:
         print("", file=stdout)
         print(
@@ -205,6 +214,9 @@ def to_json(result: LabResult) -> dict[str, Any]:
         "load": None if result.load is None else dataclasses.asdict(result.load),
         "containers": [dataclasses.asdict(f) for f in result.fates],
         "node_losses": [dataclasses.asdict(loss) for loss in result.losses],
+        "watches": []
+        if result.watches is None
+        else [dataclasses.asdict(row) for row in result.watches.rows],
         "answered_failed": [] if result.answered is None else list(result.answered.answered_failed),
         "retried": {} if result.answered is None else dict(result.answered.retried),
         "sampling": [
