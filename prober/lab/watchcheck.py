@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,8 @@ THIRD_PARTY = frozenset({"reset", "client-gone"})  # the server was told: by the
 # delay, which no record bounds. Measured on the 2-core machine beside the lab's processes:
 # clean ends arrived up to 0.22 s after the server's (aws and gcp at 0.05).
 NOTICE = 0.4
+SEARCHED = 8  # a group of watches landing together up to this size is searched for its best
+Pairs = dict[int, int]  # measured index -> truth index
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,40 +136,93 @@ def pair(
     measured: Sequence[MeasuredWatch], truth: Sequence[TruthWatch], offset: float, tol: float
 ) -> list[tuple[MeasuredWatch, TruthWatch | None]]:
     """Each measured watch with a truth watch that began inside its landing interval on its
-    server. Streams of one protocol through different LBs may land on one server at once: as
-    many as can be are paired (a pairing that takes another's only fit gives way, Kuhn's
-    augmenting paths), each preferring the truth whose end lies nearest its own."""
+    server. Streams of one protocol through different LBs land on one server at once: among
+    the watches whose candidates overlap, the pairing that pairs the most, and of those the
+    one whose ends lie nearest, is taken (a search: such a group is one per LB at most)."""
     prefs: list[list[int]] = []
     for m in measured:
         lo, hi = offset + m.sent - tol, offset + m.established + tol
-        fits = [j for j, t in enumerate(truth) if t.apiserver == m.server
-                and t.protocol == m.protocol and lo <= t.start <= hi]  # fmt: skip
-        fits.sort(key=lambda j: (_end_distance(m, truth[j], offset), abs(truth[j].start - hi)))
-        prefs.append(fits)
-    owner: dict[int, int] = {}  # truth index -> measured index
-
-    def augment(i: int, seen: set[int]) -> bool:
-        for j in prefs[i]:
-            if j not in seen:
-                seen.add(j)
-                if j not in owner or augment(owner[j], seen):
-                    owner[j] = i
-                    return True
-        return False
-
-    for i in sorted(range(len(measured)), key=lambda i: len(prefs[i])):
-        augment(i, set())
-    chosen = {i: j for j, i in owner.items()}
+        prefs.append([j for j, t in enumerate(truth) if t.apiserver == m.server
+                      and t.protocol == m.protocol and lo <= t.start <= hi])  # fmt: skip
+    chosen: dict[int, int] = {}
+    for group in _groups(prefs):
+        chosen.update(
+            _best(group, prefs, lambda i, j: _end_distance(measured[i], truth[j], offset))
+        )
     return [(m, truth[chosen[i]] if i in chosen else None) for i, m in enumerate(measured)]
 
 
+def _groups(prefs: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The measured watches in groups that share a candidate, directly or through others."""
+    by_truth: dict[int, list[int]] = {}
+    for i, fits in enumerate(prefs):
+        for j in fits:
+            by_truth.setdefault(j, []).append(i)
+    seen: set[int] = set()
+    groups = []
+    for first in range(len(prefs)):
+        if first in seen or not prefs[first]:
+            continue
+        group, todo = [], [first]
+        seen.add(first)
+        while todo:
+            i = todo.pop()
+            group.append(i)
+            for j in prefs[i]:
+                for other in by_truth[j]:
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        groups.append(sorted(group))
+    return groups
+
+
+def _best(
+    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
+) -> Pairs:
+    """The assignment of the group's watches to distinct candidates (or none) with the fewest
+    unpaired, then the least total end distance."""
+    best: tuple[int, float, Pairs] = (len(group) + 1, math.inf, {})
+
+    def search(
+        k: int, used: frozenset[int], unpaired: int, total: float, now: dict[int, int]
+    ) -> None:
+        nonlocal best
+        if (unpaired, total) >= best[:2]:
+            return
+        if k == len(group):
+            best = (unpaired, total, dict(now))
+            return
+        i = group[k]
+        for j in prefs[i]:
+            if j not in used:
+                now[i] = j
+                search(k + 1, used | {j}, unpaired, total + cost(i, j), now)
+                del now[i]
+        search(k + 1, used, unpaired + 1, total, now)
+
+    search(0, frozenset(), 0, 0.0, {})
+    return best[2]
+
+
+def _greedy(
+    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
+) -> Pairs:
+    """Nearest ends first: for a group too large to search (none seen in the lab)."""
+    edges = sorted((cost(i, j), i, j) for i in group for j in prefs[i])
+    chosen: Pairs = {}
+    for _, i, j in edges:
+        if i not in chosen and j not in chosen.values():
+            chosen[i] = j
+    return chosen
+
+
 def _end_distance(m: MeasuredWatch, t: TruthWatch, offset: float) -> float:
-    """How far apart the two ends lie; a watch still open, or held until the daemon stopped,
-    ends at its stop for this."""
-    held = m.end is None or m.how == "stopped"
-    if t.end is None:
-        return 0.0 if held else math.inf
-    return abs((m.end if m.end is not None else math.inf) + offset - t.end)
+    """How far apart the two ends lie. A watch still open, or held until the daemon stopped,
+    says nothing of when its server ended it: every truth fits it as well."""
+    if m.end is None or m.how == "stopped":
+        return 0.0
+    return math.inf if t.end is None else abs(m.end + offset - t.end)
 
 
 @dataclass(frozen=True, slots=True)

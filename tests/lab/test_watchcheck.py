@@ -125,3 +125,16 @@ def test_the_truth_file_gives_each_lease_watch_on_the_probers_names(tmp_path: Pa
         TruthWatch("a", "http1", 5.0, "before", 9.0, "cut", 4),
         TruthWatch("a", "http2", 10.0, "delay_early"),
     ]
+
+
+def test_held_watches_give_way_to_the_one_whose_end_says_which_is_its_own() -> None:
+    # aws at 0.05: two h1 watches through the NLB held on (reset at the server, unknown to the
+    # client), one on localhost closed as its server stopped. Any other pairing makes the
+    # localhost watch seem to learn of a reset 7 s late.
+    held = [measured(1.0, None, stream="int"), measured(1.0, 99.9, "stopped", stream="ext")]
+    local = measured(1.0, 10.3, "closed", stream="local")
+    ts = [truth(1.005, 2.4, "reset"), truth(1.006, 10.0, "cut"), truth(1.007, 3.3, "reset")]
+    pairs = {m.stream: t for m, t in pair([*held, local], ts, OFFSET, 0.1)}
+    assert pairs["local"] is not None
+    assert pairs["local"].how == "cut"
+    assert {pairs["int"].how, pairs["ext"].how} == {"reset"}
