@@ -194,6 +194,18 @@ class RunRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RunEnd:
+    """The daemon's stop path ran to its end: written last, after every record it closed. A
+    run whose log has none ended abruptly (SIGKILL, an OOM kill, a node gone) at its last
+    whole record."""
+
+    KIND: ClassVar[str] = "run_end"
+    t: float
+    ts: str
+    reason: str  # why it stopped: the signal, or "stopped"
+
+
+@dataclass(frozen=True, slots=True)
 class Sample(OfStream):
     """One request's outcome. `t` is when it was sent, `dur` how long until it ended."""
 

@@ -29,6 +29,7 @@ from prober.core.models import (
     LB,
     LogRecord,
     Protocol,
+    RunEnd,
     RunRecord,
     StreamNameError,
     split_stream_name,
@@ -116,7 +117,7 @@ class KindTable:
 
     def __init__(self, specs: Iterable[KindSpec] = ()) -> None:
         self._specs: dict[str, KindSpec] = {}
-        self._types: dict[str, type[LogRecord]] = {RunRecord.KIND: RunRecord}
+        self._types: dict[str, type[LogRecord]] = {RunRecord.KIND: RunRecord, RunEnd.KIND: RunEnd}
         self._owner: dict[str, str] = {}  # record kind -> kind of stream
         for spec in specs:
             self.add(spec)

@@ -24,7 +24,7 @@ from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.kinds import run_record
-from prober.core.models import RunRecord, rfc3339
+from prober.core.models import RunEnd, RunRecord, rfc3339
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
@@ -216,6 +216,9 @@ class Daemon:
         await self.supervisor.stop("pipeline")
         pipeline.feed_pending()
         pipeline.close(pipeline.now())
+        # Last of all: a reader tells a stop from a kill by this record (`report.replay`).
+        end_t = pipeline.now()
+        pipeline.out.event(RunEnd(end_t, rfc3339(time.time()), self._stop_reason))
         files = [str(p) for p in writer.close()] if writer is not None else []
         for run in runs:
             await run.aclose()

@@ -11,7 +11,9 @@ bounded by neither daemon alone (the rollout scenario judges them without an evi
 
 from __future__ import annotations
 
+import json
 import signal
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +39,10 @@ async def evict(
     out: Path,
     enter: Enter | None = None,
 ) -> tuple[ManagedProcess, int]:
-    """Kill `daemon`; start its replacement, ready to sample, with its own event log."""
+    """Kill `daemon`; start its replacement, ready to sample, with its own event log. The
+    kill's wall time goes to OUT/killed.json, for what a reader of the killed log can hold
+    its abrupt end against."""
+    (out / "killed.json").write_text(json.dumps({"wall": time.time()}) + "\n")
     daemon.send_signal(signal.SIGKILL)
     await daemon.wait(10)
     generation = len(daemon_logs(group.log_dir)) + 1

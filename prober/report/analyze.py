@@ -19,6 +19,7 @@ from prober.report.documents import SummaryDocument
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
+from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.summary import build_summary, write_json
 from prober.report.tables import bounded, seconds, table
@@ -65,6 +66,7 @@ def analyze_runs(
         verdicts = judge(summary, thresholds) + judge_watches(
             summary.get("watches"), watch_allowed or WatchAllowed()
         )
+        verdicts += whole_run(summary)
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
 
@@ -84,6 +86,9 @@ def write_outputs(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Pa
         "prober_version": run.version,
         "analyzer_version": __version__,
     }
+    ended = analysis.summary.get("ended")
+    if ended is not None and ended["abruptly"]:
+        properties["ended_abruptly_at"] = f"{ended['t']:.6f}"
     write_junit(junit_path, analysis.verdicts, properties)
     report = RunReport(
         analysis.log, analysis.replay, analysis.summary, analysis.verdicts, analysis.warnings, stats
@@ -109,6 +114,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     lines = [
         f"run {run.run_id} · platform {s['platform']} · prober {run.version} · "
         f"{result.end_t:.1f} s · {samples} requests · {len(result.windows)} shutdown windows",
+        *filter(None, [abrupt_text(s)]),
         "",
     ]
     if result.windows:

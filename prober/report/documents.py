@@ -92,6 +92,13 @@ class WorstEntry(KeyFields):
     disruption_seconds: float
 
 
+class EndedEntry(TypedDict):
+    abruptly: bool  # no `run_end` record: killed, at the last whole record
+    t: float  # run time of the end
+    ts: str
+    reason: str | None  # why the daemon stopped; None when it ended abruptly
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2]
     run_id: str
@@ -101,6 +108,7 @@ class SummaryDocument(TypedDict):
     streams: list[StreamEntry]
     worst: list[WorstEntry]
     watches: NotRequired[dict[str, Any]]  # `report.watches` (schema 2.1: a summary before had none)
+    ended: NotRequired[EndedEntry]  # schema 2.2: how the run ended
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

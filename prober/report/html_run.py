@@ -16,6 +16,7 @@ from prober.core.watch import WATCH
 from prober.report.documents import SummaryDocument
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
+from prober.report.run_verdict import abrupt_text
 from prober.report.runs import ReadStats, RunLog
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
@@ -76,6 +77,7 @@ def render_run_report(report: RunReport) -> str:
         "<h1>How fast did the load balancers stop sending requests to a shutting-down "
         "kube-apiserver?</h1>",
         f'<p class="meta">{meta}</p>',
+        *(f'<p class="note">{esc(t)}</p>' for t in [abrupt_text(report.summary)] if t),
         f'<div class="explain">{_EXPLAIN}</div>',
         "<h2>Verdicts</h2>",
         _verdict_table(report.verdicts, report.summary),

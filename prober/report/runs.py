@@ -25,6 +25,7 @@ from prober.core.models import (
     LogRecord,
     PaceChange,
     Record,
+    RunEnd,
     RunRecord,
     Sample,
     StreamCounters,
@@ -53,11 +54,14 @@ class RunLog:
     paces: list[PaceChange] = field(default_factory=list)  # when the sampling rate changed
     # The records of every other kind of stream, by kind, as the daemon wrote them.
     others: dict[str, list[LogRecord]] = field(default_factory=dict)
+    ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
         """A record of any kind of stream: the request kind's in their lists, the others'
         under their kind."""
-        if isinstance(record, Sample | Interval | Window | Summary | PaceChange):
+        if isinstance(record, RunEnd):
+            self.ended = record
+        elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):
             self.add(record)
         else:
             owner = kinds.owner(record.KIND) or record.KIND

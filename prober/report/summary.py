@@ -58,6 +58,7 @@ from prober.core.models import (
 from prober.core.watch import WATCH
 from prober.report.documents import (
     Document,
+    EndedEntry,
     IntervalEntry,
     KeyFields,
     StreamEntry,
@@ -68,7 +69,7 @@ from prober.report.documents import (
     WorstEntry,
 )
 from prober.report.errors import BadInput
-from prober.report.replay import Replay
+from prober.report.replay import Replay, run_end
 from prober.report.runs import RunLog
 from prober.report.watches import watches_section
 
@@ -117,7 +118,18 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     }
     watched = result.of_kind(WATCH)
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
+    summary["ended"] = ended_entry(log)
     return summary, warnings
+
+
+def ended_entry(log: RunLog) -> EndedEntry:
+    """How the run ended: through the daemon's stop path (its `run_end` record), or abruptly
+    at its last whole record (a kill leaves no record of its own)."""
+    if log.ended is not None:
+        end = log.ended
+        return {"abruptly": False, "t": end.t, "ts": end.ts, "reason": end.reason}
+    end_t, end_ts = run_end(log)
+    return {"abruptly": True, "t": end_t, "ts": end_ts, "reason": None}
 
 
 def _end_of(log: RunLog, records: Sequence[LogRecord]) -> float:

@@ -56,8 +56,8 @@ class Status(StrEnum):
     SKIPPED = "skipped"
 
 
-# A request stream's key, or a watch stream's (lb, protocol, "watch").
-VerdictKey = tuple[LB, Protocol, str]
+# A request stream's key, or a watch stream's (lb, protocol, "watch"); None: the run's own.
+VerdictKey = tuple[LB, Protocol, str] | None
 
 
 @dataclass(frozen=True, slots=True)

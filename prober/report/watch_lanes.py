@@ -97,7 +97,9 @@ def watch_table(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
         return "<p>No watch streams in this run.</p>"
     rows = []
     for entry in section["streams"]:
-        mine = [v for v in verdicts if v.stream == entry["stream"] and v.key[2] == "watch"]
+        mine = [
+            v for v in verdicts if v.stream == entry["stream"] and v.key and v.key[2] == "watch"
+        ]
         ends = ", ".join(f"{how} {n}" for how, n in entry["ends"].items()) or "-"
         r, lag = entry["reestablish"], entry["lag"]
         cells = [

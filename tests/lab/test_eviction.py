@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from prober.cli import main
+from prober.core.models import parse_rfc3339
 from prober.lab.compare import TOLERANCE
 from prober.lab.daemons import daemon_logs
 from prober.lab.run import LabOptions, run_lab
@@ -33,3 +34,12 @@ async def test_an_evicted_daemon_loses_no_shutdown_window(tmp_path: Path) -> Non
     assert len(summaries) == 2  # one per daemon, each its own run
     windows = [w["host"] for s in summaries for w in s["windows"]]
     assert len(windows) == 3
+    # The killed run says so, at its last whole record, which no later than the kill; the
+    # replacement stopped through its stop path at the lab's end.
+    killed = json.loads((result.out / "killed.json").read_text())["wall"]
+    abrupt = [s["ended"] for s in summaries if s["ended"]["abruptly"]]
+    assert len(abrupt) == 1
+    assert parse_rfc3339(abrupt[0]["ts"]) <= killed
+    print(f"killed run: last whole record {killed - parse_rfc3339(abrupt[0]['ts']):.3f} s "
+          "before the kill")  # fmt: skip
+    assert [s["ended"]["abruptly"] for s in summaries].count(False) == 1

@@ -21,6 +21,7 @@ from prober.core.eventlog import encode
 from prober.core.models import (
     Interval,
     Record,
+    RunEnd,
     RunRecord,
     Sample,
     StreamCounters,
@@ -49,7 +50,7 @@ class RotatingWriter:
         self._size = 0
         self.write(run)
 
-    def write(self, record: Record) -> None:
+    def write(self, record: Record | RunEnd) -> None:
         line = encode(record) + "\n"
         if self.rotate_bytes and self._size + len(line) > self.rotate_bytes and self._size:
             self._rotate()
@@ -145,6 +146,7 @@ def write_daemon_log(
         end_ts = rfc3339(parse_rfc3339(run.ts) + end)
         emit(trackers.close(end, end_ts))
         writer.write(summary(end))
+        writer.write(RunEnd(end, end_ts, "stopped"))  # the stop path's last record
     writer.close()
     out.segments = writer.segments
     return out

@@ -12,6 +12,7 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
+from prober.report.run_verdict import WHOLE_RUN
 from prober.core.models import LB, Connection
 from prober.report import documents
 from prober.report.analyze import analyze_runs
@@ -109,8 +110,10 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     assert main(["analyze", str(path), "--out", str(tmp_path / "out")]) == 1
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert list(doc) == [
-        "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches",
+        "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
     ]  # fmt: skip
+    assert doc["ended"]["abruptly"] is False
+    assert doc["ended"]["reason"] == "stopped"
     assert doc["watches"] == {
         "blind_after": None,
         "heartbeat": {"writes": 0, "failed": 0},
@@ -196,8 +199,9 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     suites = list(xml)
     assert len(suites) == 1
     cases = {case.name: case for case in suites[0]}
-    assert len(cases) == 16
-    assert suites[0].tests == 16
+    assert len(cases) == 17  # 16 of the LBs and the run's own: recorded to its stop
+    assert suites[0].tests == 17
+    assert not cases[WHOLE_RUN].result  # passed: the log ends with its run_end record
 
     def outcome(name: str) -> tuple[str, str]:
         result = cases[name].result
@@ -323,7 +327,7 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
         "need it are skipped"
     ]
     suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
-    assert (suite.tests, suite.skipped, suite.failures) == (8, 8, 0)
+    assert (suite.tests, suite.skipped, suite.failures) == (9, 8, 0)  # the whole run passed
 
 
 def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:
