@@ -49,8 +49,9 @@ class SampleSource(Protocol):
 
     async def sample(self) -> Sample: ...
 
-    def expire(self) -> None:
-        """End the requests in flight now, each still as a sample (a timeout)."""
+    def stop(self) -> None:
+        """End the requests in flight now, and any begun later at once, each still as a
+        sample (of class `stopped`)."""
 
 
 class StreamScheduler:
@@ -192,16 +193,17 @@ class StreamScheduler:
         return True
 
     async def drain(self, timeout: float, grace: float = 1.0) -> int:
-        """Wait up to `timeout` for requests in flight, then make the rest end as timeouts
-        (recorded like any sample) and wait up to `grace` for that. What still runs then is
-        cancelled and produces no sample; returns how many were."""
+        """Wait up to `timeout` (the stop's grace) for requests in flight, then cut the rest:
+        each ends as a sample of class `stopped` (recorded and counted, no failure), and up
+        to `grace` is given for that. What still runs then is cancelled and produces no
+        sample (a request that ignored its own cancellation: a bug); returns how many were."""
         pending = {t for tasks in self._in_flight for t in tasks}
         if not pending:
             return 0
         _, still = await asyncio.wait(pending, timeout=timeout)
         if still:
             for worker in self._workers:
-                worker.expire()
+                worker.stop()
             _, still = await asyncio.wait(still, timeout=grace)
         for task in still:
             task.cancel()

@@ -34,7 +34,7 @@ class Source:
         self.pending.append(future)
         return await future
 
-    def expire(self) -> None:
+    def stop(self) -> None:
         """This source cannot give up on its own: the drain has to cancel it."""
 
 
