@@ -346,5 +346,6 @@ class WatchMetrics:
     def key(self, lb: str, protocol: str) -> tuple[str, ...]:
         return (*self._const, lb, protocol)
 
-    def heartbeat(self, ok: bool) -> None:
-        self.heartbeats.labels(*self._const, "ok" if ok else "failed").inc()
+    def heartbeat(self, result: str) -> None:
+        """`ok`, `failed`, or `stopped` (cut by the daemon's stop: no failure)."""
+        self.heartbeats.labels(*self._const, result).inc()
