@@ -138,6 +138,7 @@ class RequestRun:
         final = self.feed.final
         return {
             "started": sum(s.started for s in self._schedulers),
+            "raised": sum(s.raised for s in self._schedulers),  # started, then a bug: lost
             "skipped": dict(sum((s.skipped for s in self._schedulers), Counter())),
             "samples": sum(s.samples for s in final.streams) if final is not None else 0,
         }

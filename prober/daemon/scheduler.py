@@ -85,6 +85,7 @@ class StreamScheduler:
         self.ticks = 0
         self.skipped: Counter[str] = Counter()  # ticks not taken, by reason
         self.started = 0  # requests sent: each must end as exactly one emitted sample
+        self.raised = 0  # of them, those whose probe raised (a bug): no sample, but counted
         self._extras = 0
 
     @property
@@ -184,6 +185,10 @@ class StreamScheduler:
             sample = await self._workers[worker].sample()
         except Exception as exc:  # a bug, not a network fault: the stream task restarts
             self._crashed = exc
+            self.raised += 1
+            # Said now: at the stop the stream's task is cancelled before it can raise this.
+            log.error("sample_raised", stream=self.stream_name, error=f"{type(exc).__name__}: "
+                      f"{exc}", exc_info=exc)  # fmt: skip
             return False
         finally:
             task = asyncio.current_task()
