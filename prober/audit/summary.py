@@ -35,7 +35,7 @@ from prober.audit.event import (
 from prober.audit.evidence import ProberEvidence, ShutdownSpan
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES, Family, scan_file
 from prober.core.header import apiserver_id
-from prober.core.models import rfc3339
+from prober.core.models import ErrorClass, rfc3339
 
 SCHEMA_VERSION: Final = 1
 # (apiserver, user_agent, source_ip, user, verb, resource)
@@ -166,7 +166,8 @@ class AuditSummary:
             prober_key = (apiserver, ref.stream, ref.lb, ref.protocol, ref.connection)
             arrivals = self.prober_late.setdefault(prober_key, Arrivals())
             arrivals.add(late.received)
-            arrivals.failed += ref.error is not None
+            # A request the prober's stop cut was not seen to fail: nobody saw it end.
+            arrivals.failed += ref.error not in (None, ErrorClass.STOPPED)
 
     @property
     def apiservers(self) -> list[str]:

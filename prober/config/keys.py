@@ -171,7 +171,8 @@ KEYS: tuple[Key, ...] = (
     Key("summary_interval", f.duration(minimum=1.0), "period of summary records", show=_seconds),
     Key("duration", f.optional_duration, "stop after this long (default: run until SIGTERM)"),
     Key("drain_timeout", f.duration(allow_zero=True),
-        "on stop, wait this long for requests in flight", show=_seconds),
+        "on stop, wait this long for requests in flight; the rest are recorded as class "
+        "stopped (no failure)", show=_seconds),
     Key("ca_file", f.ca_bundle, "CA bundle for targets that name none"),
     Key("token_file", f.readable_file, "bearer token file for targets that name none"),
     Key("insecure_skip_tls_verify", f.boolean, "do not verify certificates", flag=Flag.SWITCH),

@@ -92,7 +92,9 @@ class BurstPlanner:
     def feed(self, sample: Sample, shutdown: ShutdownTracker) -> Burst | None:
         """A burst to send now, after this sample was fed to `shutdown`; or None."""
         if sample.burst is not None:
-            self._fed(sample)
+            self._fed(sample)  # a burst is done once each of its requests is in, cut or not
+        if sample.stopped:
+            return None  # the daemon stops: it showed nothing of the LB to burst for
         key = (sample.target, sample.lb)
         if key in self._flying or sample.end < self._not_before.get(key, -math.inf):
             return None

@@ -4,7 +4,8 @@ At the default rates the daemon takes hundreds of samples a second, almost all o
 successes that change nothing; a 4-hour log of every sample would be gigabytes. The trackers
 only depend on:
 
-* every failed, late (`shutdown=true`) or header-less sample, every one sent again (its
+* every failed, late (`shutdown=true`), header-less or stopped sample (cut by the daemon's
+  stop: the trackers pass over it, the record counts it), every one sent again (its
   `retried` is what the report counts) and every one of a witness burst (`core.burst`: how
   many requests the bounds cost is the report's to count): always kept;
 * every sample that made a tracker emit something (an interval closed, a window opened or
@@ -50,6 +51,8 @@ class Compactor:
     def select(
         self, sample: Sample, events: Iterable[object], open_hosts: frozenset[str]
     ) -> list[Sample]:
+        if sample.stopped:
+            return [sample]  # always logged; no success a tracker could meet as a witness
         events = list(events)
         out = self._held_before(events)
         emitted = bool(events)

@@ -28,6 +28,10 @@ success, instead of staying open until the next one comes (5 s of disruption fro
 request among a hundred good ones). A failure whose first later success was sent before the
 stream's last interval ended adds no time to it: a zero-length interval at that end.
 
+A request the daemon's own stop cut (`Sample.stopped`) is neither: it is passed over, as a
+request never sent would be, so it never opens, extends, splits or closes an interval, and it
+is no witness of an edge.
+
 Replay: the success that bounds `start_lo` rides on `DisruptionStarted.after`, and the one that
 closed a late failure on `DisruptionStarted.closer`, so the compactor writes both to the event
 log (marked `held`) before the failure; fed again, a held success only counts as a witness
@@ -125,6 +129,8 @@ class DisruptionTracker:
         self._successes: dict[str, _Successes] = {}
 
     def feed(self, sample: Sample) -> list[DisruptionEvent]:
+        if sample.stopped:
+            return []  # cut by the stop: no success to close with, no failure to open with
         if not sample.failed:
             newest = self._newest_ok.get(sample.stream)
             if newest is None or sample.t > newest.t:

@@ -2,7 +2,8 @@
 
 One generic encoder and decoder serve every record kind: a record's dataclass fields *are* its
 JSON fields, and decoding follows the field annotations (str, int, float, bool, enums, nested
-dataclasses, tuples, mappings, optionals), so adding a field to a model is the whole change.
+dataclasses, tuples, mappings, optionals), so adding a field to a model is the whole change;
+a field marked `models.OMIT_EMPTY` is left out of the line while empty.
 Readers are lenient where a crash or a newer writer leaves marks (a truncated last line,
 unknown kinds, unknown fields) and strict where data is wrong. The record types of other kinds
 of stream (`core.streamkind`) decode alike once a reader is given them (`types`); a kind it was
@@ -59,6 +60,8 @@ def _to_json(value: Any) -> Any:
         body: dict[str, Any] = {}
         for f in dataclasses.fields(value):
             keys = f.metadata.get("keys")
+            if f.metadata.get("omit_empty") and not getattr(value, f.name):
+                continue  # read back as its default (`models.OMIT_EMPTY`)
             if keys is None:
                 body[f.name] = _to_json(getattr(value, f.name))
             else:  # a stream identity, written as its name and the fields beside it

@@ -33,12 +33,21 @@ class ErrorClass(StrEnum):
     HEADER_MISSING = "header_missing"  # asked for the shutdown header, got none
     HEADER_INVALID = "header_invalid"
     OTHER = "other"
+    # Cut by the daemon's own stop, past its grace: it says nothing of the LB or the server,
+    # so every tracker passes over it as over a sampling gap (`Sample.stopped`).
+    STOPPED = "stopped"
 
     @property
     def is_disruption(self) -> bool:
         """Whether a client saw the request fail. A 2xx whose shutdown header is missing or
-        malformed was served: it costs us the measurement, not the user their request."""
-        return self not in (ErrorClass.HEADER_MISSING, ErrorClass.HEADER_INVALID)
+        malformed was served: it costs us the measurement, not the user their request. A
+        request the daemon's stop cut did not fail either: nobody learnt how it would end."""
+        return self not in NOT_DISRUPTION
+
+
+NOT_DISRUPTION = frozenset(
+    {ErrorClass.HEADER_MISSING, ErrorClass.HEADER_INVALID, ErrorClass.STOPPED}
+)
 
 
 class Protocol(StrEnum):
@@ -107,6 +116,9 @@ WITH_TARGET: dict[str, tuple[str, ...]] = {
     "keys": ("stream", "target", "lb", "protocol", "connection")
 }
 WITHOUT_TARGET: dict[str, tuple[str, ...]] = {"keys": ("stream", "lb", "protocol", "connection")}
+# A field left out of its line while empty: a reader takes its default, and the samples of a
+# run that never stopped mid-request keep their bytes.
+OMIT_EMPTY: dict[str, bool] = {"omit_empty": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,10 +248,20 @@ class Sample(OfStream):
     held: bool = False
     # Sent as part of a witness burst (`core.burst`): that burst's number in this run.
     burst: int | None = None
+    # A request the stop cut (`ErrorClass.STOPPED`): what of it had happened, in seconds
+    # after `t` (`connected`: TCP and TLS up, one step in asyncio; `sent`: the request
+    # written). Empty for every other sample, and then not written at all.
+    phases: Mapping[str, float] = field(default_factory=dict, metadata=OMIT_EMPTY)
 
     @property
     def end(self) -> float:
         return self.t + self.dur
+
+    @property
+    def stopped(self) -> bool:
+        """Cut by the daemon's stop: recorded and counted, but no observation of the LB, so
+        the trackers never see it as a success, a failure or a late answer."""
+        return self.error is ErrorClass.STOPPED
 
     @property
     def failed(self) -> bool:

@@ -28,7 +28,8 @@ window, up to a quiet gap earlier. What gets it back: in the `HOLD` seconds at t
 the sample in which `elapsed` steps from 0 s to 1 s (the header rounds to whole seconds, so at
 T0 + 0.5 s) pins T0's fraction of a second to within the window gap (`core.shutdown`).
 
-Times are the samples' own (send time and end): no clock is read here.
+Times are the samples' own (send time and end): no clock is read here. A sample the daemon's
+stop cut (`Sample.stopped`) is none of these: the pace passes over it.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class PaceTracker:
         reaction can only end when a shutdown delay ends, and then (`ShutdownTracker.rests`);
         `rising`: it is a new-connection stream of an LB whose reaction is open
         (`ShutdownTracker.wanted`)."""
+        if sample.stopped:
+            return []  # the daemon stops: neither an alarm nor calm, and no time passed
         changes: list[PaceChange] = []
         alarm = _alarm(sample)
         if alarm:

@@ -37,7 +37,8 @@ If constraints contradict each other (clock drift, or a restarted server answeri
 `t0_hi`), the false-side bound is dropped first; if the late samples alone disagree, the
 interval collapses to the midpoint of the crossing. A late sample whose own T0 range falls on a
 window already closed for that host is a straggler of that shutdown, not a new one: it is
-counted in `stragglers` and otherwise ignored.
+counted in `stragglers` and otherwise ignored. A sample the daemon's stop cut
+(`Sample.stopped`) is ignored altogether: it is no late answer, no failure and no witness.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ class ShutdownTracker:
         return frozenset(self._open)
 
     def feed(self, sample: Sample) -> list[ShutdownEvent]:
+        if sample.stopped:
+            return []  # cut by the stop: no answer, no failure, no witness of any LB
         self._streams.setdefault(sample.stream, sample.stream_id)
         events: list[ShutdownEvent] = list(self._close_expired(sample.t))
         if sample.failed:

@@ -4,8 +4,10 @@ add up to. One watch stream per LB x protocol runs client-go's reflector loop
 second (`Heartbeat` records, one per write).
 
 - `WatchAttempt`: a LIST or a WATCH was sent: how it went, and which apiserver answered
-  (the shutdown header rides on the answer). A WATCH that got its stream on a server already
-  answering `shutdown=true` is *doomed*: the watch twin of a readiness violation.
+  (the shutdown header rides on the answer); one the daemon's stop cut before its answer is
+  still recorded, as `stopped` (no failure: the tracker counts only what was established).
+  A WATCH that got its stream on a server already answering `shutdown=true` is *doomed*:
+  the watch twin of a readiness violation.
 - `WatchEnd`: an established watch ended, and how (`END_HOWS`).
 - `WatchSeen`: the stream saw a version of the heartbeat (an event, or a LIST); joined with
   the `Heartbeat` of that revision it gives the lag: arrival minus the write's
@@ -30,6 +32,9 @@ from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
 
 WATCH = "watch"  # the kind's name: streams are `<target>-<protocol>-<lb>-watch`
+# The daemon stopped: how an established watch ended, the outcome of a LIST or WATCH the stop
+# cut before its answer, the detail of a heartbeat write it cut. Never a failure of the LB.
+STOPPED = "stopped"
 END_HOWS = (
     "timeout",  # the server ended it cleanly (timeoutSeconds, or a drain)
     "closed",  # the connection closed under it (EOF, a cut)
@@ -41,7 +46,7 @@ END_HOWS = (
     "error",  # another ERROR event
     "too_large",  # an event past the size limit, or more unread than the queue holds
     "bad_event",  # a line that is not a watch event
-    "stopped",  # the daemon stopped
+    STOPPED,  # the daemon stopped
 )
 
 
@@ -55,7 +60,7 @@ class WatchAttempt:
     t: float  # run time the request was sent
     stream_id: KindStreamId = field(metadata=_identity())
     step: str  # "list" or "watch"
-    outcome: str  # core.reflector.Outcome
+    outcome: str  # core.reflector.Outcome, or STOPPED: cut by the daemon's stop
     status: int | None = None
     server: str | None = None  # the APIServerID of the shutdown header
     shutdown: bool | None = None  # the header's shutdown flag
@@ -105,8 +110,8 @@ class WatchSeen:
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    """One write of the heartbeat Lease: sent at `t`, acknowledged at `ack` (None: it failed)
-    with etcd's `revision`."""
+    """One write of the heartbeat Lease: sent at `t`, acknowledged at `ack` (None: it failed,
+    or the daemon's stop cut it: `detail` STOPPED) with etcd's `revision`."""
 
     KIND: ClassVar[str] = "heartbeat"
     RAW: ClassVar[bool] = True

@@ -49,13 +49,15 @@ class Metrics:
 
         self.requests = Counter(
             "prober_requests_total",
-            "Requests sent, by result: success or an error class.",
+            "Requests sent, by result: success or an error class (stopped: cut by the "
+            "daemon's stop, no failure).",
             labels(*STREAM_LABELS, "result"),
             registry=registry,
         )
         self.duration = Histogram(
             "prober_request_duration_seconds",
-            "Time from sending a request to its end, whatever the result.",
+            "Time from sending a request to its end, whatever the result (but stopped: "
+            "the daemon's stop ended it).",
             labels(*STREAM_LABELS),
             buckets=REQUEST_BUCKETS,
             registry=registry,
@@ -250,7 +252,8 @@ class Metrics:
         key = sample.stream_id.key
         result = sample.error.value if sample.error is not None else "success"
         self._child(self.requests, *key, result).inc()
-        self._child(self.duration, *key).observe(sample.dur)
+        if not sample.stopped:  # its end is the daemon's stop, not the server's answer
+            self._child(self.duration, *key).observe(sample.dur)
         if sample.late and sample.shutdown is not None:
             self._child(self.late, *key, self._apiserver(sample.shutdown.host)).inc()
         if sample.replaced is not None:
@@ -343,5 +346,6 @@ class WatchMetrics:
     def key(self, lb: str, protocol: str) -> tuple[str, ...]:
         return (*self._const, lb, protocol)
 
-    def heartbeat(self, ok: bool) -> None:
-        self.heartbeats.labels(*self._const, "ok" if ok else "failed").inc()
+    def heartbeat(self, result: str) -> None:
+        """`ok`, `failed`, or `stopped` (cut by the daemon's stop: no failure)."""
+        self.heartbeats.labels(*self._const, result).inc()

@@ -5,8 +5,10 @@ take turns under one `StreamScheduler`; the samples go through the request kind'
 (`daemon.samples.SampleFeed`: the core trackers, the compactor, the pace, witness bursts);
 the `Pacer` holds the sampling rate the feed decides and every scheduler follows, and the
 `BurstSender` sends the witness bursts the feed's planner asks for through the schedulers
-of the LB's fresh streams. At the stop: the schedulers stop ticking, requests in flight get
-`drain_timeout` to end, then end as timeouts (`Prober.expire`), each still a sample.
+of the LB's fresh streams. At the stop: the schedulers stop ticking and no burst starts,
+requests in flight (ticks and bursts alike) get `drain_timeout` to end, and the stop cuts the
+rest (`Prober.stop`): each is still a sample, of class `stopped` with the phases it had
+reached, which the trackers pass over. So `started` = `samples` in the `stopped` line.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ class RequestRun:
         final = self.feed.final
         return {
             "started": sum(s.started for s in self._schedulers),
+            "raised": sum(s.raised for s in self._schedulers),  # started, then a bug: lost
             "skipped": dict(sum((s.skipped for s in self._schedulers), Counter())),
             "samples": sum(s.samples for s in final.streams) if final is not None else 0,
         }

@@ -12,6 +12,10 @@ the sampling rate (`core.pace`), and what `close()` closes at the end of the run
 intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
 witness burst it asks for goes to `on_burst` (`daemon.bursts`).
 
+A sample the daemon's stop cut (`ErrorClass.STOPPED`) is counted (samples, `results`) and
+logged like any other, so that every request started is a sample recorded; the trackers, the
+pace, the planner and the gap statistics pass over it (`Sample.stopped`): it is no failure.
+
 `SampleFeed` is a `daemon.pipeline.Feed`: the daemon attaches it to its pipeline (the request
 kind does, `daemon.requests`); a test or a benchmark may feed it samples directly.
 """
@@ -173,6 +177,8 @@ class SampleFeed:
         counts.results[sample.error.value if sample.error else "success"] += 1
         if sample.burst is not None:
             return ()  # sent beside the ticks: no sampling gap of the stream's
+        if sample.stopped:
+            return ()  # cut by the stop: it sampled nothing, so it ends no gap
         return tuple(counts.gaps.feed(sample.t))
 
     def _emit(self, event: Event) -> None:

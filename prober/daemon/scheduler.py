@@ -49,8 +49,9 @@ class SampleSource(Protocol):
 
     async def sample(self) -> Sample: ...
 
-    def expire(self) -> None:
-        """End the requests in flight now, each still as a sample (a timeout)."""
+    def stop(self) -> None:
+        """End the requests in flight now, and any begun later at once, each still as a
+        sample (of class `stopped`)."""
 
 
 class StreamScheduler:
@@ -84,6 +85,7 @@ class StreamScheduler:
         self.ticks = 0
         self.skipped: Counter[str] = Counter()  # ticks not taken, by reason
         self.started = 0  # requests sent: each must end as exactly one emitted sample
+        self.raised = 0  # of them, those whose probe raised (a bug): no sample, but counted
         self._extras = 0
 
     @property
@@ -183,6 +185,10 @@ class StreamScheduler:
             sample = await self._workers[worker].sample()
         except Exception as exc:  # a bug, not a network fault: the stream task restarts
             self._crashed = exc
+            self.raised += 1
+            # Said now: at the stop the stream's task is cancelled before it can raise this.
+            log.error("sample_raised", stream=self.stream_name, error=f"{type(exc).__name__}: "
+                      f"{exc}", exc_info=exc)  # fmt: skip
             return False
         finally:
             task = asyncio.current_task()
@@ -192,16 +198,17 @@ class StreamScheduler:
         return True
 
     async def drain(self, timeout: float, grace: float = 1.0) -> int:
-        """Wait up to `timeout` for requests in flight, then make the rest end as timeouts
-        (recorded like any sample) and wait up to `grace` for that. What still runs then is
-        cancelled and produces no sample; returns how many were."""
+        """Wait up to `timeout` (the stop's grace) for requests in flight, then cut the rest:
+        each ends as a sample of class `stopped` (recorded and counted, no failure), and up
+        to `grace` is given for that. What still runs then is cancelled and produces no
+        sample (a request that ignored its own cancellation: a bug); returns how many were."""
         pending = {t for tasks in self._in_flight for t in tasks}
         if not pending:
             return 0
         _, still = await asyncio.wait(pending, timeout=timeout)
         if still:
             for worker in self._workers:
-                worker.expire()
+                worker.stop()
             _, still = await asyncio.wait(still, timeout=grace)
         for task in still:
             task.cancel()

@@ -23,7 +23,7 @@ import ssl
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import structlog
 
@@ -33,17 +33,18 @@ from prober.core.models import Protocol, rfc3339
 from prober.core.reflector import Next, Outcome, Reflector, Step
 from prober.core.streamkind import KindSpec, KindStreamId
 from prober.core.watch import (
+    STOPPED,
     WATCH,
     WATCHES,
     Heartbeat,
     WatchAttempt,
     WatchEnd,
     WatchSeen,
-    WatchTracker,
 )
 from prober.daemon.kinds import KindContext
 from prober.daemon.metrics import WatchMetrics
-from prober.daemon.pipeline import Event, Observed, Sink
+from prober.daemon.pipeline import Sink
+from prober.daemon.watchfeed import WatchFeed, WatchSink
 from prober.probe import TokenFile, client_context
 from prober.probe.watcher import Answered, WatchClient, WatchTarget
 from prober.probe.wire.stream import StreamLimits
@@ -81,69 +82,6 @@ class WatchKind:
         return WatchRun(context, self.streams(context.config))
 
 
-class WatchFeed:
-    records: ClassVar[tuple[type, ...]] = (WatchAttempt, WatchEnd, WatchSeen, Heartbeat)
-
-    def __init__(self, blind_after: float, out: Sink) -> None:
-        self.tracker = WatchTracker(blind_after)
-        self._out = out
-        self._produced: set[str] = set()
-
-    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
-        self.tracker.feed(record)
-        if not isinstance(record, Heartbeat):
-            self._produced.add(record.stream)
-        self._out.event(record)
-
-    def produced(self, stream: str) -> bool:
-        return stream in self._produced
-
-    def summary(self, t: float) -> None:
-        pass
-
-    def close(self, t: float) -> None:
-        self.tracker.close(t)
-
-
-class WatchSink:
-    """The metrics of the watch records, as they come."""
-
-    def __init__(self, metrics: WatchMetrics, tracker: WatchTracker) -> None:
-        self._metrics = metrics
-        self._tracker = tracker
-        self._lags: dict[str, int] = {}
-        self._blind: dict[str, float] = {}
-
-    def observe(self, observed: Observed) -> None:
-        pass
-
-    def keep(self, sample: object) -> None:
-        pass
-
-    def event(self, event: Event) -> None:
-        m = self._metrics
-        if isinstance(event, Heartbeat):
-            m.heartbeat(event.ack is not None)
-            return
-        if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen):
-            return
-        key = m.key(str(event.stream_id.lb), str(event.stream_id.protocol))
-        if isinstance(event, WatchAttempt):
-            m.attempts.labels(*key, event.step, event.outcome).inc()
-            if event.doomed:
-                m.doomed.labels(*key).inc()
-        elif isinstance(event, WatchEnd):
-            m.ends.labels(*key, event.how).inc()
-        else:
-            result = self._tracker.stream(event.stream)
-            for lag in result.lags[self._lags.get(event.stream, 0) :]:
-                m.lag.labels(*key).observe(lag)
-            self._lags[event.stream] = len(result.lags)
-            blind = result.blind_seconds
-            m.blind.labels(*key).inc(max(0.0, blind - self._blind.get(event.stream, 0.0)))
-            self._blind[event.stream] = blind
-
-
 class WatchRun:
     """The watch streams and the heartbeat writer of one run (`daemon.kinds.KindRun`)."""
 
@@ -164,7 +102,8 @@ class WatchRun:
         self._contexts: dict[tuple[str | None, Protocol], ssl.SSLContext] = {}
         self._rng = random.Random()
         self._stopping = False
-        self.counts: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()  # LISTs and WATCHes recorded, by step and outcome
+        self.sent = 0  # LISTs and WATCHes sent: each is recorded once, cut by the stop or not
 
     def start(self) -> None:
         if not self.streams:
@@ -235,7 +174,12 @@ class WatchRun:
         self, stream: KindStreamId, client: WatchClient, reflector: Reflector, step: Next
     ) -> Next:
         t = self._context.now()
-        answered = await client.get(self._path("limit=500&resourceVersion=0"))
+        self.sent += 1
+        try:
+            answered = await client.get(self._path("limit=500&resourceVersion=0"))
+        except asyncio.CancelledError:
+            self._cut(t, stream, "list", version="", cause=step.relist_cause)
+            raise
         self._attempt(
             t, stream, "list", answered, version=answered.version, cause=step.relist_cause
         )
@@ -261,12 +205,15 @@ class WatchRun:
         def on_line(line: bytes) -> str:
             return self._event(stream, reflector, line)
 
+        self.sent += 1
         try:
             ended = await client.watch(self._path(query), on_start, on_line)
         except asyncio.CancelledError:
-            if opened and opened[0].outcome is Outcome.OK:
+            if not opened:  # sent, not answered yet
+                self._cut(started, stream, "watch", version=step.version, cause="")
+            elif opened[0].outcome is Outcome.OK:
                 server = opened[0].shutdown.host if opened[0].shutdown else None
-                context.emit(WatchEnd(context.now(), stream, started, "stopped", server))
+                context.emit(WatchEnd(context.now(), stream, started, STOPPED, server))
             raise
         now = time.monotonic()
         if ended is None:
@@ -321,6 +268,17 @@ class WatchRun:
         )
         self._context.emit(record)
 
+    def _cut(self, t: float, stream: KindStreamId, step: str, *, version: str, cause: str) -> None:
+        """A LIST or WATCH the stop cut before its answer: still one record of what was sent,
+        as `stopped` (`core.watch.STOPPED`), with how long it had waited."""
+        self.counts[f"{step}_{STOPPED}"] += 1
+        dur = round(self._context.now() - t, 6)
+        detail = "cut by the daemon's stop before its answer"
+        self._context.emit(
+            WatchAttempt(t, stream, step, STOPPED, version=version, detail=detail,
+                         relist_cause=cause, dur=dur)
+        )  # fmt: skip
+
     # -- the heartbeat writer -------------------------------------------------------------
     def _writer(self, clients: list[WatchClient]) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
@@ -330,7 +288,11 @@ class WatchRun:
                 due = clock.monotonic() + interval
                 client = clients[turn % len(clients)]
                 t = self._context.now()
-                answered = await self._write(client, path)
+                try:
+                    answered = await self._write(client, path)
+                except asyncio.CancelledError:  # the stop: still a record of the write sent
+                    self._context.emit(Heartbeat(t, None, None, STOPPED, self.blind_after))
+                    raise
                 ok = answered.outcome is Outcome.OK and answered.version.isdigit()
                 ack = self._context.now() if ok else None
                 revision = int(answered.version) if ok else None
@@ -378,11 +340,13 @@ class WatchRun:
         return [f"watch:{stream.name}" for stream in self.streams] + ["heartbeat"]
 
     async def drain(self, timeout: float) -> int:
-        return 0  # each watch recorded its end as its task was cancelled
+        # Each task recorded what it had in flight as it was cancelled: an established
+        # watch's end, a LIST or WATCH not answered yet, a heartbeat write (all `stopped`).
+        return 0
 
     async def aclose(self) -> None:
         for client in (*self._clients.values(), *self._writers):
             await client.aclose()
 
     def account(self) -> Mapping[str, object]:
-        return {"watch": dict(self.counts)}
+        return {"watch": dict(self.counts), "watch_sent": self.sent}

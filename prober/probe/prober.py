@@ -70,9 +70,16 @@ class _Attempt:
     replaced_port: int | None = None
     retried: str | None = None
     first_error: str = ""
+    up_at: float | None = None  # when its fresh connection was up (TCP and TLS)
+    sent_at: float | None = None  # when the request was written
 
     def at(self, conn: WireConnection) -> None:
         self.local, self.peer = conn.local, conn.peer
+
+    def phases(self, start: float) -> dict[str, float]:
+        """What of it had happened, in seconds after `start` (the sample's `t`)."""
+        marks = {"connected": self.up_at, "sent": self.sent_at}
+        return {k: round(max(v - start, 0.0), 6) for k, v in marks.items() if v is not None}
 
     @property
     def reused(self) -> bool | None:
@@ -107,16 +114,20 @@ class Prober:
         one_at_a_time = reused and stream.protocol is Protocol.HTTP1
         self.capacity = 1 if one_at_a_time else target.max_in_flight
         self._deadlines: set[asyncio.Timeout] = set()  # of the requests in flight
+        self._cut: set[asyncio.Timeout] = set()  # deadlines the stop brought forward
         self._stopping = False
         self._raised = 0  # samples in a row that raised (a bug, not the network)
 
-    def expire(self) -> None:
-        """The daemon is stopping: end the requests in flight now, as timeouts, so that each
-        is still recorded as the sample it is instead of vanishing with its task."""
+    def stop(self) -> None:
+        """The daemon is stopping and its grace is over: end the requests in flight now, and
+        any that starts from now on at once, each as a sample of class `stopped` with what
+        of it had happened, instead of vanishing with its task. Not a timeout: the request
+        was cut by us, not left unanswered by the server, so it is no failure."""
         self._stopping = True
         now = asyncio.get_running_loop().time()
         for deadline in self._deadlines:
             if not deadline.expired():
+                self._cut.add(deadline)
                 deadline.reschedule(now)
 
     async def aclose(self) -> None:
@@ -157,7 +168,10 @@ class Prober:
         response: Response | None = None
         shutdown: ShutdownHeader | None = None
         error: ErrorClass | None
-        deadline = asyncio.timeout(self._target.timeout)
+        # A request begun after the stop's cut (its task had not run yet) goes no further.
+        deadline = asyncio.timeout(0 if self._stopping else self._target.timeout)
+        if self._stopping:
+            self._cut.add(deadline)
         self._deadlines.add(deadline)
         try:
             async with deadline:
@@ -165,10 +179,11 @@ class Prober:
             error, detail, shutdown = classify_response(response.status, response.headers)
         except (WireError, TimeoutError) as exc:
             error, detail = classify_error(exc)
-            if self._stopping and error is ErrorClass.TIMEOUT:
-                detail = "no answer before the daemon stopped"
+            if isinstance(exc, TimeoutError) and deadline in self._cut:
+                error, detail = ErrorClass.STOPPED, _cut_short(attempt)
         finally:
             self._deadlines.discard(deadline)
+            self._cut.discard(deadline)
         end = time.monotonic()
         self._after(attempt, response, error)
         if attempt.retried:
@@ -180,6 +195,7 @@ class Prober:
         # take a while to get from `sample()` there, and T0 bounds need the later instant.
         if attempt.on_wire is not None and attempt.on_wire < end:
             wall, start = wall + (attempt.on_wire - start), attempt.on_wire
+        phases = attempt.phases(start) if error is ErrorClass.STOPPED else {}
         return Sample(
             ts=rfc3339(wall),
             t=round(start - self._run_start, 6),
@@ -197,6 +213,7 @@ class Prober:
             replaced=attempt.replaced,
             replaced_port=attempt.replaced_port,
             retried=attempt.retried,
+            phases=phases,
         )
 
     async def _exchange(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
@@ -216,11 +233,12 @@ class Prober:
 
     async def _once(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
         attempt.connected = attempt.kept = False
-        attempt.on_wire = None
+        attempt.on_wire = attempt.up_at = attempt.sent_at = None
         conn = await (self._kept_connection(attempt) if self._reused else self._open(attempt))
         attempt.at(conn)
         if attempt.on_wire is None:
             attempt.on_wire = time.monotonic()
+        attempt.sent_at = time.monotonic()  # `request` writes it before its first wait
         try:
             return await conn.request(self._path, self._endpoint.authority, headers)
         finally:
@@ -234,7 +252,9 @@ class Prober:
         attempt.connected = True  # a fresh connection, whatever becomes of it
         addresses = await resolve(self._endpoint)
         attempt.on_wire = time.monotonic()  # after the name lookup: the connect starts now
-        return await connect(self._endpoint, addresses)
+        conn = await connect(self._endpoint, addresses)
+        attempt.up_at = time.monotonic()
+        return conn
 
     async def _kept_connection(self, attempt: _Attempt) -> WireConnection:
         kept = self._kept
@@ -281,6 +301,15 @@ class Prober:
             conn.close()
         else:
             self._retired.add(conn)
+
+
+def _cut_short(attempt: _Attempt) -> str:
+    """Where the stop cut a request: what a reader of the sample needs beside its phases."""
+    if attempt.sent_at is not None:
+        return "cut by the daemon's stop: sent, no answer yet"
+    if attempt.on_wire is not None:
+        return "cut by the daemon's stop while connecting (TCP and TLS)"
+    return "cut by the daemon's stop before it was sent"
 
 
 def _address(addr: tuple[str, int] | None) -> str | None:

@@ -168,6 +168,12 @@ def describe(analysis: RunAnalysis) -> list[str]:
             f"sent again once on a new connection, as Go's transport would: {sum(resent.values())}"
             f" ({reasons}); answered then, they are no disruption"
         )
+    stopped = sum(stream.get("stopped", 0) for stream in s["streams"])
+    if stopped:
+        lines.append(
+            f"cut by the daemon's stop, past its grace: {stopped} requests"
+            " (class stopped: counted, no disruption, no failure)"
+        )
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

@@ -8,8 +8,9 @@ not the order here.
 
 `summary.json` is schema v2; a v1 summary is v2 without the sampling's bounds, so the bound
 keys are `NotRequired`: the writer always writes them, a reader of both versions asks `in`
-first. `retried` is `NotRequired` too: v2 summaries written before resends were counted have
-none. `tests/report/test_analyze.py` checks that the writer writes every key the types name.
+first. `retried` and `stopped` are `NotRequired` too: v2 summaries written before resends
+(requests cut by the stop) were counted have none. `tests/report/test_analyze.py` checks that
+the writer writes every key the types name.
 
 This module keeps its annotations evaluated (no `from __future__ import annotations`), so
 that `__required_keys__` and `__optional_keys__` tell that test the truth.
@@ -79,6 +80,7 @@ class IntervalEntry(TypedDict):
 class StreamEntry(StreamFields):
     samples: int
     retried: NotRequired[dict[str, int]]  # reason -> requests sent again once
+    stopped: NotRequired[int]  # requests the daemon's stop cut: among samples, no failure
     disruption_seconds: float
     intervals: list[IntervalEntry]
 

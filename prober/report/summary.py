@@ -6,7 +6,7 @@
                                "max_elapsed", "reaction", "reaction_lo", "reaction_hi",
                                "bound_by", "failures"}]}],
      "streams": [{"stream", "lb", "protocol", "connection", "samples", "retried",
-                  "disruption_seconds",
+                  "stopped", "disruption_seconds",
                   "intervals": [{"start_t", "end_t", "start_lo", "start_hi", "end_lo",
                                  "end_hi", "start_ts", "end_ts", "error", "detail",
                                  "samples"}]}],
@@ -26,7 +26,9 @@ to the history (`thresholds`), which uses the point values only.
 
 `retried` counts, per reason, the requests sent again once on a new connection as Go's
 transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
-that failed too is the failure it met.
+that failed too is the failure it met. `stopped` counts the requests the daemon's own stop
+cut (class `stopped`): among `samples`, so that every request started is counted, and no
+disruption, no failure and no witness of any window (`core.models.Sample.stopped`).
 
 Schema v1 is v2 without the bound fields; the reader here accepts both. The shape as types,
 checked wherever a summary is built or read: `documents.SummaryDocument`.
@@ -90,9 +92,11 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     streams = _stream_ids(log, result)
     samples, warnings = _sample_counts(log, streams)
     retried: dict[str, Counter[str]] = defaultdict(Counter)
-    for sample in log.samples:  # every resent sample is in the log (`core.compaction`)
+    stopped: Counter[str] = Counter()
+    for sample in log.samples:  # every resent or stopped sample is in the log (`compaction`)
         if sample.retried is not None and not sample.held:
             retried[sample.stream][sample.retried] += 1
+        stopped[sample.stream] += sample.stopped
     seconds: dict[str, float] = defaultdict(float)
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
@@ -101,6 +105,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
             **_ids(s),
             "samples": samples[s.name],
             "retried": dict(sorted(retried[s.name].items())),
+            "stopped": stopped[s.name],
             "disruption_seconds": seconds[s.name],
             "intervals": [_interval(i) for i in result.intervals if i.stream == s.name],
         }

@@ -215,6 +215,8 @@ def _event_log(path: Path, late_ids: list[str], failed_id: str, node: str | None
     second = [at(120.0 + i, aid, host=host, late=True, elapsed=10 + i, delay=70)
               for i, aid in enumerate(late_ids)]  # fmt: skip
     second.append(at(125.0, failed_id, error=ErrorClass.CONNECTION_RESET))
+    # The server had it, late; the prober's stop cut it before its answer: not a failure.
+    second.append(at(126.0, "prober-cut", error=ErrorClass.STOPPED))
     window = Window(host, node, 70.0, 111.0, 110.0, 109.9, 110.1, ClosedBy.RECOVERED, 150.0, ())
     live = [encode(window)]
     for index, records in ((1, first), (2, second)):
@@ -235,6 +237,7 @@ def test_prober_requests_and_windows_are_matched(tmp_path: Path, node: str | Non
         event(20.0, aid=late_ids[0], user_agent=PROBER, annotations=graceful()),
         event(21.0, aid=late_ids[1], user_agent=PROBER, annotations=graceful()),
         event(22.0, aid="prober-reset", user_agent=PROBER, annotations=graceful()),
+        event(23.0, aid="prober-cut", user_agent=PROBER, annotations=graceful()),
         event(30.0, aid="w", stage="ResponseStarted", verb="watch"),
         event(31.0, aid="w", stage="ResponseComplete", verb="watch"),  # same request
         event(40.0, annotations=graceful()),  # late, but not the prober's
@@ -250,7 +253,7 @@ def test_prober_requests_and_windows_are_matched(tmp_path: Path, node: str | Non
         str(tmp_path / "events.jsonl.000002.gz"),
         str(events_path),
     ]
-    assert body["prober"]["late_requests"] == 3
+    assert body["prober"]["late_requests"] == 4
     assert body["prober"]["late"] == [
         {
             "apiserver": "master-0",
@@ -258,10 +261,10 @@ def test_prober_requests_and_windows_are_matched(tmp_path: Path, node: str | Non
             "lb": "internal-lb",
             "protocol": "http2",
             "connection": "new",
-            "count": 3,
+            "count": 4,
             "first": rfc3339(T0 + 20.0),
-            "last": rfc3339(T0 + 22.0),
-            "failed": 1,
+            "last": rfc3339(T0 + 23.0),
+            "failed": 1,  # the reset; not the request the stop cut
         }
     ]
     (window,) = body["windows"]
@@ -269,9 +272,9 @@ def test_prober_requests_and_windows_are_matched(tmp_path: Path, node: str | Non
     assert window["audited"] is True
     assert window["start"] == rfc3339(T0 + 10.0)
     assert window["end"] == rfc3339(T0 + 50.0)
-    assert window["requests"] == 5  # 3 prober, 1 watch (two stages), 1 other late
-    assert window["late"] == 4
-    assert window["user_agents"] == {"prober": 3, "kubelet": 2}
+    assert window["requests"] == 6  # 4 prober, 1 watch (two stages), 1 other late
+    assert window["late"] == 5
+    assert window["user_agents"] == {"prober": 4, "kubelet": 2}
 
 
 def test_windows_from_kubernetes_events(tmp_path: Path):

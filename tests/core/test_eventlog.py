@@ -92,6 +92,24 @@ def test_sample_wire_format_is_the_contract() -> None:
     }
 
 
+def test_a_stopped_sample_carries_its_phases_and_other_samples_no_phases_field() -> None:
+    """`phases` is written only where it says something: a sample the stop cut."""
+    stopped = dataclasses.replace(
+        sample(3.5, error=ErrorClass.STOPPED, dur=0.7),
+        detail="cut by the daemon's stop: sent, no answer yet",
+        phases={"connected": 0.002, "sent": 0.002},
+    )
+    obj = json.loads(encode(stopped))
+    assert (obj["error"], obj["status"], obj["phases"]) == (
+        "stopped",
+        None,
+        {"connected": 0.002, "sent": 0.002},
+    )
+    assert decode(encode(stopped)) == stopped
+    assert "phases" not in json.loads(encode(LATE))
+    assert decode(encode(LATE)).phases == {}
+
+
 def test_window_wire_format_is_the_contract() -> None:
     obj = json.loads(encode(WINDOW))
     assert set(obj) == {

@@ -34,7 +34,7 @@ class Source:
         self.pending.append(future)
         return await future
 
-    def expire(self) -> None:
+    def stop(self) -> None:
         """This source cannot give up on its own: the drain has to cancel it."""
 
 
@@ -137,12 +137,16 @@ async def test_ticks_missed_while_the_loop_was_blocked_are_skipped_not_burst() -
 
 
 async def test_a_request_that_raises_crashes_the_stream_task() -> None:
+    """And is counted, so that a sample lost to a bug at the stop (when the stream's task is
+    cancelled before it can raise) is still accounted for in the `stopped` line."""
     clock = FakeClock()
-    task = asyncio.create_task(scheduler(clock, [Source(clock, fail_on=2)], []).run())
+    sched = scheduler(clock, [Source(clock, fail_on=2)], [])
+    task = asyncio.create_task(sched.run())
     await settle()
     await clock.advance(2.0)
     with pytest.raises(RuntimeError, match="a bug"):
         await task
+    assert (sched.started, sched.raised) == (2, 1)
 
 
 async def test_drain_waits_for_answers_then_cancels_the_rest() -> None:

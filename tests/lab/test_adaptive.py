@@ -39,8 +39,8 @@ class Timed:
         self.ticks.append(self.clock.now)
         return await self.prober.sample()
 
-    def expire(self) -> None:
-        self.prober.expire()
+    def stop(self) -> None:
+        self.prober.stop()
 
 
 async def test_the_window_rate_engages_within_one_quiet_interval_on_every_stream(

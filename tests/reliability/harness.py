@@ -6,8 +6,9 @@
 * from the daemon's `stopped` line: requests it started, samples it recorded, requests the
   drain had to abandon, `prober_requests_total` by result at the end, records the event log
   could not take;
-* from the event log: the final summary (every sample per stream and result) and the failure
-  samples, which are always written;
+* from the event log: the final summary (every sample per stream and result), the failure
+  samples and the samples the stop cut (class `stopped`: no failure), which are always
+  written;
 * from the process: its peak resident memory (VmHWM), read just before the signal.
 
 `Account.problems()` names every disagreement; a test asserts there is none and prints the
@@ -69,6 +70,7 @@ class Account:
     did: str = ""  # what the daemon did, in words, for the table
     stream_samples: dict[str, int] = field(default_factory=dict)
     failed: list[Sample] = field(default_factory=list)  # the failure samples logged
+    cut: list[Sample] = field(default_factory=list)  # the samples the stop cut, logged
 
     @property
     def lost(self) -> int:
@@ -76,7 +78,8 @@ class Account:
 
     @property
     def failures(self) -> Counter[str]:
-        return Counter({k: v for k, v in self.summary.items() if k != "success"})
+        """Results that are neither a success nor cut by the stop (`stopped`, no failure)."""
+        return Counter({k: v for k, v in self.summary.items() if k not in ("success", "stopped")})
 
     def problems(self) -> list[str]:
         """Every way the counts disagree; empty when every sample is accounted for."""
@@ -101,6 +104,8 @@ class Account:
                 f"failures logged {dict(self.logged)} + unwritten {unwritten}"
                 f" != counted {dict(failures)}"
             )
+        if not unwritten and len(self.cut) != self.summary["stopped"]:
+            found.append(f"stopped samples logged {len(self.cut)} != {self.summary['stopped']}")
         if self.server_seen is not None and self.reached is not None:
             expected = self.summary["success"] + self.reached
             if self.server_seen != expected:
@@ -227,7 +232,7 @@ def account(fault: str, events: Path, stopped: dict[str, Any], rss: float, did: 
     summary: Counter[str] = Counter()
     for stream in final.streams:
         summary.update(stream.results)
-    failed = [s for s in log.of(Sample) if s.error is not None]
+    failed = [s for s in log.of(Sample) if s.error is not None and not s.stopped]
     logged = Counter(str(s.error) for s in failed)
     return Account(
         fault=fault,
@@ -242,6 +247,7 @@ def account(fault: str, events: Path, stopped: dict[str, Any], rss: float, did: 
         did=did,
         stream_samples={s.stream: s.samples for s in final.streams},
         failed=failed,
+        cut=[s for s in log.of(Sample) if s.stopped],
     )
 
 

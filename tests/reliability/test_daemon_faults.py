@@ -29,7 +29,8 @@ async def test_sigterm_with_requests_in_flight_records_each_of_them(
     tls_server: TLSServer, certs: Certs, tmp_path: Path, report
 ) -> None:
     """The drain is shorter than the request timeout: what is still in flight when it ends
-    is recorded as a timeout, not cancelled with its task (before: `cancelled` > 0)."""
+    is recorded as a sample of class `stopped`, not cancelled with its task (before:
+    `cancelled` > 0), nor a timeout (before: a failure, and a disruption interval)."""
     events = tmp_path / "events.jsonl"
     args = (f"--ca-file={certs.ca_file}", "--timeout=30s", "--drain-timeout=500ms")
     async with FaultDaemon(
@@ -38,11 +39,13 @@ async def test_sigterm_with_requests_in_flight_records_each_of_them(
         tls_server.plan.mode = "stall"
         await tls_server.wait_for(lambda s: len(s.requests) > 40)
         account = await daemon.stop(
-            "drain 0.5 s < timeout 30 s: requests in flight end as timeouts"
+            "drain 0.5 s < timeout 30 s: requests in flight end as class stopped"
         )
     report(account)
-    stopped = [s for s in account.failed if s.detail == "no answer before the daemon stopped"]
-    assert len(stopped) == account.failures["timeout"] > 0
+    assert len(account.cut) == account.summary["stopped"] > 0
+    assert all(s.detail.startswith("cut by the daemon's stop") for s in account.cut)
+    assert account.failures["timeout"] == 0
+    assert not account.failed  # a request the stop cut is no failure
 
 
 async def test_an_event_log_that_cannot_be_opened_is_one_line_and_exit_2(

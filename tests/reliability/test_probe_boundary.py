@@ -1,6 +1,7 @@
 """The probe boundary under faults: whatever a server sends, `Prober.sample()` returns a
 classified sample and never raises; requests in flight keep their own deadlines when a kept
-connection is replaced, and end as recorded timeouts when the daemon stops."""
+connection is replaced, and end as recorded samples of class `stopped` when the daemon's stop
+cuts them, with the phases they had reached."""
 
 from __future__ import annotations
 
@@ -61,22 +62,53 @@ async def test_one_timeout_on_a_kept_connection_does_not_fail_the_requests_besid
     assert all(s.dur >= 0.5 for s in samples)
 
 
+@pytest.mark.parametrize("protocol", list(Protocol))
 @pytest.mark.parametrize("connection", list(Connection))
-async def test_expire_ends_a_request_in_flight_as_a_timeout_sample(
-    tls_server: TLSServer, certs: Certs, connection: Connection
+async def test_stop_ends_a_request_held_open_as_a_stopped_sample_with_its_phases(
+    tls_server: TLSServer, certs: Certs, protocol: Protocol, connection: Connection
 ) -> None:
-    prober = make_prober(tls_server, certs, Protocol.HTTP2, connection, timeout=30)
+    """The server holds the request open; the stop cuts it long before its own deadline: a
+    sample of class `stopped` (no failure), not a timeout, saying what had happened."""
+    prober = make_prober(tls_server, certs, protocol, connection, timeout=30)
+    if connection is Connection.REUSED:
+        assert (await prober.sample()).error is None  # the kept connection is up
     tls_server.plan.mode = "stall"
+    seen = len(tls_server.requests)
     pending = asyncio.create_task(prober.sample())
-    await tls_server.wait_for(lambda s: len(s.requests) == 1)
-    prober.expire()
+    await tls_server.wait_for(lambda s: len(s.requests) == seen + 1)
+    prober.stop()
     sample = await asyncio.wait_for(pending, 5)
     await prober.aclose()
     assert (sample.error, sample.detail) == (
-        ErrorClass.TIMEOUT,
-        "no answer before the daemon stopped",
+        ErrorClass.STOPPED,
+        "cut by the daemon's stop: sent, no answer yet",
     )
+    assert not sample.failed
+    assert sample.stopped
+    assert sample.status is None
+    assert sample.shutdown is None
     assert sample.dur < 5
+    if connection is Connection.NEW:
+        assert sample.reused is False
+        assert set(sample.phases) == {"connected", "sent"}
+        assert 0 <= sample.phases["connected"] <= sample.phases["sent"] <= sample.dur
+    else:
+        assert sample.reused is True
+        assert set(sample.phases) == {"sent"}
+
+
+async def test_a_request_begun_after_the_stop_is_cut_at_once(
+    tls_server: TLSServer, certs: Certs
+) -> None:
+    """Its task had not run when the stop came (a burst's last request, say): it goes no
+    further than its first wait, and is still a sample, never a request left running."""
+    prober = make_prober(tls_server, certs, Protocol.HTTP2, Connection.NEW, timeout=30)
+    prober.stop()
+    sample = await asyncio.wait_for(prober.sample(), 5)
+    await prober.aclose()
+    assert sample.error is ErrorClass.STOPPED
+    assert sample.detail.startswith("cut by the daemon's stop")
+    assert "sent" not in sample.phases
 
 
 async def test_a_settings_flood_breaks_the_connection_for_every_request_on_it(

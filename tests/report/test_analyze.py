@@ -12,10 +12,10 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
-from prober.report.run_verdict import WHOLE_RUN
-from prober.core.models import LB, Connection
+from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
+from prober.report.run_verdict import WHOLE_RUN
 from prober.report.summary import load_run_facts
 from prober.report.thresholds import load_thresholds
 from tests.report.daemonlog import run_record, write_daemon_log
@@ -149,6 +149,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "connection",
         "samples",
         "retried",
+        "stopped",
         "disruption_seconds",
         "intervals",
     ]
@@ -431,3 +432,48 @@ def test_requests_sent_again_are_counted_and_are_no_disruption(tmp_path, capsys)
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"{first.stream}: 1 requests sent again once on a new connection" in html
     assert all(not s["intervals"] for s in summary["streams"] if s["stream"] in counted)
+
+
+def test_requests_cut_by_the_stop_are_counted_and_are_no_disruption(tmp_path, capsys) -> None:
+    """The daemon stopped inside a window with requests held open past its grace: those are
+    samples of class `stopped`, in summary.json per stream and in the printed report, and
+    they change no interval, no window and no verdict of the run without them."""
+    samples = [s for s in rollout().samples() if s.end < 100.0]
+    last = {s.stream: s for s in samples}
+    cut = [
+        dataclasses.replace(
+            s,
+            t=s.t + 0.5,
+            dur=2.0,
+            audit_id=s.audit_id[:-4] + "cccc",
+            status=None,
+            http_version=None,
+            shutdown=None,
+            error=ErrorClass.STOPPED,
+            detail="cut by the daemon's stop: sent, no answer yet",
+            phases={"sent": 0.0},
+        )
+        for s in last.values()
+    ]
+    out, codes, junit = {}, {}, {}
+    for name, feed in (("plain", samples), ("cut", samples + cut)):
+        log = tmp_path / f"{name}.jsonl"
+        write_daemon_log(log, run_record(streams()), feed, nodes=NODES, end_t=103.0)
+        codes[name] = main(["analyze", str(log), "--out", str(tmp_path / name)])
+        out[name] = json.loads((tmp_path / name / "summary.json").read_text())
+        junit[name] = (tmp_path / name / "junit.xml").read_text()
+    printed = capsys.readouterr().out
+    assert codes["cut"] == codes["plain"]  # the same verdicts: a stopped request fails none
+    assert junit["cut"] == junit["plain"]
+    assert {s["stream"]: s["stopped"] for s in out["cut"]["streams"]} == dict.fromkeys(last, 1)
+    assert f"cut by the daemon's stop, past its grace: {len(cut)} requests" in printed
+    for key in ("windows", "worst"):
+        assert out["cut"][key] == out["plain"][key]
+    plain = {s["stream"]: s for s in out["plain"]["streams"]}
+    for stream in out["cut"]["streams"]:
+        before = plain[stream["stream"]]
+        assert stream["samples"] == before["samples"] + 1
+        assert (stream["intervals"], stream["disruption_seconds"]) == (
+            before["intervals"],
+            before["disruption_seconds"],
+        )

@@ -3,12 +3,22 @@ the daemon's logged intervals and windows are reproduced exactly."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from prober.common.segments import read_lines
 from prober.core.eventlog import EventLogReader
-from prober.core.models import Interval, Record, RunRecord, Sample, StreamId, Summary, Window
+from prober.core.models import (
+    Interval,
+    LogRecord,
+    Record,
+    RunRecord,
+    Sample,
+    StreamId,
+    Summary,
+    Window,
+)
 from prober.core.trackers import Trackers
 
 
@@ -22,8 +32,13 @@ class Log:
         return [r for r in self.records if isinstance(r, kind)]
 
 
-def read_log(path: str | Path, *, strict: bool = True) -> Log:
-    reader = EventLogReader(read_lines(path), source=str(path), strict=strict)
+def read_log(
+    path: str | Path, *, strict: bool = True, types: Mapping[str, type[LogRecord]] | None = None
+) -> Log:
+    """`types`: the record types it reads (`KindTable.record_types`); the request kind's by
+    default, every other kind's records then skipped as unknown."""
+    extra = {} if types is None else {"types": types}
+    reader = EventLogReader(read_lines(path), source=str(path), strict=strict, **extra)
     records = list(reader)
     return Log(records, reader.skipped, reader.truncated)
 

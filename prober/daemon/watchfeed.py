@@ -1,0 +1,77 @@
+"""The watch kind's part of the pipeline (`daemon.watches`): its records through the
+`WatchTracker`, then to every sink; and the sink that turns them into the watch metrics
+(`daemon.metrics.WatchMetrics`) as they come. What the stop cut is counted as `stopped`,
+never as a failed write or attempt (`core.watch.STOPPED`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from prober.core.watch import STOPPED, Heartbeat, WatchAttempt, WatchEnd, WatchSeen, WatchTracker
+from prober.daemon.metrics import WatchMetrics
+from prober.daemon.pipeline import Event, Observed, Sink
+
+
+class WatchFeed:
+    records: ClassVar[tuple[type, ...]] = (WatchAttempt, WatchEnd, WatchSeen, Heartbeat)
+
+    def __init__(self, blind_after: float, out: Sink) -> None:
+        self.tracker = WatchTracker(blind_after)
+        self._out = out
+        self._produced: set[str] = set()
+
+    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
+        self.tracker.feed(record)
+        if not isinstance(record, Heartbeat):
+            self._produced.add(record.stream)
+        self._out.event(record)
+
+    def produced(self, stream: str) -> bool:
+        return stream in self._produced
+
+    def summary(self, t: float) -> None:
+        pass
+
+    def close(self, t: float) -> None:
+        self.tracker.close(t)
+
+
+class WatchSink:
+    """The metrics of the watch records, as they come."""
+
+    def __init__(self, metrics: WatchMetrics, tracker: WatchTracker) -> None:
+        self._metrics = metrics
+        self._tracker = tracker
+        self._lags: dict[str, int] = {}
+        self._blind: dict[str, float] = {}
+
+    def observe(self, observed: Observed) -> None:
+        pass
+
+    def keep(self, sample: object) -> None:
+        pass
+
+    def event(self, event: Event) -> None:
+        m = self._metrics
+        if isinstance(event, Heartbeat):
+            cut = event.detail == STOPPED
+            m.heartbeat("ok" if event.ack is not None else STOPPED if cut else "failed")
+            return
+        if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen):
+            return
+        key = m.key(str(event.stream_id.lb), str(event.stream_id.protocol))
+        if isinstance(event, WatchAttempt):
+            m.attempts.labels(*key, event.step, event.outcome).inc()
+            if event.doomed:
+                m.doomed.labels(*key).inc()
+        elif isinstance(event, WatchEnd):
+            m.ends.labels(*key, event.how).inc()
+        else:
+            result = self._tracker.stream(event.stream)
+            for lag in result.lags[self._lags.get(event.stream, 0) :]:
+                m.lag.labels(*key).observe(lag)
+            self._lags[event.stream] = len(result.lags)
+            blind = result.blind_seconds
+            m.blind.labels(*key).inc(max(0.0, blind - self._blind.get(event.stream, 0.0)))
+            self._blind[event.stream] = blind
