@@ -83,6 +83,7 @@ async def test_watch_streams_follow_the_heartbeat_through_a_shutdown_and_a_resta
     # from an older version gets 410 and the stream lists again.
     port = running.ports.port
     again = await start_server(etcd_servers=etcd.endpoint, port=port)
+
     # Each stream on its own backoff: wait until both have listed again, not just the first.
     def relisted() -> set[str]:
         return {r["stream"] for r in events(log, "watch_attempt")
