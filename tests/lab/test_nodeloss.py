@@ -1,4 +1,5 @@
-"""The node-loss judge on rows made by hand: what a silent node may and may not give."""
+"""The node-loss judge on rows made by hand: what a silent node may and may not give; how
+long a lost node stays gone."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from prober.core.models import LB, Connection
+from prober.lab.daemons import REQUEST_TIMEOUT, http2_dead_after
 from prober.lab.lbstate import ServerEvent
 from prober.lab.nodeloss import LossRow, NodeLoss, problems
+from prober.lab.scenarios import outage
 from prober.lab.truth import LbTruth
 
 DOWN = [ServerEvent(103.0, "master-0", False, "Layer4 timeout")]
@@ -67,3 +70,17 @@ def test_an_invented_window_and_a_silent_direct_path_are_problems() -> None:
         "a graceful shutdown window was invented for a node that vanished: host apiserver-x",
         "master-0: nothing failed on the direct path to the vanished node",
     ]
+
+
+@pytest.mark.parametrize("scale", [0.05, 0.2, 25 / 95, 1.0])
+def test_a_lost_node_stays_gone_past_the_request_timeout_and_the_http2_health_check(
+    scale: float,
+) -> None:
+    assert outage(scale) >= REQUEST_TIMEOUT + 2.0
+    assert outage(scale) >= http2_dead_after(scale) + 2.0
+
+
+def test_the_http2_health_check_is_client_gos_on_the_time_scale() -> None:
+    assert http2_dead_after(1.0) == 45.0  # 30 s read-idle, then 15 s for the ping's answer
+    assert http2_dead_after(0.1) == 4.5
+    assert http2_dead_after(0.01) == 0.75  # the floors: 0.5 s and 0.25 s
