@@ -59,7 +59,8 @@ def check_answered(
     (its answers dropped, then its late answers to clients that had given up), in run
     seconds (the samples' `t`)."""
     failed = {s.audit_id: s for s in samples if s.failed and not s.held}
-    answered = [s for a, s in failed.items() if a in _answered_ids(cluster, set(failed))]
+    ids = _answered_ids(cluster, set(failed))
+    answered = [s for a, s in failed.items() if a in ids]
     by_lb = [s for s in answered if s.lb in resetting]
     cuts = [*((c, c) for c in crashes), *losses]
     by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, cuts)]
