@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command
+from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
 
@@ -23,6 +24,7 @@ examples:
   prober lab --platform gcp --scenario upgrade --time-scale 0.05 --check
   prober lab --scenario node-loss --check       # a master vanishes: every packet dropped
   prober lab --platform aws --lb haproxy       # HAProxy in place of the pass-through LBs
+  prober lab --platform aws,gcp --compare-watch-grace 0s,25s --time-scale 0.2
 
 Stands up three fake kube-apiservers behind real load balancers configured like the
 platform's LBs (pass-through nftables DNAT with conntrack in network namespaces, or HAProxy),
@@ -30,6 +32,9 @@ runs `prober run` against them through every LB, plays the scenario, and holds w
 daemon measured against the ground truth (the apiservers' own records and the LBs' logs of
 state changes). --scenario upgrade runs the probers as pods through a rollout, node drains and
 reboots, and judges only what a gather step could read of them (OUT/gathered/).
+--compare-watch-grace runs the scenario once per watch grace period (OUT/grace-<d>/, each a
+whole lab run) and prints per LB x protocol what the watches met, also in
+OUT/watch-grace.json.
 Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
 to stand the lab up.
 """
@@ -119,6 +124,15 @@ def register(sub: Subparsers) -> None:
         "(0s, upstream's default: watches are cut when a server stops; OpenShift tried 25s)",
     )
     parser.add_argument(
+        "--compare-watch-grace",
+        type=_graces,
+        metavar="DURATIONS",
+        help="run the scenario once per --shutdown-watch-termination-grace-period, "
+        "comma-separated and before the time scale (OpenShift's question: 0s,25s), and print "
+        "per LB x protocol watch ends, doomed re-watches, re-establish p50/p99, blind seconds "
+        "and requests answered 429",
+    )
+    parser.add_argument(
         "--container-log-max-size",
         type=flag(size),
         default=10 * 1024 * 1024,
@@ -137,6 +151,16 @@ def _platforms(text: str, known: list[str]) -> list[str]:
         choices = ", ".join(repr(name) for name in known)
         raise argparse.ArgumentTypeError(f"unknown platform {shown} (choose from {choices})")
     return names
+
+
+def _graces(text: str) -> list[float]:
+    parse = flag(duration(allow_zero=True))
+    graces = [parse(part.strip()) for part in text.split(",") if part.strip()]
+    if len(set(graces)) < 2:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give at least two different durations, comma-separated (0s,25s)"
+        )
+    return graces
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -159,6 +183,18 @@ def _run(args: argparse.Namespace) -> int:
         watch_grace=args.watch_grace,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
+    if args.compare_watch_grace is not None:
+        from prober.lab.gracecommand import grace_command  # noqa: PLC0415
+
+        if args.repeat > 1:
+            raise UserError("--compare-watch-grace: one run per grace; --repeat is not for it")
+        return grace_command(
+            options,
+            platforms,
+            args.compare_watch_grace,
+            out=args.out or default_out(),
+            check=args.check,
+        )
     return lab_command(
         options,
         platforms,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from prober.audit.event import Line
 from prober.audit.files import discover, read_lines
-from prober.core.models import LB, Sample
+from prober.core.models import LB, ErrorClass, Sample
 from prober.lab.daemons import REQUEST_TIMEOUT
 
 CLOCK_SLACK = 0.1  # seconds: the daemon's and the lab's wall clocks, compared
@@ -59,7 +59,8 @@ def check_answered(
     (its answers dropped, then its late answers to clients that had given up), in run
     seconds (the samples' `t`)."""
     failed = {s.audit_id: s for s in samples if s.failed and not s.held}
-    answered = [s for a, s in failed.items() if a in _answered_ids(cluster, set(failed))]
+    ids = _answered_ids(cluster, set(failed))
+    answered = [s for a, s in failed.items() if a in ids]
     by_lb = [s for s in answered if s.lb in resetting]
     cuts = [*((c, c) for c in crashes), *losses]
     by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, cuts)]
@@ -80,6 +81,11 @@ def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:
         # `t` is the resend's; the first attempt, whose answer a crash may have cut, went out
         # before it, no earlier than one request timeout.
         start -= REQUEST_TIMEOUT
+    if sample.error is ErrorClass.TIMEOUT:
+        # The deadline covers connecting too, and `t` is when the request reached the wire:
+        # a SYN to a lost node, retransmitted until it was back, puts `t` after the loss for
+        # a request that began during it. A timeout began one request timeout before it ended.
+        start = min(start, sample.t + sample.dur - REQUEST_TIMEOUT - CLOCK_SLACK)
     return any(start <= cut_end and cut_start <= end for cut_start, cut_end in cuts)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prober.common.exits import ExitCode
-from prober.lab import nodeloss, watchcheck
+from prober.lab import lossblind, nodeloss, watchcheck
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
@@ -115,6 +115,7 @@ def report(result: LabResult, stdout: TextIO) -> None:
             file=stdout,
         )
         print("\n".join(table(nodeloss.HEADERS, nodeloss.rows(loss))), file=stdout)
+        _watch_loss(loss, stdout)
     if result.comparison:
         print("", file=stdout)
         print("both policies on the same shutdowns (--control):", file=stdout)
@@ -135,6 +136,29 @@ def report(result: LabResult, stdout: TextIO) -> None:
     logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
     for written in (*result.written, path, *logs, result.out / "logs"):
         print(f"wrote {written}", file=stdout)
+
+
+def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:
+    if not loss.watches:
+        return
+    print("", file=stdout)
+    print(
+        f"watches while {loss.hostname} was gone, as the heartbeat measured them (seconds after "
+        "the loss; blind: its blind spells that began then; noticed: when the first began; "
+        "ended: the first watch end while the node was gone):",
+        file=stdout,
+    )
+    print("\n".join(table(lossblind.HEADERS, lossblind.rows(loss.watches))), file=stdout)
+    for line in lossblind.per_protocol(loss.watches):
+        print(line, file=stdout)
+    beat = loss.heartbeat
+    if beat is not None:
+        print(
+            f"heartbeat: {beat.writes} writes while the node was gone, {beat.failed} failed; "
+            f"at most {beat.unacknowledged:.3f} s without an acknowledged write (the writer's "
+            "outage: no watch can be shown blind then)",
+            file=stdout,
+        )
 
 
 HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "hi set by", "truth"]

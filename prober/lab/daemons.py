@@ -72,23 +72,37 @@ class DaemonOptions(Protocol):
     def workers(self) -> int | None: ...
 
 
-def watch_settings(scale: float) -> dict[str, str]:
-    """client-go's watch constants on the run's time scale; the heartbeat and the blind
-    threshold with floors, so that a small scale does not make a write flood or lag noise."""
+# client-go's watch constants (seconds), each with the floor it keeps on a small time scale,
+# so that the heartbeat does not flood the servers and the blind threshold stays above noise.
+WATCH_CONSTANTS = {
+    "heartbeat_interval": (1.0, 0.2),
+    "watch_min_timeout": (300.0, 1.0),
+    "watch_backoff_initial": (0.8, 0.01),
+    "watch_backoff_cap": (30.0, 0.1),
+    "watch_backoff_reset": (120.0, 1.0),
+    "http2_read_idle_timeout": (30.0, 0.5),
+    "http2_ping_timeout": (15.0, 0.25),
+    "watch_blind_after": (2.0, 0.5),
+}
 
-    def seconds(value: float, floor: float = 0.0) -> str:
-        return f"{max(value * scale, floor) * 1000:.0f}ms"
 
+def watch_seconds(scale: float) -> dict[str, float]:
+    """The watch constants on the run's time scale, in seconds, rounded as configured."""
     return {
-        "heartbeat_interval": seconds(1.0, 0.2),
-        "watch_min_timeout": seconds(300.0, 1.0),
-        "watch_backoff_initial": seconds(0.8, 0.01),
-        "watch_backoff_cap": seconds(30.0, 0.1),
-        "watch_backoff_reset": seconds(120.0, 1.0),
-        "http2_read_idle_timeout": seconds(30.0, 0.5),
-        "http2_ping_timeout": seconds(15.0, 0.25),
-        "watch_blind_after": seconds(2.0, 0.5),
+        key: round(max(value * scale, floor), 3) for key, (value, floor) in WATCH_CONSTANTS.items()
     }
+
+
+def watch_settings(scale: float) -> dict[str, str]:
+    """The watch constants as the daemon's configuration takes them."""
+    return {key: f"{value * 1000:.0f}ms" for key, value in watch_seconds(scale).items()}
+
+
+def http2_dead_after(scale: float) -> float:
+    """How long a silent HTTP/2 connection lives on the run's time scale: client-go pings
+    after the read-idle timeout and drops the connection when the ping's timeout passes."""
+    values = watch_seconds(scale)
+    return values["http2_read_idle_timeout"] + values["http2_ping_timeout"]
 
 
 def daemon_config(

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prober.core.models import LB, Connection, ErrorClass, Interval, Sample, Window
+from prober.lab.lossblind import HeartbeatLoss, Watched, WatchLoss, heartbeat_loss, watch_losses
 from prober.lab.truth import LbTruth, first_down
 
 
@@ -59,6 +60,8 @@ class NodeLoss:
     lost: float  # wall time
     back: float  # wall time the node was restored
     rows: tuple[LossRow, ...]
+    watches: tuple[WatchLoss, ...] = ()  # measured by the heartbeat, not judged (`lossblind`)
+    heartbeat: HeartbeatLoss | None = None
 
 
 def judge(
@@ -68,9 +71,11 @@ def judge(
     *,
     lbs: Mapping[LB, LbTruth],
     offset: float,
+    watched: Watched | None = None,
 ) -> NodeLoss:
     """`outage`: a node that is back; `offset`: wall seconds at the daemon's run time 0
-    (`compare.wall_offset`)."""
+    (`compare.wall_offset`); `watched`: the run's watch streams, whose blindness is
+    measured through the loss."""
     assert outage.back is not None, "judged once the node is back"
     rows = []
     for lb, truth in sorted(lbs.items()):
@@ -82,7 +87,17 @@ def judge(
             for p in ("http1", "http2")
             for c in (Connection.NEW, Connection.REUSED)
         ]
-    return NodeLoss(outage.hostname, outage.lost, outage.back, tuple(rows))
+    if watched is None:
+        return NodeLoss(outage.hostname, outage.lost, outage.back, tuple(rows))
+    span = (outage.lost - offset, outage.back - offset)
+    return NodeLoss(
+        outage.hostname,
+        outage.lost,
+        outage.back,
+        tuple(rows),
+        watches=watch_losses(outage.hostname, span, watched, lbs),
+        heartbeat=heartbeat_loss(span, watched),
+    )
 
 
 def _row(

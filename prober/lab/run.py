@@ -45,6 +45,7 @@ from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lbstate import ServerEvent
+from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
 from prober.lab.platforms import PLATFORMS, Platform, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
@@ -288,8 +289,9 @@ def _judge(
         found.append("a crash should disrupt requests, and no disruption interval was seen")
     log, replay = analysis.log, analysis.replay
     over = [o for o in cluster.outages if o.back is not None]
+    seen = watched(replay, analysis.summary)
     losses = [
-        nodeloss.judge(outage, log.samples, replay.intervals, lbs=lbs, offset=offset)
+        nodeloss.judge(outage, log.samples, replay.intervals, lbs=lbs, offset=offset, watched=seen)
         for outage in over
     ]
     for loss in losses:

@@ -7,11 +7,21 @@ import time
 from collections.abc import Awaitable, Callable
 
 from prober.lab.cluster import LabCluster
-from prober.lab.daemons import REQUEST_TIMEOUT
+from prober.lab.daemons import REQUEST_TIMEOUT, http2_dead_after
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss")
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
 OUTAGE = REQUEST_TIMEOUT + 2.0  # node-loss: the least time a node stays gone
+OUTLAST = 2.0  # node-loss: seconds a node stays gone past the HTTP/2 health check's verdict
+
+
+def outage(time_scale: float) -> float:
+    """How long a lost node stays gone: past the daemon's request timeout, so that a request
+    sent as the node vanished hangs until it (a SYN's retransmissions would reach a node back
+    sooner), and past client-go's HTTP/2 health check (read-idle, then the ping's timeout),
+    so that a watch on a silent HTTP/2 connection is dropped while the node is still gone
+    and the heartbeat measures how long each protocol's watches were blind."""
+    return max(OUTAGE, http2_dead_after(time_scale) + OUTLAST)
 
 
 async def play(
@@ -27,13 +37,12 @@ async def play(
     platform = cluster.platform
     for index, server in enumerate(cluster.apiservers[:shutdowns]):
         if scenario == "node-loss":
-            say(f"{server.hostname}: the node vanishes (every packet to and from it dropped)")
+            gone = outage(platform.time_scale)
+            say(f"{server.hostname}: the node vanishes for {gone:.1f} s (every packet dropped)")
             lost = await cluster.lose(server, ENDPOINT_TTL * platform.time_scale)
             await cluster.until_marked_down(server.hostname)
             await cluster.settle()  # and its endpoint gone from the service network
-            # Long enough that a request sent as the node vanished hangs until the daemon's
-            # timeout: a SYN's retransmissions would reach a node back sooner.
-            await asyncio.sleep(max(0.0, lost + OUTAGE - time.time()))
+            await asyncio.sleep(max(0.0, lost + gone - time.time()))
             say(f"{server.hostname}: the node is back, waiting until every LB routes to it")
             await cluster.restore(server)
             continue

@@ -76,6 +76,20 @@ def test_an_answer_a_lost_node_sent_too_late_is_counted_apart(tmp_path: Path) ->
         assert (len(check.answered_failed), check.cut_by_crash) == (1, 0), outside
 
 
+def test_a_request_that_connected_only_once_the_node_was_back_is_the_losss(
+    tmp_path: Path,
+) -> None:
+    """Its SYN, sent while the node was gone, got through once it was back: `t` (the request
+    on the wire) is after the loss, and the answer came after the deadline set before it."""
+    late = fail(16.3, ErrorClass.TIMEOUT, detail="no answer in time")
+    late = dataclasses.replace(late, dur=0.4, replaced="timeout")
+    audit(tmp_path / "master-0" / "audit.log", [(late.audit_id, "ResponseComplete", 200)])
+    check = check_answered([late], tmp_path, losses=[(2.0, 15.9)])
+    assert (check.answered_failed, check.cut_by_crash) == ((), 1)
+    check = check_answered([late], tmp_path, losses=[(2.0, 11.0)])  # over before it began
+    assert (len(check.answered_failed), check.cut_by_crash) == (1, 0)
+
+
 def test_a_resent_request_whose_first_answer_a_crash_cut_is_counted_apart(
     tmp_path: Path,
 ) -> None:

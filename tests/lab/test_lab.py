@@ -351,6 +351,21 @@ async def test_a_vanished_node_disrupts_requests_and_opens_no_window(tmp_path: P
     intervals = result.analysis.replay.intervals
     assert {i.lb for i in intervals} >= {LB.LOCALHOST}
     assert all(i.error.value in {"timeout", "connection_reset"} for i in intervals)
+    # The watches, as the heartbeat measured them: every LB x protocol, how long blind.
+    watches = {(w.lb, w.protocol): w for w in loss.watches}
+    assert watches.keys() == {(lb, p) for lb in LB for p in ("http1", "http2")}
+    gone = loss.back - loss.lost
+    for w in watches.values():
+        assert w.blind >= 0
+        assert (w.noticed is None) == (w.spells == 0)
+        assert w.noticed is None or w.noticed >= 0
+        assert w.ended is None or 0 <= w.ended <= gone
+    # The direct path's watches sat on the silent node: HTTP/2's health check dropped its
+    # connection while the node was gone; HTTP/1.1 has none, and its watch just hung.
+    assert watches[(LB.LOCALHOST, "http2")].how == "ping"
+    assert watches[(LB.LOCALHOST, "http1")].ended is None
+    assert loss.heartbeat is not None
+    assert loss.heartbeat.failed <= loss.heartbeat.writes
 
 
 async def test_a_node_vanishes_only_on_the_kernel_path(tmp_path: Path) -> None:

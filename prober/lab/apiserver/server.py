@@ -325,6 +325,12 @@ class ApiServer:
         self._cancel_tasks()
         self._cut_watches()
         self.watch_truth.close()
+        if self.metrics.retry_after:
+            # Refusals are not audited (upstream's filter answers before the audit does): the
+            # truth keeps their count, which /metrics loses with the process.
+            self.truth.record(
+                "retry_after_total", codes=dict(sorted(self.metrics.retry_after.items()))
+            )
         if self.storage is not None:
             self.storage.close()
         self.truth.close()

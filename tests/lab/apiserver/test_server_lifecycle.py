@@ -136,6 +136,9 @@ async def test_full_lifecycle_with_retry_after(start_server: StartServer, certs:
     assert opened == closed
     monos = [r["mono"] for r in records]
     assert monos == sorted(monos)
+    # The four refused requests, which the audit log never sees, are counted at the end.
+    assert records[-1]["event"] == "retry_after_total"
+    assert records[-1]["codes"] == {"429": 4}
 
     audit = {e["auditID"]: e for e in read_audit(running.server.options.audit_log)}
     assert audit["late-one"]["annotations"]["openshift.io/during-graceful"] == (
