@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import math
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ import yaml
 
 from prober.common.errors import UserError
 from prober.core.models import LB, StreamCounters
-from prober.core.watch import WATCH
 from prober.lab import nodeloss
 from prober.lab.answered import AnsweredCheck, check_answered
 from prober.lab.cluster import LabCluster
@@ -62,15 +60,8 @@ from prober.lab.upgrade import (
     UpgradeLab,
     run_upgrade,
 )
-from prober.lab.watchcheck import (
-    Context,
-    WatchCheck,
-    check_watches,
-    measured_watches,
-    read_truth_watches,
-)
+from prober.lab.watchcheck import WatchCheck, check_run
 from prober.report.analyze import RunAnalysis, analyze_runs
-from prober.report.watches import watch_results
 
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
@@ -283,7 +274,8 @@ def _judge(
     shutdowns = sorted(during, key=lambda s: s.t0)
     results = compare(shutdowns, analysis.log.windows, lbs, offset)
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
-    watches = _check_watches(cluster, analysis, offset, options.tolerance)
+    truths = [server.truth_path for server in cluster.apiservers]
+    watches = check_run(truths, analysis, offset, options.tolerance)
     found += watches.problems
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
@@ -328,19 +320,6 @@ def _judge(
         losses=tuple(losses),
         watches=watches,
     )
-
-
-def _check_watches(
-    cluster: LabCluster, analysis: RunAnalysis, offset: float, tolerance: float
-) -> WatchCheck:
-    """The daemon's watch streams against every apiserver's truth (`lab.watchcheck`)."""
-    truth = [w for s in cluster.apiservers for w in read_truth_watches(s.truth_path, "/leases")]
-    records = analysis.replay.of_kind(WATCH)
-    tracker, results, _ = watch_results(records, analysis.replay.end_t)
-    blind = {name: r.blind for name, r in results.items()}
-    after = 0.0 if math.isinf(tracker.blind_after) else tracker.blind_after
-    ctx = Context(offset, tolerance, analysis.replay.end_t, blind, after)
-    return check_watches(measured_watches(records), truth, ctx)
 
 
 def _judge_evicted(

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prober.core.models import LogRecord
-from prober.core.watch import WatchAttempt, WatchEnd
+from prober.core.watch import WATCH, WatchAttempt, WatchEnd
 from prober.lab.truth import TruthError
+from prober.report.analyze import RunAnalysis
+from prober.report.watches import watch_results
 
 CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words
 CLIENT_HOWS = frozenset({"ping", "stall", "stopped", "too_big", "flood"})  # the client ended it
@@ -350,3 +352,16 @@ def table_rows(check: WatchCheck) -> list[list[str]]:
 
 def _max(values: Sequence[float]) -> str:
     return f"{max(values):.3f} s" if values else "-"
+
+
+def check_run(
+    truth_paths: Sequence[Path], analysis: RunAnalysis, offset: float, tolerance: float
+) -> WatchCheck:
+    """A lab run's watch streams against every apiserver's truth file."""
+    truth = [w for path in truth_paths for w in read_truth_watches(path, "/leases")]
+    records = analysis.replay.of_kind(WATCH)
+    tracker, results, _ = watch_results(records, analysis.replay.end_t)
+    blind = {name: r.blind for name, r in results.items()}
+    after = 0.0 if math.isinf(tracker.blind_after) else tracker.blind_after
+    ctx = Context(offset, tolerance, analysis.replay.end_t, blind, after)
+    return check_watches(measured_watches(records), truth, ctx)
