@@ -43,10 +43,11 @@ fuzz: setup
 
 # `make test` holds each lab run once, on an unloaded machine, in under 10 minutes: tests/lab
 # (a rollout on aws's and gcp's kernel path, gcp's with a control daemon, and metal's
-# HAProxy; slow-lb, crash, node-loss, upgrade, eviction, kubelet, watch clients on aws, the
-# kernel LB's error classes) and tests/reliability (the fault matrix, lab faults, a 24-second
-# soak). Tests marked `matrix` are left out of it: the rollouts on azure and none, watch
-# clients on metal with a 25 s watch grace, the one-minute soak. `make test-matrix` runs
+# HAProxy; slow-lb, crash, node-loss, eviction, kubelet, watch clients on aws, the kernel
+# LB's error classes) and tests/reliability (the fault matrix, lab faults, stops at seeded
+# moments, a 24-second soak). Tests marked `matrix` are left out of it: the rollouts on azure
+# and none, the upgrade, two labs side by side, the watch grace comparison, watch clients on
+# metal with a 25 s watch grace, the one-minute soak. `make test-matrix` runs
 # those; `make test-repeat` runs both sets REPEAT times each, under two CPU burners, and
 # prints each test's failures over the repeats: a suite that is never flaky prints none. It
 # takes REPEAT times as long as those tests do, so it is not part of `make test`.

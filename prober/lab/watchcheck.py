@@ -285,7 +285,9 @@ def _judge_end(
     """The end's error (measured minus true) and whether it reached the client at once."""
     tol = ctx.tolerance
     true_end = None if t.end is None else t.end - ctx.offset
-    if true_end is None or true_end > ctx.end_t:
+    if true_end is None:
+        return None, False  # no end in the truth: the run ended first, or the server was killed
+    if true_end > ctx.end_t:
         if m.end is not None and m.how not in CLIENT_HOWS and m.end < ctx.end_t - tol:
             check.problems.append(f"{m.stream}: measured an end ({m.how}) at {m.end:.3f} s of a "
                                   "watch the server still served at the run's end")  # fmt: skip

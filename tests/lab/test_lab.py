@@ -186,6 +186,7 @@ async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
     assert sum(r.failures for r in fine) == 0
 
 
+@pytest.mark.matrix  # two labs at once: `make test-matrix`
 async def test_two_labs_side_by_side_each_see_their_crash(tmp_path: Path) -> None:
     """Two labs at once (free ports, their own admin sockets and files), each killing one of
     its apiservers: each sees its own crash, and nothing of the other's."""

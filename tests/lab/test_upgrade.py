@@ -30,6 +30,7 @@ def _rotations_fit(written: int, rotations: int) -> bool:
     return rotations * (MAX_SIZE - LINE) <= written < (rotations + 1) * MAX_SIZE
 
 
+@pytest.mark.matrix  # a minute of lab: `make test-matrix`
 async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None:
     options = LabOptions(platform="gcp", scenario="upgrade", time_scale=0.05, log_max_size=MAX_SIZE)
     result = await run_lab(options, tmp_path / "lab", say=None)

@@ -19,7 +19,7 @@ from prober.cli import main
 from prober.core.models import LB
 from prober.lab.platforms import PLATFORMS
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(240)]
 
 PLATFORM, SCALE = "gcp", 0.05
 
