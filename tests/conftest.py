@@ -14,8 +14,9 @@ import os
 from hypothesis import settings
 
 from tests.support.fixtures import certs, tls_server, token_file
+from tests.support.logcapture import log_output
 
-__all__ = ["certs", "tls_server", "token_file"]
+__all__ = ["certs", "log_output", "tls_server", "token_file"]
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", max_examples=2000, print_blob=True)

@@ -4,16 +4,12 @@ metrics, event log replay, and the token kept out of every output."""
 from __future__ import annotations
 
 import asyncio
-import io
 import time
 from pathlib import Path
 
 import httpx
-import pytest
-import structlog
 from prometheus_client import CollectorRegistry
 
-from prober.common.logs import configure_logging
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import Interval, RunRecord, Summary, Window
@@ -25,14 +21,6 @@ from tests.support.tls_server import HOST_ID, READY, TLSServer
 from tests.support.waiting import until
 
 TOKEN = "first-secret-token-7f3a"
-
-
-@pytest.fixture
-def log_output():
-    out = io.StringIO()
-    configure_logging("json", "info", out)
-    yield out
-    structlog.reset_defaults()
 
 
 def total(registry: CollectorRegistry, name: str, **labels: str) -> float:

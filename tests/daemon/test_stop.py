@@ -6,43 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-import pytest
-import structlog
 from prometheus_client import CollectorRegistry
 
-from prober.common.logs import configure_logging
 from prober.config import load_config
 from prober.core.models import ErrorClass, Interval, Sample, Summary
 from prober.core.watch import Heartbeat, WatchAttempt
 from prober.daemon.app import Daemon
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
+from tests.support.logcapture import log_line
 from tests.support.replay import read_log
 from tests.support.tls_server import TLSServer
 
 WATCH_STREAMS = {"kube-api-http1-internal-lb-watch", "kube-api-http2-internal-lb-watch"}
-
-
-@pytest.fixture
-def log_output():
-    out = io.StringIO()
-    configure_logging("json", "info", out)
-    yield out
-    structlog.reset_defaults()
-
-
-def log_line(output: io.StringIO, event: str) -> dict[str, Any]:
-    (line,) = [
-        entry
-        for entry in map(json.loads, output.getvalue().splitlines())
-        if entry.get("event") == event
-    ]
-    return line
 
 
 async def test_a_stop_past_the_grace_records_everything_held_open_as_stopped(

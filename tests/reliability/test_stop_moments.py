@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import os
 import random
 import time
@@ -33,11 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-import structlog
 from prometheus_client import CollectorRegistry
 
-from prober.common.logs import configure_logging
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import ErrorClass, Interval, Sample, Summary, Window
@@ -47,6 +43,7 @@ from prober.report.runs import load_runs
 from prober.report.summary import build_summary
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
+from tests.support.logcapture import log_line
 from tests.support.replay import read_log
 from tests.support.tls_server import READY, Plan, TLSServer
 from tests.support.waiting import until
@@ -92,20 +89,6 @@ def rotating(rng: random.Random, start: float) -> Callable[[], str | None]:
         return format_shutdown_header(False, 70, 0, OTHER)
 
     return header
-
-
-@pytest.fixture
-def log_output():
-    out = io.StringIO()
-    configure_logging("json", "info", out)
-    yield out
-    structlog.reset_defaults()
-
-
-def the_line(output: io.StringIO, event: str) -> dict[str, Any]:
-    lines = [json.loads(line) for line in output.getvalue().splitlines()]
-    (found,) = [line for line in lines if line.get("event") == event]
-    return found
 
 
 def config(server: TLSServer, certs: Certs, events: Path) -> Any:
@@ -197,7 +180,7 @@ async def run_once(
     if stop.moment == "held-burst":
         since = [r for r in since if r.http_version == "HTTP/1.1"]
     held = {r.headers["audit-id"] for r in since if "audit-id" in r.headers}
-    return the_line(output, "stopped"), events, daemon, registry, held
+    return log_line(output, "stopped"), events, daemon, registry, held
 
 
 def check_counters(stop: Stop, stopped: dict[str, Any]) -> None:
