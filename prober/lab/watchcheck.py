@@ -35,7 +35,8 @@ from prober.report.analyze import RunAnalysis
 from prober.report.watches import watch_results
 
 CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words
-CLIENT_HOWS = frozenset({"ping", "stall", "stopped", "too_big", "flood"})  # the client ended it
+# The client ended it (`core.watch.END_HOWS`): its PING check, a stall, an event it refused.
+CLIENT_HOWS = frozenset({"ping", "stall", "too_large", "bad_event", "stopped"})
 THIRD_PARTY = frozenset({"reset", "client-gone"})  # the server was told: by the LB, or the client
 # How long a busy client may take to notice an end that reached it at once: its event loop's
 # delay, which no record bounds. Measured on the 2-core machine beside the lab's processes:

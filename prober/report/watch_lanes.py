@@ -2,7 +2,7 @@
 and a table with their three tests.
 
 A lane shows what an informer behind that LB lived through: a green bar while a watch was
-established, a tick where it ended (grey for its timeout or a clean close, red for a cut), a
+established, a tick where it ended (grey for its timeout or the daemon's stop, red for a cut), a
 red ring where a re-watch landed on a server already shutting down (doomed), and an orange
 bar where the heartbeat went unseen past the blind threshold (blind). The shutdown windows'
 bands run through the lanes, so an end can be read against the window that caused it.
@@ -24,7 +24,7 @@ from prober.report.watches import watch_results
 
 ESTABLISHED = "#009E73"
 QUIET_END = "#777777"
-QUIET_HOWS = ("timeout", "closed", "stopped")  # ends a healthy watch has too
+QUIET_HOWS = ("timeout", "stopped")  # ends a healthy watch has too; "closed" is a cut
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ from tests.support.waiting import until
 
 BAD_LINES = [b"not json at all", b'{"type": 5}', b'{"object": []}', b"[1, 2]",
              b'{"type": "ADDED", "object": "x"}', b"\xff\xfe"]  # fmt: skip
+pytestmark = pytest.mark.slow
+
 LIST = json.dumps({"kind": "LeaseList", "metadata": {"resourceVersion": "7"}, "items": []})
 
 
@@ -91,6 +93,3 @@ async def test_events_that_do_not_parse_end_the_watch_and_the_daemon_lives(
     assert len(lists) >= len(ends)
     # The only versions seen are the LISTs' own: never one read off a bad line.
     assert {r["revision"] for r in records if r.get("kind") == "watch_seen"} <= {7}
-
-
-pytestmark = pytest.mark.slow

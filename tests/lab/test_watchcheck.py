@@ -138,3 +138,13 @@ def test_held_watches_give_way_to_the_one_whose_end_says_which_is_its_own() -> N
     assert pairs["local"] is not None
     assert pairs["local"].how == "cut"
     assert {pairs["int"].how, pairs["ext"].how} == {"reset"}
+
+
+def test_a_group_too_large_to_search_is_paired_nearest_ends_first() -> None:
+    # Ten streams of one protocol landing at once on one server: past SEARCHED, greedily.
+    ms = [measured(1.0, 10.0 + i, "closed", stream=f"s{i}") for i in range(10)]
+    ts = [truth(1.005, 10.0 + i, "cut") for i in reversed(range(10))]
+    pairs = pair(ms, ts, OFFSET, 0.1)
+    assert [(m.stream, t.end - OFFSET if t and t.end else None) for m, t in pairs] == [
+        (f"s{i}", pytest.approx(10.0 + i)) for i in range(10)
+    ]
