@@ -12,13 +12,12 @@ until it is over (upstream's InFlightRequestsDrained waits for the watches), ans
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prober.lab.truth import TruthError
+from prober.lab.truth import truth_records
 
 SERVER_ENDS = ("drained", "cut")  # how a shutdown ends a watch (the rest are the client's)
 
@@ -48,13 +47,8 @@ def server_shutdowns(paths: Iterable[Path]) -> tuple[ServerShutdown, ...]:
 def _processes(path: Path) -> list[list[dict[str, Any]]]:
     """The records of each server process: a restart appends to the same file."""
     processes: list[list[dict[str, Any]]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            record = json.loads(line)
-            event = record["event"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TruthError(f"{path}:{number}: not a truth record: {exc}") from None
-        if event == "listening" or not processes:
+    for _, record in truth_records(path):
+        if record["event"] == "listening" or not processes:
             processes.append([])
         processes[-1].append(record)
     return processes

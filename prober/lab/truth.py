@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prober.common.errors import UserError
 from prober.core.models import LB
@@ -47,6 +48,21 @@ class ShutdownTruth:
 _SIGNALS = ("ShutdownInitiated", "NotAcceptingNewRequest", "HTTPServerStoppedListening")
 
 
+def truth_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each record of an apiserver's truth file, with its line number; its `event` is a str
+    and its `wall` a float, as every record the fake writes (`lab/apiserver/truth.py`) has
+    them. A line that is not such a record is TruthError naming the file and the line."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            record = json.loads(line)
+            if not isinstance(record["event"], str):
+                raise TypeError(f"event {record['event']!r} is not a string")
+            record["wall"] = float(record["wall"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TruthError(f"{path}:{number}: not a truth record: {exc}") from None
+        yield number, record
+
+
 def read_shutdowns(path: Path) -> list[ShutdownTruth]:
     """Every shutdown in one apiserver's truth file (restarts append to the same file).
 
@@ -55,12 +71,8 @@ def read_shutdowns(path: Path) -> list[ShutdownTruth]:
     shutdowns: list[ShutdownTruth] = []
     current: dict[str, float] = {}
     ident: tuple[str, str] = ("", "")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            record = json.loads(line)
-            event, wall = record["event"], float(record["wall"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TruthError(f"{path}:{number}: not a truth record: {exc}") from None
+    for _, record in truth_records(path):
+        event, wall = record["event"], record["wall"]
         if event == "listening" and current:
             shutdowns.append(_finish(ident, current))
             current = {}

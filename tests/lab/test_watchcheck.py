@@ -4,10 +4,13 @@ clock (offset 1000 s), each case the problems and findings it must give."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from prober.lab.gracetruth import server_shutdowns
+from prober.lab.truth import TruthError, read_shutdowns
 from prober.lab.watchcheck import (
     Context,
     MeasuredWatch,
@@ -148,3 +151,39 @@ def test_a_group_too_large_to_search_is_paired_nearest_ends_first() -> None:
     assert [(m.stream, t.end - OFFSET if t and t.end else None) for m, t in pairs] == [
         (f"s{i}", pytest.approx(10.0 + i)) for i in range(10)
     ]
+
+
+def test_a_re_establish_after_an_end_noticed_late_allows_for_that_notice() -> None:
+    # The client noticed the drain 0.35 s late (a busy loop, inside NOTICE): its re-establish
+    # measures that much shorter than the server's end to next start, and is no problem.
+    ms = [measured(1.0, 20.35, "closed"), measured(20.4, None)]
+    ts = [truth(1.005, 20.0, "drained"), truth(20.405, None)]
+    check = judge(ms, ts)
+    assert check.problems == []
+    assert check.rows[1].reestablish == pytest.approx(0.06)
+    assert check.rows[1].truth_reestablish == pytest.approx(0.405)
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [("not json", "Expecting value"), ('{"wall": 1.0}', "'event'"),
+     ('{"event": "listening", "wall": "soon"}', "could not convert"),
+     ('{"event": "watch_started", "wall": 1.0, "conn": 1}', "'stream'")],
+)  # fmt: skip
+def test_every_truth_reader_names_the_file_and_line_of_a_bad_record(
+    tmp_path: Path, line: str, why: str
+) -> None:
+    path = tmp_path / "truth.jsonl"
+    path.write_text('{"event": "listening", "wall": 0.5}\n' + line + "\n")
+    readers = [read_truth_watches, read_shutdowns, server_shutdowns_of]
+    if "watch_started" in line:
+        readers = [read_truth_watches]  # a watch record's fields are the watch reader's
+    for read in readers:
+        with pytest.raises(
+            TruthError, match=rf"^{re.escape(str(path))}:2: not a .* record: .*{why}"
+        ):
+            read(path)
+
+
+def server_shutdowns_of(path: Path) -> object:
+    return server_shutdowns([path])
