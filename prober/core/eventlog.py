@@ -95,49 +95,109 @@ def decode(line: str | bytes, types: Mapping[str, type[LogRecord]] = _BY_KIND) -
 
 
 def _from_json(tp: Any, value: Any, where: str) -> Any:
+    return _decoder(tp)(value, where)
+
+
+Decoder = Callable[[Any, str], Any]
+_DECODERS: dict[Any, Decoder] = {}
+
+
+def _decoder(tp: Any) -> Decoder:
+    """One decoder per annotation, built once: reading a long log walks no type twice."""
+    found = _DECODERS.get(tp)
+    if found is None:
+        found = _DECODERS[tp] = _build_decoder(tp)
+    return found
+
+
+def _build_decoder(tp: Any) -> Decoder:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        (inner,) = (o for o in options if o is not type(None))
-        return _from_json(inner, value, where)
+        (inner,) = (o for o in typing.get_args(tp) if o is not type(None))
+        return _optional(_decoder(inner))
     if origin is tuple:
-        item = typing.get_args(tp)[0]
-        _expect(isinstance(value, list), where, "a list", value)
-        return tuple(_from_json(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+        return _tuple_of(_decoder(typing.get_args(tp)[0]))
     if origin in (Mapping, dict):
         key_tp, val_tp = typing.get_args(tp)
-        _expect(isinstance(value, dict), where, "an object", value)
-        return {
-            _from_json(key_tp, k, where): _from_json(val_tp, v, f"{where}.{k}")
-            for k, v in value.items()
-        }
+        return _mapping_of(_decoder(key_tp), _decoder(val_tp))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass_from_json(tp, value, where)
+        return lambda value, where: _dataclass_from_json(tp, value, where)
     if isinstance(tp, type) and issubclass(tp, Enum):
+        return _enum_of(tp)
+    if tp not in _SCALARS:
+        raise TypeError(f"the codec does not know type {tp!r}")
+    return _SCALARS[tp]
+
+
+def _optional(inner: Decoder) -> Decoder:
+    return lambda value, where: None if value is None else inner(value, where)
+
+
+def _tuple_of(item: Decoder) -> Decoder:
+    def decode_tuple(value: Any, where: str) -> Any:
+        _expect(isinstance(value, list), where, "a list", value)
+        return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+    return decode_tuple
+
+
+def _mapping_of(key: Decoder, val: Decoder) -> Decoder:
+    def decode_mapping(value: Any, where: str) -> Any:
+        _expect(isinstance(value, dict), where, "an object", value)
+        return {key(k, where): val(v, f"{where}.{k}") for k, v in value.items()}
+
+    return decode_mapping
+
+
+def _enum_of(tp: type[Enum]) -> Decoder:
+    def decode_enum(value: Any, where: str) -> Any:
         try:
             return tp(value)
         except ValueError:
             raise EventLogError(
                 f"{where}: {value!r} is not one of {[e.value for e in tp]}"
             ) from None
-    return _scalar(tp, value, where)
+
+    return decode_enum
 
 
 def _dataclass_from_json(cls: type[Any], value: Any, where: str) -> Any:
     _expect(isinstance(value, dict), where, "an object", value)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        keys = f.metadata.get("keys")
+    for name, keys, parse, decode_field, required in _fields(cls):
         if keys is not None:
-            parse = f.metadata.get("parse", StreamId.parse)
-            kwargs[f.name] = _stream_from_json(keys, parse, value, where)
-        elif f.name in value:
-            kwargs[f.name] = _from_json(_hints(cls)[f.name], value[f.name], f"{where}.{f.name}")
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise EventLogError(f"{where}: missing field {f.name!r}")
+            kwargs[name] = _stream_from_json(keys, parse, value, where)
+        elif name in value:
+            kwargs[name] = decode_field(value[name], f"{where}.{name}")
+        elif required:
+            raise EventLogError(f"{where}: missing field {name!r}")
     return cls(**kwargs)
+
+
+# (name, stream keys, stream parser, decoder, required) per field of a record type
+FieldPlan = tuple[str, Any, Any, Decoder, bool]
+_FIELDS: dict[type[Any], tuple[FieldPlan, ...]] = {}
+
+
+def _fields(cls: type[Any]) -> tuple[FieldPlan, ...]:
+    plan = _FIELDS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        plan = _FIELDS[cls] = tuple(
+            (
+                f.name,
+                f.metadata.get("keys"),
+                f.metadata.get("parse", StreamId.parse),
+                _no_decoder if f.metadata.get("keys") is not None else _decoder(hints[f.name]),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+        )
+    return plan
+
+
+def _no_decoder(value: Any, where: str) -> Any:
+    raise AssertionError(f"{where}: a stream identity is decoded from its keys")
 
 
 def _stream_from_json(
@@ -162,20 +222,34 @@ def _stream_from_json(
 
 
 def _scalar(tp: Any, value: Any, where: str) -> Any:
-    if tp is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        _expect(ok, where, "a number", value)
-        return float(value)
-    if tp is int:
-        _expect(isinstance(value, int) and not isinstance(value, bool), where, "an integer", value)
+    if tp not in _SCALARS:
+        raise TypeError(f"{where}: the codec does not know type {tp!r}")
+    return _SCALARS[tp](value, where)
+
+
+def _float(value: Any, where: str) -> float:
+    if type(value) is float:  # the common case first: bool is no float
         return value
-    if tp is bool:
-        _expect(isinstance(value, bool), where, "true or false", value)
-        return value
-    if tp is str:
-        _expect(isinstance(value, str), where, "a string", value)
-        return value
-    raise TypeError(f"{where}: the codec does not know type {tp!r}")
+    _expect(isinstance(value, int) and not isinstance(value, bool), where, "a number", value)
+    return float(value)
+
+
+def _int(value: Any, where: str) -> int:
+    _expect(isinstance(value, int) and not isinstance(value, bool), where, "an integer", value)
+    return typing.cast(int, value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    _expect(isinstance(value, bool), where, "true or false", value)
+    return typing.cast(bool, value)
+
+
+def _str(value: Any, where: str) -> str:
+    _expect(isinstance(value, str), where, "a string", value)
+    return typing.cast(str, value)
+
+
+_SCALARS: dict[Any, Decoder] = {float: _float, int: _int, bool: _bool, str: _str}
 
 
 def _expect(ok: bool, where: str, what: str, value: Any) -> None:

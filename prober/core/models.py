@@ -9,6 +9,7 @@ Times: `t` fields are seconds since run start on a monotonic clock (request star
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -152,6 +153,10 @@ class StreamId:
     @classmethod
     def parse(cls, name: str) -> StreamId:
         """Invert `name`; the target may itself contain dashes, so parse from the right."""
+        return _parse_stream_name(name) if cls is StreamId else cls._parse(name)
+
+    @classmethod
+    def _parse(cls, name: str) -> StreamId:
         suffix = "-connections"
         if not name.endswith(suffix):
             raise StreamNameError(f"stream name {name!r} does not end in {suffix!r}")
@@ -162,6 +167,11 @@ class StreamId:
         raise StreamNameError(
             f"stream name {name!r} is not <target>-<protocol>-<lb>-<conn>-connections"
         )
+
+
+# A log names a handful of streams hundreds of thousands of times: each name is parsed once.
+# Identities are frozen, so one may be shared; a bad name raises and is not kept.
+_parse_stream_name = functools.lru_cache(maxsize=4096)(StreamId._parse)
 
 
 class OfStream:
