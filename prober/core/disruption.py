@@ -3,9 +3,11 @@
 A failing sample opens an interval, the next success closes it, and a failure of another error
 class ends it and opens a new one (openshift/origin `pkg/disruption` does the same with error
 text). Samples arrive in the order requests *finished*, not started: a slow request may report
-after a faster, later one. So a success only closes an interval if it was sent after the
-failure that opened it, and a new interval never starts before the previous one ended; with
-those two rules a stream's intervals never overlap and are ordered, whatever the arrival order.
+after a faster, later one. So a success only closes an interval if it was sent after every
+failure counted into it, a failure of another class sent before the last one counted is
+counted in too, and a new interval never starts before the previous one ended; with those
+rules a stream's intervals never overlap and are ordered, whatever the arrival order, and each
+interval's estimated edges lie within the bounds below.
 
 Where the true edges lie
 ------------------------
@@ -74,20 +76,27 @@ class _Open:
 
     def close(self, end_t: float, end_ts: str, end_hi: float | None) -> Interval:
         s = self.started
+        end_t = max(end_t, s.start_t)
         return Interval(
             stream_id=s.stream_id,
             start_t=s.start_t,
-            end_t=max(end_t, s.start_t),
+            end_t=end_t,
             start_ts=s.start_ts,
             end_ts=end_ts,
             error=s.error,
             detail=s.detail,
             samples=self.samples,
             start_lo=s.start_lo,
-            start_hi=s.start_hi,
+            # An interval pushed to the end of the one before (its failure lies inside that
+            # one) has its estimates there: its bounds reach them, and still hold the truth.
+            start_hi=_at_least(s.start_hi, s.start_t),
             end_lo=self.last_failure_t,
-            end_hi=end_hi,
+            end_hi=_at_least(end_hi, end_t),
         )
+
+
+def _at_least(bound: float | None, estimate: float) -> float | None:
+    return None if bound is None else max(bound, estimate)
 
 
 DisruptionEvent = DisruptionStarted | Interval
@@ -140,13 +149,17 @@ class DisruptionTracker:
             return []  # it changed nothing here when it was first fed, so it changes nothing now
         current = self._open.get(sample.stream)
         if not sample.failed:
-            if current is not None and sample.t > current.started.start_t:
+            # Only a success sent after the last failure counted in closes: the disruption
+            # lasted at least until that failure was sent (`end_lo`), and ends after it.
+            if current is not None and sample.t > current.last_failure_t:
                 return [self._finish(current.close(sample.t, sample.ts, sample.end))]
             return []
         assert sample.error is not None  # failed implies an error class
         if current is not None:
-            stale = sample.t <= current.started.start_t
-            if stale or sample.error == current.started.error:
+            # A failure sent before the last one counted in is inside the interval, whatever
+            # its class: splitting there would end the interval before a failure it holds.
+            inside = sample.t <= current.last_failure_t
+            if inside or sample.error == current.started.error:
                 current.samples += 1
                 current.last_failure_t = max(current.last_failure_t, sample.t)
                 return []

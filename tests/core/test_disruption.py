@@ -60,6 +60,21 @@ CASES = [
         1.0,
     ),
     Case(
+        # It lasted at least until the failure at 2.0 was sent: a success sent at 1.5 (slow,
+        # answered after it) cannot end it there (the interval's end_t would lie below its
+        # own end_lo).
+        "a success sent before the last failure counted in does not close it",
+        [fail(1.0), fail(2.0), ok(1.5, dur=1.0), ok(3.0)],
+        [(1.0, 3.0, REFUSED, 2)],
+        2.0,
+    ),
+    Case(
+        "a failure of another class sent before the last one counted in joins it",
+        [fail(1.0), fail(2.0), fail(1.5, RESET), ok(3.0)],
+        [(1.0, 3.0, REFUSED, 3)],
+        2.0,
+    ),
+    Case(
         "a stale failure inside a closed interval adds no time",
         [fail(2.0), ok(3.0), fail(2.5), ok(3.5)],
         [(2.0, 3.0, REFUSED, 1), (3.0, 3.0, REFUSED, 1)],
@@ -117,6 +132,11 @@ def test_sequences(case: Case) -> None:
     got = [(i.start_t, i.end_t, i.error, i.samples) for i in closed]
     assert got == [(float(a), float(b), e, n) for a, b, e, n in case.intervals]
     assert tracker.seconds(STREAM.name) == pytest.approx(case.seconds)
+    for i in closed:  # every estimate within its own bound
+        assert i.start_lo is None or i.start_lo <= i.start_t
+        assert i.start_hi is None or i.start_t <= i.start_hi
+        assert i.end_lo is None or i.end_lo <= i.end_t
+        assert i.end_hi is None or i.end_t <= i.end_hi
 
 
 def test_streams_are_independent() -> None:

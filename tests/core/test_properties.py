@@ -35,6 +35,12 @@ EPS = 1e-9
 outcome = st.one_of(st.none(), st.sampled_from(list(ErrorClass)))
 
 
+def assert_within(estimate: float, lo: float | None, hi: float | None) -> None:
+    """Every estimate lies within its own bound, where the bound has an edge."""
+    assert lo is None or lo <= estimate + EPS, (lo, estimate, hi)
+    assert hi is None or estimate <= hi + EPS, (lo, estimate, hi)
+
+
 @given(
     st.lists(
         st.tuples(st.floats(0, 100, allow_nan=False), st.floats(0, 6, allow_nan=False), outcome),
@@ -52,6 +58,8 @@ def test_intervals_never_overlap_and_are_ordered(requests) -> None:
     for interval in intervals:
         assert interval.start_t <= interval.end_t
         assert interval.samples >= 1
+        assert_within(interval.start_t, interval.start_lo, interval.start_hi)
+        assert_within(interval.end_t, interval.end_lo, interval.end_hi)
     for before, after in itertools.pairwise(intervals):
         assert before.end_t <= after.start_t
     assert (
@@ -99,6 +107,10 @@ def test_t0_is_bracketed_and_reaction_error_bounded_by_the_sampling_gap(run) -> 
         return
     (window,) = windows  # one shutdown, one window
     assert window.host == HOST
+    assert_within(window.t0, window.t0_lo, window.t0_hi)
+    for ws in window.streams:
+        if ws.reaction is not None:
+            assert_within(ws.reaction, ws.reaction_lo, ws.reaction_hi)
     assert window.closed_by is ClosedBy.END
     assert window.t0_lo - EPS <= run.t0 <= window.t0_hi + EPS
     width = window.t0_hi - window.t0_lo
