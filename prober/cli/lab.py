@@ -103,6 +103,20 @@ def register(sub: Subparsers) -> None:
         "print both policies' bounds and requests side by side",
     )
     parser.add_argument(
+        "--slow-lb",
+        choices=("external-lb", "internal-lb"),
+        default="external-lb",
+        help="slow-lb: which LB is slow (external-lb)",
+    )
+    parser.add_argument(
+        "--slow-lb-interval",
+        type=flag(positive_float),
+        default=0.6,
+        metavar="FRACTION",
+        help="slow-lb: the slow LB's check interval and timeout, as a fraction of the shutdown "
+        "delay; it marks a target down after 3 failures (0.6: after 2.4 delays at worst)",
+    )
+    parser.add_argument(
         "--lb",
         choices=("kernel", "haproxy"),
         help="the LBs' data path: kernel (network namespaces, nftables DNAT and conntrack, "
@@ -164,6 +178,7 @@ def _graces(text: str) -> list[float]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from prober.core.models import LB  # noqa: PLC0415
     from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
     from prober.lab.run import LabOptions  # noqa: PLC0415
 
@@ -181,6 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         lb=args.lb,
         shutdowns=args.shutdowns,
         watch_grace=args.watch_grace,
+        slow_lb=LB(args.slow_lb),
+        slow_interval=args.slow_lb_interval,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     if args.compare_watch_grace is not None:

@@ -15,9 +15,10 @@ import yaml
 
 from prober.common.logs import FORMATS, LEVELS
 from prober.config import fields as f
+from prober.config.lbsettings import lb_settings
 from prober.config.model import DEFAULT_TARGET_NAME, MIB, Config, Target
 from prober.core.durations import format_go_duration
-from prober.core.models import LB, Connection, Protocol
+from prober.core.models import LB, Connection, LBSettings, Protocol
 
 
 class Flag(enum.Enum):
@@ -96,6 +97,11 @@ def _targets(value: object) -> tuple[Target, ...]:
             raise f.Invalid(f"target {target.name!r} on {target.lb} is listed twice", f"[{index}]")
         targets.append(target)
     return tuple(targets)
+
+
+def _lb_settings(value: object) -> LBSettings | None:
+    # From a variable or a flag it comes as text: the same YAML as in the file.
+    return lb_settings(yaml.safe_load(value) if isinstance(value, str) else value)
 
 
 _TARGET_KEYS: dict[str, Callable[[object], Any]] = {
@@ -208,6 +214,8 @@ KEYS: tuple[Key, ...] = (
     Key("watch_blind_after", f.duration(minimum=0.001),
         "a heartbeat unseen this long after its write makes a watch blind", show=_seconds),
     Key("watch_max_event", f.size, "a watch event past this size ends the watch", show=_size),
+    Key("lb_settings", _lb_settings, "this cluster's own LB health checks and shutdown delay, "
+        "where not its platform's (YAML; see docs)", show=None),
     Key("targets", _targets,
         "probe URL behind LB (external-lb, internal-lb, service-network, localhost)",
         flag=Flag.REPEATED, flag_name="--target", metavar="LB=URL", gather=_target_flags),

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from prober.core.models import LB, Connection, Protocol, StreamId
+from prober.core.models import LB, Connection, LBSettings, Protocol, StreamId
 
 DEFAULT_PATH = "/api/v1/namespaces/default"  # what openshift/origin's samplers GET
 WATCH_CACHE_QUERY = "resourceVersion=0"  # served from the watch cache, not read from etcd
@@ -96,6 +96,7 @@ class Config:
     http2_ping_timeout: float = 15.0  # HTTP2_PING_TIMEOUT_SECONDS
     watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
     watch_max_event: int = 4 * MIB
+    lb_settings: LBSettings | None = None  # None: the platform's row of `core.budgets`
 
     @property
     def request_path(self) -> str:

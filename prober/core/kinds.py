@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from prober.core.models import Interval, PaceChange, RunRecord, Sample, Summary, Window
+from prober.core.models import (
+    Interval,
+    LBSettings,
+    PaceChange,
+    RunRecord,
+    Sample,
+    Summary,
+    Window,
+)
 from prober.core.streamkind import KindSpec, KindTable
 from prober.core.watch import WATCHES
 
@@ -30,6 +38,7 @@ def run_record(
     platform: str,
     version: str,
     streams: Mapping[str, Sequence[str]],
+    lb_settings: LBSettings | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind: the request streams where every
     schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
@@ -42,4 +51,5 @@ def run_record(
         streams=tuple(streams.get(REQUEST, ())),
         version=version,
         kind_streams={kind: names for kind, names in others.items() if names},
+        lb_settings=lb_settings,
     )

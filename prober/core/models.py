@@ -202,6 +202,30 @@ class OfStream:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """What a config says of one LB's health check and flows, where it differs from the
+    platform's row of `core.budgets`; None: the row's."""
+
+    interval: float | None = None
+    timeout: float | None = None
+    unhealthy: int | None = None
+    healthy: int | None = None
+    connections: str | None = None  # `core.budgets.Flows`: reset or kept
+    fastinter: float | None = None  # HAProxy's interval while a state change is in progress
+    sync_delay: float | None = None  # the service network's: its proxies' reprogramming
+
+
+@dataclass(frozen=True, slots=True)
+class LBSettings:
+    """A cluster's own LB settings and shutdown timing (config key `lb_settings`), written
+    into the run record so that every later analysis judges by them."""
+
+    shutdown_delay: float | None = None  # the exact --shutdown-delay-duration
+    graceful_termination: float | None = None
+    lbs: Mapping[LB, CheckSettings] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     KIND: ClassVar[str] = "run"
     run_id: str
@@ -213,6 +237,8 @@ class RunRecord:
     # The streams of every other kind (`core.streamkind`), by kind; where older readers
     # look for none.
     kind_streams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Left out while None: a run without them keeps its bytes, and older readers skip it.
+    lb_settings: LBSettings | None = field(default=None, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

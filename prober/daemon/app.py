@@ -92,6 +92,7 @@ class Daemon:
             platform=self.config.platform_name,
             version=__version__,
             streams={kind: [s.name for s in named] for kind, named in self._streams.items()},
+            lb_settings=self.config.lb_settings,
         )
         config = self.config
         metrics = self.metrics = Metrics(

@@ -21,6 +21,7 @@ from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
 from prober.report.analyze import describe
 from prober.report.tables import seconds, table
+from prober.report.verdicts import Status
 
 
 def default_out() -> Path:
@@ -67,6 +68,20 @@ def lab_command(
     if check and failed:
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def verdict_line(result: LabResult) -> str:
+    """Both outcomes in one line, so that neither is read for the other: whether the
+    measurement held against the truth (what `--check` exits on), and what the LB verdicts of
+    junit.xml said of the LBs (a slow LB fails those by design, and the check still passes)."""
+    measured = "failed" if result.problems else "passed"
+    verdicts = result.analysis.verdicts
+    lbs = [v for v in verdicts if v.key is not None and v.status is Status.FAILED]
+    judged = [v for v in verdicts if v.key is not None and v.status is not Status.SKIPPED]
+    return (
+        f"measurement against truth: {measured}; LB verdicts: {len(lbs)} failed of "
+        f"{len(judged)} judged"
+    )
 
 
 def _printer(stdout: TextIO) -> Any:
@@ -132,6 +147,7 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(f"FINDING {finding}", file=stdout)
     for problem in result.problems:
         print(f"CHECK {problem}", file=stdout)
+    print(verdict_line(result), file=stdout)
     print("", file=stdout)
     logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
     for written in (*result.written, path, *logs, result.out / "logs"):

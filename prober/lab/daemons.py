@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from prober.config import Config
-from prober.core.models import LB
+from prober.core.budgets import settings_of
+from prober.core.durations import format_go_duration
+from prober.core.models import LB, LBSettings
+from prober.lab.platforms import PLATFORMS
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 
 if TYPE_CHECKING:
@@ -105,6 +108,25 @@ def http2_dead_after(scale: float) -> float:
     return values["http2_read_idle_timeout"] + values["http2_ping_timeout"]
 
 
+def settings_config(settings: LBSettings) -> dict[str, object]:
+    """The `lb_settings` key as a config file spells it."""
+    spelled: dict[str, object] = {}
+    for name in ("shutdown_delay", "graceful_termination"):
+        value = getattr(settings, name)
+        if value is not None:
+            spelled[name] = format_go_duration(value)
+    for lb, check in settings.lbs.items():
+        fields: dict[str, object] = {}
+        for name in ("interval", "timeout", "fastinter", "sync_delay"):
+            if (value := getattr(check, name)) is not None:
+                fields[name] = format_go_duration(value)
+        for name in ("unhealthy", "healthy", "connections"):
+            if (value := getattr(check, name)) is not None:
+                fields[name] = value
+        spelled[str(lb)] = fields
+    return spelled
+
+
 def daemon_config(
     cluster: LabCluster,
     options: DaemonOptions,
@@ -136,6 +158,9 @@ def daemon_config(
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
         **watch_settings(scale),
+        # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged
+        # by its platform's settings, which it breaks.
+        "lb_settings": settings_config(settings_of(PLATFORMS[options.platform].scaled(scale))),
         "targets": [
             {
                 "name": "kube-api",

@@ -45,7 +45,7 @@ from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lbstate import ServerEvent
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
-from prober.lab.platforms import PLATFORMS, Platform, slow_lb
+from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.scenarios import play
@@ -84,6 +84,8 @@ class LabOptions:
     control: bool = False  # a second daemon with today's sampling beside (`lab.policies`)
     lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
     watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
+    slow_lb: LB = LB.EXTERNAL  # slow-lb: which LB is slow
+    slow_interval: float = SLOW_INTERVAL  # slow-lb: its check's interval, x the delay
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,20 @@ def profile_for(options: LabOptions) -> Platform:
         base = dataclasses.replace(base, watch_grace=options.watch_grace)
     scale = options.time_scale if options.time_scale is not None else default_scale(base)
     platform = base.scaled(scale)
-    return slow_lb(platform) if options.scenario == "slow-lb" else platform
+    if options.scenario != "slow-lb":
+        return platform
+    return slow_lb(platform, options.slow_lb, options.slow_interval)
+
+
+def slow_text(platform: Platform, kind: LB) -> str:
+    """Which LB `slow-lb` made slow, and by how much: the line a reader of its FAILs needs."""
+    check = platform.lb(kind).check
+    assert check is not None
+    return (
+        f"slow-lb: {kind} checks /readyz every {check.interval:.2f} s (timeout "
+        f"{check.timeout:.2f} s, {check.fall} failures to mark down): it may take "
+        f"{check.worst_detection:.2f} s, past the {platform.shutdown_delay:.2f} s delay"
+    )
 
 
 class LabError(UserError, RuntimeError):
@@ -137,6 +152,8 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     out.mkdir(parents=True, exist_ok=True)
     if note is not None:
         _say(say, note)
+    if options.scenario == "slow-lb":
+        _say(say, slow_text(platform, options.slow_lb))
     event_log = out / "events.jsonl"
     async with ProcessGroup(out / "logs") as group:
         cluster = LabCluster(

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from prober import __version__
-from prober.report.documents import SummaryDocument
+from prober.core.budgets import PLATFORMS, Platform, with_settings
+from prober.core.models import LBSettings
+from prober.report.budget_verdicts import explain, judge_budgets
+from prober.report.documents import SummaryDocument, VerdictEntry
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
@@ -49,7 +52,10 @@ def analyze_runs(
     skip_bad_lines: bool = False,
     pod_logs: bool = False,
     watch_allowed: WatchAllowed | None = None,
+    lb_settings: Platform | None = None,
 ) -> tuple[list[RunAnalysis], ReadStats]:
+    """Every run of the logs, replayed, summarised and judged. `lb_settings`: what the LBs
+    promise (`core.budgets`); the platform's row of the table by default."""
     logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines, pod_logs=pod_logs)
     analyses = []
     for log in logs:
@@ -66,9 +72,30 @@ def analyze_runs(
         verdicts = judge(summary, thresholds) + judge_watches(
             summary.get("watches"), watch_allowed or WatchAllowed()
         )
+        promised = lb_settings or _promised(run_platform, log.run.lb_settings)
+        verdicts += judge_budgets(summary, promised)
         verdicts += whole_run(summary)
+        summary["verdicts"] = [verdict_entry(v) for v in verdicts]
+        summary["explained"] = explain(summary, verdicts, promised)
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
+
+
+def _promised(platform: str, settings: LBSettings | None) -> Platform | None:
+    """What the LBs of a run promise: its platform's row, with the settings its daemon was
+    configured with laid over it."""
+    row = PLATFORMS.get(platform)
+    return None if row is None else with_settings(row, settings)
+
+
+def verdict_entry(verdict: Verdict) -> VerdictEntry:
+    return {
+        "name": verdict.name,
+        "status": verdict.status.value,
+        "message": verdict.message,
+        "observed": verdict.observed,
+        "allowed": verdict.allowed,
+    }
 
 
 def write_outputs(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Path]:
@@ -174,6 +201,9 @@ def describe(analysis: RunAnalysis) -> list[str]:
             f"cut by the daemon's stop, past its grace: {stopped} requests"
             " (class stopped: counted, no disruption, no failure)"
         )
+    explained = s.get("explained", [])
+    if explained:
+        lines += ["", "what each LB's own settings promise, and what it did:", *explained]
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

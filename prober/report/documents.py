@@ -101,6 +101,14 @@ class EndedEntry(TypedDict):
     reason: str | None  # why the daemon stopped; None when it ended abruptly
 
 
+class VerdictEntry(TypedDict):
+    name: str
+    status: str  # passed, failed, skipped
+    message: str
+    observed: float | None
+    allowed: float | None
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2]
     run_id: str
@@ -111,6 +119,8 @@ class SummaryDocument(TypedDict):
     worst: list[WorstEntry]
     watches: NotRequired[dict[str, Any]]  # `report.watches` (schema 2.1: a summary before had none)
     ended: NotRequired[EndedEntry]  # schema 2.2: how the run ended
+    verdicts: NotRequired[list[VerdictEntry]]  # schema 2.3: every test junit.xml reports
+    explained: NotRequired[list[str]]  # schema 2.3: one line per LB, why its numbers are so
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

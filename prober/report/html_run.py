@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
 from prober.core.watch import WATCH
+from prober.report.budget_verdicts import is_budget_test
 from prober.report.documents import SummaryDocument
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
@@ -100,12 +101,14 @@ def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str
     rows = []
     for worst in summary["worst"]:
         key = (worst["lb"], worst["protocol"], worst["connection"])
-        routing = [v for v in verdicts if v.stream is None and v.key == key]
+        mine = [v for v in verdicts if v.stream is None and v.key == key]
+        routing = [v for v in mine if not is_budget_test(v)]
+        budget = [v for v in mine if is_budget_test(v)]
         available = [v for v in verdicts if v.stream is not None and v.key == key]
         cells = [f"<td>{esc(k)}</td>" for k in key]
         reaction = bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"])
         cells.append(f'<td class="num">{reaction}</td>')
-        cells += [_verdict_cells(routing)]
+        cells += [_verdict_cells(routing), _verdict_cells(budget)]
         cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')
         cells += [_verdict_cells(available)]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -113,9 +116,12 @@ def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str
         "<tr><th>load balancer</th><th>protocol</th><th>connections</th>"
         "<th>worst reaction [where it truly lies]</th>"
         "<th>should stop routing before the apiserver stops serving</th>"
+        "<th>within its health-check budget, covered by the delay</th>"
         "<th>disruption</th><th>should be available throughout</th></tr>"
     )
-    return f"<table>{head}{''.join(rows)}</table>"
+    explained = "".join(f"<li>{esc(line)}</li>" for line in summary.get("explained", []))
+    told = f'<ul class="explained">{explained}</ul>' if explained else ""
+    return f"<table>{head}{''.join(rows)}</table>{told}"
 
 
 def _verdict_cells(verdicts: Sequence[Verdict]) -> str:

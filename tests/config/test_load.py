@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from prober.config import (
     service_account,
     with_discovered,
 )
+from prober.core.budgets import PLATFORMS, settings_of, with_settings
 from prober.core.models import LB, Connection, Protocol
 from tests.support.certs import ca_pem
 
@@ -198,7 +200,23 @@ INVALID = [
     ("ca_file: /nonexistent/ca.crt", "ca_file: /nonexistent/ca.crt: no such file"),
     ("platform: ''", "platform: expected a non-empty string, got ''"),
     ("colour: blue", "unknown key 'colour'"),
-]
+    ("lb_settings: 129s", "lb_settings: expected a mapping of shutdown_delay, "
+     "graceful_termination, external-lb, internal-lb, service-network, got '129s'"),
+    ("lb_settings: {delay: 9s}", "lb_settings.delay: unknown key 'delay' (known: "
+     "shutdown_delay, graceful_termination, external-lb, internal-lb, service-network)"),
+    ("lb_settings: {shutdown_delay: 129}",
+     "lb_settings.shutdown_delay: expected a Go duration such as 100ms or 5s, got 129"),
+    ("lb_settings: {localhost: {}}", "lb_settings.localhost: unknown key 'localhost'"),
+    ("lb_settings: {external-lb: 10s}", "lb_settings.external-lb: expected a mapping of "
+     "interval, timeout, unhealthy, healthy, fastinter, sync_delay, connections"),
+    ("lb_settings: {external-lb: {interval: 0s}}",
+     "lb_settings.external-lb.interval: '0s' must be longer than 0s"),
+    ("lb_settings: {internal-lb: {unhealthy: 0}}",
+     "lb_settings.internal-lb.unhealthy: expected a whole number of at least 1, got 0"),
+    ("lb_settings: {internal-lb: {connections: drop}}",
+     "lb_settings.internal-lb.connections: expected reset or kept, got 'drop'"),
+    ("lb_settings: {internal-lb: {rise: 2}}", "lb_settings.internal-lb.rise: unknown key 'rise'"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("line", "message"), INVALID)
@@ -360,3 +378,37 @@ def test_rules_across_keys_are_all_reported_too(tmp_path: Path) -> None:
         "targets: none configured; list some, or discover them with --in-cluster or --kubeconfig",
         f"{path}:1: localhost: only applies with --in-cluster or --kubeconfig",
     ]
+
+
+def test_lb_settings_are_laid_over_the_platforms_row(tmp_path: Path) -> None:
+    text = (
+        "lb_settings:\n  shutdown_delay: 1m10s\n"
+        "  external-lb: {interval: 5s, unhealthy: 3, connections: kept}\n"
+        "  service-network: {sync_delay: 500ms}\n"
+    )
+    config = load_config(write(tmp_path, MINIMAL + text), env={})
+    settings = config.lb_settings
+    assert settings is not None
+    own = with_settings(PLATFORMS["aws"], settings)
+    assert (own.shutdown_delay, own.graceful_termination) == (70.0, 194.0)
+    external = own.lb(LB.EXTERNAL)
+    assert external.check is not None
+    assert (external.check.interval, external.check.fall, external.check.timeout) == (5, 3, 10)
+    assert external.stop_routing == 5 + 2 * 5 + 10
+    assert not external.reset_on_down
+    assert own.lb(LB.INTERNAL) == PLATFORMS["aws"].lb(LB.INTERNAL)  # not named: the row's
+    assert own.lb(LB.SERVICE_NETWORK).stop_routing == 0.5
+    via_flag = load_config(write(tmp_path, MINIMAL, "b.yaml"), env={},
+                           flags={"lb_settings": "{shutdown_delay: 1m10s}"})  # fmt: skip
+    assert via_flag.lb_settings is not None
+    assert via_flag.lb_settings.shutdown_delay == 70.0
+
+
+def test_a_platform_written_out_as_settings_is_the_same_platform() -> None:
+    for platform in PLATFORMS.values():
+        scaled = platform.scaled(0.05)
+        assert with_settings(platform, settings_of(scaled)) == dataclasses.replace(
+            scaled, time_scale=1.0, watch_grace=platform.watch_grace,
+            lbs=tuple(dataclasses.replace(p, slowstart=q.slowstart)
+                      for p, q in zip(scaled.lbs, platform.lbs, strict=True)),
+        )  # fmt: skip

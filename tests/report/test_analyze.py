@@ -15,6 +15,7 @@ from prober.cli import main
 from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
+from prober.report.budget_verdicts import WITHIN_BUDGET
 from prober.report.run_verdict import WHOLE_RUN
 from prober.report.summary import load_run_facts
 from prober.report.thresholds import load_thresholds
@@ -111,7 +112,10 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
+        "verdicts", "explained",
     ]  # fmt: skip
+    assert len(doc["verdicts"]) == 29  # every test junit.xml reports
+    assert len(doc["explained"]) == 8  # one line per LB key
     assert doc["ended"]["abruptly"] is False
     assert doc["ended"]["reason"] == "stopped"
     assert doc["watches"] == {
@@ -200,8 +204,13 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     suites = list(xml)
     assert len(suites) == 1
     cases = {case.name: case for case in suites[0]}
-    assert len(cases) == 17  # 16 of the LBs and the run's own: recorded to its stop
-    assert suites[0].tests == 17
+    # 16 against history, 12 against the LBs' own settings (8 budgets, 4 delay coverages),
+    # and the run's own: recorded to its stop
+    assert len(cases) == 29
+    assert suites[0].tests == 29
+    budget = cases[WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new",
+                                        budget="30 s on aws")]  # fmt: skip
+    assert not budget.result  # 7.94 s [7.91, 10.93] against the NLB's 30 s
     assert not cases[WHOLE_RUN].result  # passed: the log ends with its run_end record
 
     def outcome(name: str) -> tuple[str, str]:
@@ -328,7 +337,8 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
         "need it are skipped"
     ]
     suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
-    assert (suite.tests, suite.skipped, suite.failures) == (9, 8, 0)  # the whole run passed
+    # the whole run passed; the LBs' own settings judge 4 budgets and 2 delay coverages
+    assert (suite.tests, suite.skipped, suite.failures) == (15, 8, 0)
 
 
 def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:

@@ -527,9 +527,13 @@ def host_per_answer() -> Callable[[], str | None]:
     return header
 
 
-def cycling_header(cycle: float, hosts: int = 3) -> Callable[[], str | None]:
+def cycling_header(
+    cycle: float, hosts: int = 3, delay: float | None = None
+) -> Callable[[], str | None]:
     """An apiserver rolling restart on a loop: each `cycle` seconds the next of `hosts` ids
-    is ready for the first half and shutting down (elapsed counting up) for the second."""
+    is ready for the first half and shutting down (elapsed counting up) for the second.
+    `delay`: the shutdown delay the header says (half the cycle): one longer than the half
+    is an LB that moved on to the next host within the delay."""
     start = time.monotonic()
 
     def header() -> str | None:
@@ -537,9 +541,10 @@ def cycling_header(cycle: float, hosts: int = 3) -> Callable[[], str | None]:
         turn, into = divmod(now, cycle)
         host = f"apiserver-{int(turn) % hosts:026d}"
         half = cycle / 2
+        said = half if delay is None else delay
         if into < half:
-            return format_shutdown_header(False, half, 0, host)
-        return format_shutdown_header(True, half, into - half, host)
+            return format_shutdown_header(False, said, 0, host)
+        return format_shutdown_header(True, said, into - half, host)
 
     return header
 

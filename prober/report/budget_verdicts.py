@@ -1,0 +1,263 @@
+"""Verdicts on the first run: each LB against what its own settings promise (`core.budgets`).
+
+Per LB x protocol x connection (localhost has no LB and is skipped):
+
+- `... should stop routing to a shutting-down apiserver within its health-check budget`: on new
+  connections the budget is the LB's worst detection (interval x unhealthy threshold + timeout;
+  a managed membership's sync delay); on kept connections it is what the LB does to flows:
+  where it resets them, its detection; where it keeps them, they stay on the old server until
+  it closes them at the end of its graceful termination. It fails only when the reaction's
+  lower bound is over the budget: the sampling cannot blame the LB for less.
+- `... shutdown delay should cover this LB` (new connections): it fails when the reaction's
+  upper bound passes 80 % of `shutdown-delay-duration`, the mark past which upstream counts a
+  request as late (and OpenShift sizes its delays by).
+
+A reaction the sampling does not bound above (the window closed while the LB still sent to the
+old server, or a v1 summary) is judged by its lower bound where that already fails; otherwise
+the test is skipped with that reason: an unbounded reaction is never a pass.
+
+The delay is the exact one where it is known (the lab's, or one the config gives), and else
+the header's, which is rounded to whole seconds: then it carries +- 0.5 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prober.core.budgets import Flows, Platform
+from prober.core.models import LB, Connection
+from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
+from prober.report.summary import Key, entry_key
+from prober.report.tables import bound
+from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict
+
+PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
+WITHIN_BUDGET = (
+    PREFIX + " should stop routing to a shutting-down apiserver within its health-check budget"
+    " ({budget})"
+)
+DELAY_COVERS = PREFIX + " should be covered by the shutdown delay"
+LATE_MARK = 0.8  # upstream's late mark: only the delay's last 20 % may see new connections
+HEADER_ROUNDING = 0.5  # the header says the delay in whole seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """One window's reaction of one stream: the measured value and where the truth lies."""
+
+    value: float
+    lo: float | None
+    hi: float | None
+    window: WindowEntry
+    stream: WindowStreamEntry
+
+    @classmethod
+    def of(cls, window: WindowEntry, ws: WindowStreamEntry) -> Reaction | None:
+        if ws["reaction"] is None:
+            return None
+        value = ws["reaction"]
+        return cls(value, ws.get("reaction_lo", value), ws.get("reaction_hi"), window, ws)
+
+    def text(self) -> str:
+        w = self.window
+        return (
+            f"{self.stream['stream']}: apiserver {w['host']} still got requests "
+            f"{self.value:.2f} s {bound(self.lo, self.hi)} after its /readyz went false "
+            f"(T0 {w['t0']:.2f} s)"
+        )
+
+
+def is_budget_test(verdict: Verdict) -> bool:
+    """One of this module's tests (the tables show them in a column of their own)."""
+    return (
+        verdict.name.endswith(DELAY_COVERS.rsplit("}", 1)[1])
+        or " within its health-check budget (" in verdict.name
+    )
+
+
+def delay_of(window: WindowEntry, profile: Platform | None) -> tuple[float, float]:
+    """The window's shutdown delay and how far it may be off: the profile's where it agrees
+    with the header's rounding (the lab's, or the config's), the header's +- 0.5 s else."""
+    header = window["delay"]
+    if profile is not None and abs(profile.shutdown_delay - header) <= HEADER_ROUNDING:
+        return profile.shutdown_delay, 0.0
+    return header, HEADER_ROUNDING
+
+
+def judge_budgets(summary: SummaryDocument, profile: Platform | None) -> list[Verdict]:
+    """Both tests of every key the summary has, in its key order; skipped, with the reason,
+    where the platform's LB settings are not known."""
+    verdicts: list[Verdict] = []
+    for key in (entry_key(w) for w in summary["worst"]):
+        reactions = list(_reactions(summary, key))
+        verdicts.append(_budget(summary, key, profile, reactions))
+        if key[2] is Connection.NEW:
+            verdicts.append(_coverage(summary, key, profile, reactions))
+    return verdicts
+
+
+def _reactions(summary: SummaryDocument, key: Key) -> Iterator[Reaction]:
+    for window in summary["windows"]:
+        for ws in window["streams"]:
+            if entry_key(ws) == key and (reaction := Reaction.of(window, ws)) is not None:
+                yield reaction
+
+
+def _name(template: str, key: Key, budget: str = "") -> str:
+    lb, protocol, connection = key
+    return template.format(lb=lb, protocol=protocol, connection=connection, budget=budget)
+
+
+def _precondition(
+    summary: SummaryDocument, key: Key, profile: Platform | None, name: str
+) -> Verdict | None:
+    """The skip that comes before any judging, or None."""
+    reason = None
+    if key[0] is LB.LOCALHOST:
+        reason = LOCALHOST_REASON
+    elif profile is None:
+        reason = f"no LB settings known for platform {summary['platform']!r}"
+    elif not summary["windows"]:
+        reason = "no kube-apiserver shut down during the run"
+    return None if reason is None else Verdict(name, key, None, Status.SKIPPED, reason)
+
+
+def budget_of(profile: Platform, lb: LB, connection: Connection) -> tuple[float, str]:
+    """The budget of one LB and connection mode, and in words where it comes from."""
+    settings = profile.lb(lb)
+    if connection is Connection.NEW or settings.flows is Flows.RESET:
+        if settings.check is None:
+            return settings.stop_routing, f"its proxies' sync delay {settings.sync_delay:g} s"
+        c = settings.check
+        how = f"interval {c.interval:g} s, {c.fall} unhealthy checks, timeout {c.timeout:g} s" + (
+            "" if connection is Connection.NEW else ", then it resets kept connections"
+        )
+        return settings.stop_routing, how
+    return profile.kept_budget(lb), (
+        f"it keeps established connections: until the server closes them, "
+        f"graceful termination {profile.graceful_termination:g} s"
+    )
+
+
+def _budget(
+    summary: SummaryDocument, key: Key, profile: Platform | None, reactions: list[Reaction]
+) -> Verdict:
+    if profile is None or key[0] is LB.LOCALHOST:
+        shown = "none known" if profile is None else "no load balancer"
+        skip = _precondition(summary, key, profile, _name(WITHIN_BUDGET, key, shown))
+        assert skip is not None
+        return skip
+    budget, how = budget_of(profile, key[0], key[2])
+    name = _name(WITHIN_BUDGET, key, f"{budget:g} s on {profile.name}")
+    skip = _precondition(summary, key, profile, name)
+    if skip is not None:
+        return skip
+    said = f"budget {budget:g} s on {profile.name} ({how})"
+    over = [r for r in reactions if r.lo is not None and r.lo > budget]
+    if over:
+        worst = max(over, key=lambda r: r.value)
+        message = f"{worst.text()}: its lower bound is over the {said}"
+        details = tuple(f"{r.text()}: over the budget" for r in over)
+        return Verdict(name, key, None, Status.FAILED, message, details, worst.value, budget)
+    if not reactions:
+        message = (
+            f"no request reached a shutting-down apiserver after its /readyz went false; {said}"
+        )
+        return Verdict(name, key, None, Status.PASSED, message, (), 0.0, budget)
+    worst = max(reactions, key=lambda r: r.value)
+    unbounded = [r for r in reactions if r.hi is None]
+    if unbounded:
+        message = f"{unbounded[0].text()}: the sampling sets no upper bound; {said}"
+        return Verdict(name, key, None, Status.SKIPPED, message, (), worst.value, budget)
+    message = f"{worst.text()}; within the {said}"
+    return Verdict(name, key, None, Status.PASSED, message, (), worst.value, budget)
+
+
+def _coverage(
+    summary: SummaryDocument, key: Key, profile: Platform | None, reactions: list[Reaction]
+) -> Verdict:
+    name = _name(DELAY_COVERS, key)
+    skip = _precondition(summary, key, profile, name)
+    if skip is not None:
+        return skip
+    assert profile is not None
+    judged: list[tuple[Reaction, float, str]] = []
+    for r in reactions:
+        delay, error = delay_of(r.window, profile)
+        mark = LATE_MARK * delay
+        said = f"80 % of the {delay:g} s delay" + (f" (± {error:g} s)" if error else "")
+        judged.append((r, mark, f"{said} is {mark:.2f} s"))
+    over = [(r, m, s) for r, m, s in judged if r.hi is not None and r.hi > m]
+    over += [(r, m, s) for r, m, s in judged if r.hi is None and r.lo is not None and r.lo > m]
+    if over:
+        r, mark, said = max(over, key=lambda j: j[0].value)
+        message = f"{r.text()}: it may pass the late mark; {said}"
+        details = tuple(f"{x.text()}; {s}" for x, _, s in over)
+        return Verdict(name, key, None, Status.FAILED, message, details, r.value, mark)
+    if not judged:
+        delay, error = delay_of(summary["windows"][0], profile)
+        message = "no request reached a shutting-down apiserver after its /readyz went false"
+        return Verdict(name, key, None, Status.PASSED, message, (), 0.0, LATE_MARK * delay)
+    r, mark, said = max(judged, key=lambda j: j[0].value)
+    unbounded = [j for j in judged if j[0].hi is None]
+    if unbounded:
+        u, umark, usaid = unbounded[0]
+        message = f"{u.text()}: the sampling sets no upper bound; {usaid}"
+        return Verdict(name, key, None, Status.SKIPPED, message, (), u.value, umark)
+    message = f"{r.text()}; within the late mark: {said}"
+    return Verdict(name, key, None, Status.PASSED, message, (), r.value, mark)
+
+
+def explain(
+    summary: SummaryDocument, verdicts: list[Verdict], profile: Platform | None
+) -> list[str]:
+    """One line per LB x protocol x connection that says why its numbers are what they are:
+    the worst reaction and its bound, the LB's settings and the budget they imply, the late
+    mark, with the tests' outcomes, and the failures inside the shutdown windows. Every
+    figure is one of the summary's or the table's."""
+    status = {v.name: v.status for v in verdicts}
+    lines = []
+    for key in (entry_key(w) for w in summary["worst"]):
+        if key[0] is LB.LOCALHOST:
+            continue
+        lb, protocol, connection = key
+        parts = [f"{summary['platform']} {lb} {protocol} {connection}: {_reacted(summary, key)}"]
+        if profile is not None:
+            budget, how = budget_of(profile, lb, connection)
+            name = _name(WITHIN_BUDGET, key, f"{budget:g} s on {profile.name}")
+            parts.append(f"budget {budget:g} s ({how}): {_word(status.get(name))}")
+            if connection is Connection.NEW and summary["windows"]:
+                delay, error = delay_of(summary["windows"][0], profile)
+                shown = f"{delay:g} s" + (f" ± {error:g} s" if error else "")
+                outcome = _word(status.get(_name(DELAY_COVERS, key)))
+                parts.append(f"80 % of the {shown} delay: {outcome}")
+        failures = sum(
+            ws["failures"] for w in summary["windows"] for ws in w["streams"]
+            if entry_key(ws) == key
+        )  # fmt: skip
+        parts.append(f"{failures} failed inside the shutdown windows")
+        lines.append("; ".join(parts))
+    return lines
+
+
+def _reacted(summary: SummaryDocument, key: Key) -> str:
+    reactions = list(_reactions(summary, key))
+    if not reactions:
+        return (
+            "no shutdown"
+            if not summary["windows"]
+            else "sent no request to a shutting-down apiserver"
+        )
+    worst = max(reactions, key=lambda r: r.value)
+    spread = (
+        "unbounded above"
+        if worst.lo is None or worst.hi is None
+        else f"bound {bound(worst.lo, worst.hi)}"
+    )
+    return f"stopped routing {worst.value:.2f} s after readyz false ({spread})"
+
+
+def _word(status: Status | None) -> str:
+    words = {Status.PASSED: "within", Status.FAILED: "OVER", Status.SKIPPED: "not shown"}
+    return "not judged" if status is None else words[status]
