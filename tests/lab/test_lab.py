@@ -20,11 +20,14 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection
+from prober.lab.commands import verdict_line
 from prober.lab.compare import TOLERANCE, Row
 from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
+from prober.report.budget_verdicts import is_budget_test
+from prober.report.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
 from tests.support.waiting import until
 
@@ -120,6 +123,15 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
     assert localhost.lo is not None
     assert localhost.lo > delay / 2
+    # The platform's LBs, as its table sets them, keep what they promise.
+    assert failed_budget_tests(result) == []
+    assert "measurement against truth: passed; LB verdicts:" in verdict_line(result)
+
+
+def failed_budget_tests(result: LabResult) -> list[str]:
+    """The LB-budget and delay-coverage tests that failed, with their messages."""
+    return [f"{v.name}: {v.message}" for v in result.analysis.verdicts
+            if is_budget_test(v) and v.status is Status.FAILED]  # fmt: skip
 
 
 def storage_agrees(cluster: Path) -> None:
@@ -184,6 +196,13 @@ async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
     assert all(r.failures_expected for r in slow if r.connection is Connection.NEW)
     fine = [r for r in rows(result) if r.lb is LB.INTERNAL and r.connection is Connection.NEW]
     assert sum(r.failures for r in fine) == 0
+    # The slow LB fails the budget its platform promises, and the delay: no other LB does.
+    # (The budgets are the scaled ones the daemon's run record carries: the table's 8 s
+    # would pass a 4.5 s reaction.)
+    failed = failed_budget_tests(result)
+    assert failed, "the slow LB should fail its budget"
+    assert all("load-balancer/external-lb " in f and "connection/new " in f for f in failed)
+    assert {"within its health-check budget" in f for f in failed} == {True, False}
 
 
 @pytest.mark.matrix  # two labs at once: `make test-matrix`
