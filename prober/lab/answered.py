@@ -36,14 +36,18 @@ class AnsweredCheck:
     retried: Counter[str] = field(default_factory=Counter)  # resends, by reason
     cut_by_lb: int = 0  # answered, then lost to an LB that resets connections
     cut_by_crash: int = 0  # answered, then lost when its server was killed
+    unanswered: Counter[str] = field(default_factory=Counter)  # failed, no 2xx: by class
 
     def describe(self) -> str:
         resent = ", ".join(f"{n} {why}" for why, n in sorted(self.retried.items())) or "none"
+        # The failures no server answered come first, so that "0 cut by an LB" is not read
+        # as "no connection was reset": those resets cut requests before any answer.
+        never = ", ".join(f"{n} {why}" for why, n in sorted(self.unanswered.items())) or "none"
         return (
-            f"answered by a server (2xx in its audit log) yet recorded as failed: "
-            f"{len(self.answered_failed)} (and {self.cut_by_lb} cut by an LB resetting its "
-            f"connections, {self.cut_by_crash} by a crash or a lost node); sent again once, "
-            f"as Go's transport would: {resent}"
+            f"failed requests no server answered: {never}; failed requests a server answered "
+            f"(2xx in its audit log): {len(self.answered_failed)} lost by the client, "
+            f"{self.cut_by_lb} cut by an LB resetting its connections, {self.cut_by_crash} by "
+            f"a crash or a lost node; sent again once, as Go's transport would: {resent}"
         )
 
 
@@ -70,7 +74,10 @@ def check_answered(
         if s not in by_lb and s not in by_crash
     )
     retried = Counter(s.retried for s in samples if s.retried and not s.held)
-    return AnsweredCheck(lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash))
+    unanswered = Counter(str(s.error) for a, s in failed.items() if a not in ids)
+    return AnsweredCheck(
+        lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash), unanswered=unanswered
+    )
 
 
 def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:

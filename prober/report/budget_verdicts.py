@@ -1,6 +1,6 @@
 """Verdicts on the first run: each LB against what its own settings promise (`core.budgets`).
 
-Per LB x protocol x connection (localhost has no LB and is skipped):
+Per LB x protocol x connection (localhost has no LB: it gets none of these tests):
 
 - `... should stop routing to a shutting-down apiserver within its health-check budget`: on new
   connections the budget is the LB's worst detection (interval x unhealthy threshold + timeout;
@@ -30,7 +30,7 @@ from prober.core.models import LB, Connection
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
 from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
-from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict
+from prober.report.verdicts import Status, Verdict
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
 WITHIN_BUDGET = (
@@ -90,6 +90,8 @@ def judge_budgets(summary: SummaryDocument, profile: Platform | None) -> list[Ve
     where the platform's LB settings are not known."""
     verdicts: list[Verdict] = []
     for key in (entry_key(w) for w in summary["worst"]):
+        if key[0] is LB.LOCALHOST:
+            continue  # no LB, no budget: not named as an LB test only to be skipped
         reactions = list(_reactions(summary, key))
         verdicts.append(_budget(summary, key, profile, reactions))
         if key[2] is Connection.NEW:
@@ -114,9 +116,7 @@ def _precondition(
 ) -> Verdict | None:
     """The skip that comes before any judging, or None."""
     reason = None
-    if key[0] is LB.LOCALHOST:
-        reason = LOCALHOST_REASON
-    elif profile is None:
+    if profile is None:
         reason = f"no LB settings known for platform {summary['platform']!r}"
     elif not summary["windows"]:
         reason = "no kube-apiserver shut down during the run"
@@ -143,9 +143,8 @@ def budget_of(profile: Platform, lb: LB, connection: Connection) -> tuple[float,
 def _budget(
     summary: SummaryDocument, key: Key, profile: Platform | None, reactions: list[Reaction]
 ) -> Verdict:
-    if profile is None or key[0] is LB.LOCALHOST:
-        shown = "none known" if profile is None else "no load balancer"
-        skip = _precondition(summary, key, profile, _name(WITHIN_BUDGET, key, shown))
+    if profile is None:
+        skip = _precondition(summary, key, profile, _name(WITHIN_BUDGET, key, "none known"))
         assert skip is not None
         return skip
     budget, how = budget_of(profile, key[0], key[2])

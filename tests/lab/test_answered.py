@@ -34,9 +34,12 @@ def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> No
     check = check_answered([lost, refused, never_seen, resent], tmp_path)
     assert check.answered_failed == (f"{lost.stream}: goaway (GOAWAY NO_ERROR last_stream_id=1)",)
     assert check.retried == {"goaway": 1}
+    # The 429 and the refused connection had no 2xx: named first, so that "0 cut by an LB"
+    # is not read as "no connection failed".
     assert check.describe() == (
-        "answered by a server (2xx in its audit log) yet recorded as failed: 1 (and 0 cut by "
-        "an LB resetting its connections, 0 by a crash or a lost node); sent again once, as "
+        "failed requests no server answered: 1 connect_refused, 1 retry_after; failed "
+        "requests a server answered (2xx in its audit log): 1 lost by the client, 0 cut by "
+        "an LB resetting its connections, 0 by a crash or a lost node; sent again once, as "
         "Go's transport would: 1 goaway"
     )
     by_a_resetting_lb = check_answered([lost], tmp_path, resetting={lost.lb})
