@@ -37,6 +37,7 @@ class Row:
     failures_expected: bool
     bound_by: str | None = None  # what set hi (`core.reaction`): said when the truth is above it
     truth_until: float | None = None  # a truth that is a span: [truth, truth_until]
+    lb_lag: float = 0.0  # how much of the truth the lab LB's own lag made (`ServerEvent.lag`)
 
     @property
     def error(self) -> float | None:
@@ -104,6 +105,7 @@ def compare(
                 else math.inf
             )
             reaction = expected_reaction(shutdown, down, lb.reset_on_down)
+            lag = max((e.lag for e in lb.events if e.wall == down and not e.up), default=0.0)
             new = ws.connection is Connection.NEW
             truth = reaction.new if new else reaction.reused
             until = None if new or reaction.reused_until == truth else reaction.reused_until
@@ -123,6 +125,7 @@ def compare(
                     failures_expected=truth >= refusing_from or lb.reset_on_down,
                     bound_by=ws.bound_by,
                     truth_until=until,
+                    lb_lag=lag,
                 )
             )
         t0_error = window.t0 + offset - shutdown.t0

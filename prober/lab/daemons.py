@@ -14,7 +14,7 @@ from prober.config import Config
 from prober.core.budgets import settings_of
 from prober.core.durations import format_go_duration
 from prober.core.models import LB, LBSettings
-from prober.lab.platforms import PLATFORMS
+from prober.lab.platforms import PLATFORMS, as_built
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 
 if TYPE_CHECKING:
@@ -160,7 +160,9 @@ def daemon_config(
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged
         # by its platform's settings, which it breaks.
-        "lb_settings": settings_config(settings_of(PLATFORMS[options.platform].scaled(scale))),
+        "lb_settings": settings_config(
+            settings_of(as_built(PLATFORMS[options.platform].scaled(scale)))
+        ),
         "targets": [
             {
                 "name": "kube-api",

@@ -20,6 +20,9 @@ class ServerEvent:
     server: str
     up: bool
     reason: str
+    # Seconds the change came later than the LB's budget allows for reasons no cloud LB has:
+    # the checker's own lateness, a check slowed past its step (the kernel LB's says; 0 else).
+    lag: float = 0.0
 
 
 @dataclass(slots=True)

@@ -21,17 +21,24 @@ from prober.core.budgets import (
 from prober.core.models import LB
 
 __all__ = [
+    "CHECK_TIMEOUT_FLOOR",
     "DEFAULT_PROXY_SYNC_DELAY",
     "PLATFORMS",
     "SLOW_INTERVAL",
     "HealthCheck",
     "LBProfile",
     "Platform",
+    "as_built",
     "build_platforms",
     "slow_lb",
 ]
 
 
+# A check's timeout, however small the time scale: at 0.05, GCP's 2 s is 0.1 s, which a
+# Python checker on a busy machine misses for want of a core, taking healthy servers out
+# and back (flaps) that no cloud LB would. A failing /readyz answers 500 at once, so this
+# changes no shutdown's detection; a vanished node's is up to this much later.
+CHECK_TIMEOUT_FLOOR = 0.5
 SLOW_INTERVAL = 0.6  # the slow LB checks every 0.6 x the delay: it marks down after 2.4 x
 
 
@@ -49,3 +56,15 @@ def slow_lb(
         profile.check, interval=interval, timeout=interval, fall=3, fastinter=None
     )
     return platform.with_lb(dataclasses.replace(profile, check=slow, reset_on_down=False))
+
+
+def as_built(platform: Platform, floor: float = CHECK_TIMEOUT_FLOOR) -> Platform:
+    """The scaled platform as the lab builds its LBs: no check times out sooner than `floor`.
+    The daemon's budgets come from this too, so that they are the LBs' own, not a tighter
+    promise that the lab never made."""
+    for profile in platform.lbs:
+        check = profile.check
+        if check is not None and check.timeout < floor:
+            check = dataclasses.replace(check, timeout=floor)
+            platform = platform.with_lb(dataclasses.replace(profile, check=check))
+    return platform

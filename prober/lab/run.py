@@ -45,7 +45,7 @@ from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lbstate import ServerEvent
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
-from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, slow_lb
+from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.scenarios import play
@@ -117,7 +117,7 @@ def profile_for(options: LabOptions) -> Platform:
     if options.watch_grace is not None:
         base = dataclasses.replace(base, watch_grace=options.watch_grace)
     scale = options.time_scale if options.time_scale is not None else default_scale(base)
-    platform = base.scaled(scale)
+    platform = as_built(base.scaled(scale))
     if options.scenario != "slow-lb":
         return platform
     return slow_lb(platform, options.slow_lb, options.slow_interval)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
-from prober.report.budget_verdicts import is_budget_test
+from prober.report.budget_verdicts import LATE_MARK, is_budget_test
 from prober.report.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
 from tests.support.waiting import until
@@ -123,8 +124,9 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
     assert localhost.lo is not None
     assert localhost.lo > delay / 2
-    # The platform's LBs, as its table sets them, keep what they promise.
-    assert failed_budget_tests(result) == []
+    # The platform's LBs, as the lab builds them from its table, keep what they promise, but
+    # for what the lab LB's own lag (a late or slowed check, on a busy machine) cost.
+    assert unexplained_budget_failures(result) == []
     assert "measurement against truth: passed; LB verdicts:" in verdict_line(result)
 
 
@@ -132,6 +134,29 @@ def failed_budget_tests(result: LabResult) -> list[str]:
     """The LB-budget and delay-coverage tests that failed, with their messages."""
     return [f"{v.name}: {v.message}" for v in result.analysis.verdicts
             if is_budget_test(v) and v.status is Status.FAILED]  # fmt: skip
+
+
+def unexplained_budget_failures(result: LabResult) -> list[str]:
+    """The failed budget tests not explained by the truth: the LB was within its budget (the
+    verdict is wrong), or over it by more than the lab LB's own lag (a late or slowed check
+    on a busy machine), which the platform's table does not promise."""
+    by_key = {(str(r.lb), r.protocol, str(r.connection)): r for r in rows(result)}
+    delay = result.platform.shutdown_delay
+    unexplained = []
+    for failure in failed_budget_tests(result):
+        found = re.search(r"load-balancer/(\S+) protocol/(\S+) connection/(\S+)", failure)
+        assert found is not None, failure
+        row = by_key[found.groups()]
+        if "within its health-check budget" not in failure:
+            budget = LATE_MARK * delay
+        elif row.connection is Connection.NEW:
+            budget = result.platform.lb(row.lb).stop_routing
+        else:
+            budget = result.platform.kept_budget(row.lb)
+        wrong = row.truth < budget - result.tolerance
+        if wrong or row.truth - row.lb_lag > budget + result.tolerance:
+            unexplained.append(f"{failure} (truth {row.truth:.3f} s, lag {row.lb_lag:.3f} s)")
+    return unexplained
 
 
 def storage_agrees(cluster: Path) -> None:
@@ -199,10 +224,12 @@ async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
     # The slow LB fails the budget its platform promises, and the delay: no other LB does.
     # (The budgets are the scaled ones the daemon's run record carries: the table's 8 s
     # would pass a 4.5 s reaction.)
-    failed = failed_budget_tests(result)
+    failed = [f for f in failed_budget_tests(result) if "load-balancer/external-lb " in f]
     assert failed, "the slow LB should fail its budget"
-    assert all("load-balancer/external-lb " in f and "connection/new " in f for f in failed)
+    assert all("connection/new " in f for f in failed)
     assert {"within its health-check budget" in f for f in failed} == {True, False}
+    others = [f for f in unexplained_budget_failures(result) if "/external-lb " not in f]
+    assert others == []
 
 
 @pytest.mark.matrix  # two labs at once: `make test-matrix`

@@ -38,6 +38,20 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """One health check as it went: when it started, how long it took, how late it began."""
+
+    wall: float
+    took: float
+    late: float  # after its due time: the checker's own lag, which no cloud LB has
+    problem: str | None
+
+    def record(self) -> dict[str, object]:
+        return {"wall": self.wall, "took": round(self.took, 4), "late": round(self.late, 4),
+                "problem": self.problem}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class CheckerConfig:
     name: str
     dispatch: Dispatch
@@ -128,33 +142,63 @@ class Checker:
 
     async def watch(self, target: Target) -> None:
         config = self.config
+        loop = asyncio.get_running_loop()
         passes = fails = 0
+        run: list[Check] = []  # the checks of the current run of passes or of failures
+        before: Check | None = None  # the check before that run: its lateness carries over
         await asyncio.sleep(random.uniform(0, config.interval))  # HAProxy spreads first checks
+        due = loop.time()
         while True:
-            started = asyncio.get_running_loop().time()
+            started = loop.time()
             problem = await self.check(target)
+            check = Check(time.time() - (loop.time() - started), loop.time() - started,
+                          max(0.0, started - due), problem)  # fmt: skip
+            if (problem is None) != (passes > 0):
+                before, run = (run[-1] if run else None), []
+            run.append(check)
             if problem is None:
                 passes, fails = passes + 1, 0
             else:
                 passes, fails = 0, fails + 1
             up = self.up[target.name]
+            deciding = [*([before] if before else []), *run]
             if not up and passes >= config.rise:
-                await self.change(target, True, "Layer7 check passed")
+                await self.change(target, True, "Layer7 check passed", deciding)
             elif up and fails >= config.fall and problem is not None:
-                await self.change(target, False, problem)
+                await self.change(target, False, problem, deciding)
             changing = (passes if not self.up[target.name] else fails) > 0
             gap = config.fastinter if changing and config.fastinter else config.interval
-            elapsed = asyncio.get_running_loop().time() - started
-            await asyncio.sleep(max(0.0, gap - elapsed))
+            # A check slower than the gap delays the next one as HAProxy's would; only
+            # a start after both is the checker's own lag.
+            due = max(started + gap, loop.time())
+            await asyncio.sleep(max(0.0, due - loop.time()))
 
-    async def change(self, target: Target, up: bool, reason: str) -> None:
+    async def change(self, target: Target, up: bool, reason: str, checks: list[Check]) -> None:
+        decided = time.time()
         async with self._changing:
             self.up[target.name] = up
             await self.apply()
             reset = 0
             if not up and self.config.reset_on_down:
                 reset = await self.terminate(target)
-            say("state", server=target.name, up=up, reason=reason, reset=reset)
+            # Why the change came when it did: the checks that made it, each with how late
+            # it started and how long it took, and how long the change took to apply.
+            applied = time.time() - decided
+            say(
+                "state", server=target.name, up=up, reason=reason, reset=reset,
+                checks=[c.record() for c in checks], applied=round(applied, 4),
+                lag=round(self.lag(checks) + applied, 4),
+            )  # fmt: skip
+
+    def lag(self, checks: list[Check]) -> float:
+        """How much later these checks decided than the budget's worst case allows: starts
+        after their due time, and checks that took longer than that case does (it has only
+        the last one time out; a slow server or a busy checker can make each one slow)."""
+        config = self.config
+        gaps = [config.interval] + [config.fastinter or config.interval] * len(checks)
+        overrun = sum(max(0.0, c.took - gap) for c, gap in zip(checks[:-1], gaps, strict=False))
+        last = max(0.0, checks[-1].took - config.timeout)
+        return sum(c.late for c in checks) + overrun + last
 
     async def terminate(self, target: Target) -> int:
         """Delete the target's flows through the VIP: their next packet is reset."""

@@ -27,11 +27,6 @@ from prober.lab.processes import ProcessError, ProcessGroup
 
 START_TIMEOUT = 20.0
 CHECKER_NICE = -10  # root: the kernel path needs it anyway
-# A check's timeout, however small the time scale: at 0.05, GCP's 2 s is 0.1 s, which a
-# Python checker on a busy machine misses for want of a core, taking healthy servers out
-# and back (flaps) that no cloud LB would. A failing /readyz answers 500 at once, so this
-# changes no shutdown's detection; a vanished node's is up to this much later.
-CHECK_TIMEOUT_FLOOR = 0.5
 TOOLS = ("nsenter", "ip", "nft", "conntrack")
 _SEEDS = {LB.EXTERNAL: 0x5EED0001, LB.INTERNAL: 0x5EED0002, LB.SERVICE_NETWORK: 0x5EED0003}
 
@@ -92,7 +87,7 @@ class KernelLB:
             "dispatch": asdict(dispatch),
             "targets": [asdict(t) for t in self.targets],
             "interval": check.interval,
-            "timeout": max(check.timeout, CHECK_TIMEOUT_FLOOR),
+            "timeout": check.timeout,  # floored by `platforms.as_built`
             "fall": check.fall,
             "rise": check.rise,
             "tls": check.tls,
@@ -118,7 +113,7 @@ class KernelLB:
                 return
             event = ServerEvent(
                 float(record["wall"]), str(record["server"]), bool(record["up"]),
-                str(record["reason"]),
+                str(record["reason"]), float(record.get("lag", 0.0)),
             )  # fmt: skip
         except (ValueError, KeyError, TypeError, AttributeError):
             return  # not a state line; the log file keeps it
