@@ -43,7 +43,10 @@ async def test_sigterm_drains_and_leaves_a_complete_log(
         await tls_server.refuse()  # a disruption is open when the signal comes
         await daemon.wait_for("disruption_started")
         tls_server.plan.mode = "stall"  # and requests are in flight
+        seen = len(tls_server.requests)
         await tls_server.accept()
+        # A request the server holds: on a busy machine the next one may not have left yet.
+        await tls_server.wait_for(lambda server: len(server.requests) > seen)
         await daemon.signal(signal.SIGTERM)
         # Stalled requests run to their 60 s timeout unless the drain's 2 s end them.
         assert await daemon.wait(timeout=15) == 0
