@@ -12,8 +12,7 @@ shift 2
 [ "$#" -gt 0 ] || { echo "repeat-tests.sh: no test paths" >&2; exit 2; }
 here=$(dirname "$0")
 
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+logs=$(mktemp -d -t repeat-tests.XXXXXX)
 for run in $(seq "$count"); do
     echo "== run $run of $count: $*"
     # -rfE: one `FAILED test` / `ERROR test` line per failure, which the tally below counts.
@@ -26,7 +25,10 @@ echo "== failures per test over $count runs"
 failed=$(sed -n 's/^\(FAILED\|ERROR\) \([^ ]*\).*/\2/p' "$logs"/run-*.log | sort | uniq -c)
 if [ -z "$failed" ]; then
     echo "none"
+    rm -rf "$logs"
     exit 0
 fi
 echo "$failed" | sort -rn | awk -v n="$count" '{ print "  " $2 ": failed " $1 " of " n }'
+# A failure once in N is the one to read: its whole output stays.
+echo "== the failed runs' logs: $(grep -lE '^(FAILED|ERROR) ' "$logs"/run-*.log | tr '\n' ' ')"
 exit 1

@@ -42,8 +42,10 @@ async def evict(
     """Kill `daemon`; start its replacement, ready to sample, with its own event log. The
     kill's wall time goes to OUT/killed.json, for what a reader of the killed log can hold
     its abrupt end against."""
-    (out / "killed.json").write_text(json.dumps({"wall": time.time()}) + "\n")
     daemon.send_signal(signal.SIGKILL)
+    # Read after the signal: before it, the daemon may still write a record (on a busy
+    # machine, after the file write below), later than a `wall` read first would say.
+    (out / "killed.json").write_text(json.dumps({"wall": time.time()}) + "\n")
     await daemon.wait(10)
     generation = len(daemon_logs(group.log_dir)) + 1
     replacement = {**config, "event_log": str(out / f"events-{generation}.jsonl")}
