@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from prober.common.segments import read_lines, segment_paths  # noqa: E402
+from prober.common.segments import read_lines, segment_path, segment_paths  # noqa: E402
 from prober.core.eventlog import EventLogReader  # noqa: E402
 from prober.core.models import LB, Sample, Summary  # noqa: E402
 from prober.lab.cluster import LabCluster  # noqa: E402
@@ -223,15 +223,29 @@ async def rolling_restarts(cluster: LabCluster, every: float, done: list[int]) -
         print(f"  rollout {len(done)} done", flush=True)
 
 
+def failures_of(summary: Summary) -> Counter[str]:
+    counted: Counter[str] = Counter()
+    for stream in summary.streams:
+        counted.update(stream.results)
+    return Counter({k: v for k, v in counted.items() if k != "success"})
+
+
 def account(stopped: dict[str, Any], events: Path) -> dict[str, Any]:
     reader = EventLogReader(read_lines(events), source=str(events), strict=True)
     records = list(reader)
-    final = [r for r in records if isinstance(r, Summary)][-1]
+    summaries = [r for r in records if isinstance(r, Summary)]
+    final = summaries[-1]
     counted: Counter[str] = Counter()
     for stream in final.streams:
         counted.update(stream.results)
-    failures = Counter({k: v for k, v in counted.items() if k != "success"})
-    logged = Counter(str(r.error) for r in records if isinstance(r, Sample) and r.error)
+    # Retention removes the oldest segments past KEEP_SEGMENTS (under load a fast soak writes
+    # more late samples, so more segments): then every failure is held from the first
+    # summary kept on, against what the counts grew by since it.
+    kept = segment_paths(events)
+    pruned = bool(kept) and not kept[0].name.startswith(segment_path(events, 1).name)
+    since = records.index(summaries[0]) if pruned else 0
+    failures = failures_of(final) - (failures_of(summaries[0]) if pruned else Counter())
+    logged = Counter(str(r.error) for r in records[since:] if isinstance(r, Sample) and r.error)
     problems = []
     if stopped["started"] != stopped["samples"] or stopped["cancelled"]:
         problems.append(f"started {stopped['started']}, recorded {stopped['samples']}")
@@ -247,6 +261,7 @@ def account(stopped: dict[str, Any], events: Path) -> dict[str, Any]:
         "lost": stopped["started"] - stopped["samples"],
         "results": dict(sorted(counted.items())),
         "failures_logged": sum(logged.values()),
+        "held_from": "the first summary kept (segments pruned)" if pruned else "the start",
         "event_log_files": len(stopped["event_log_files"]),
         "problems": problems,
     }
