@@ -59,3 +59,14 @@ def retry_after(status: int | None, headers: Mapping[str, str]) -> float | None:
     if not value.isdigit():
         return None
     return float(int(value))
+
+
+def retry_after_detail(status: int, value: str) -> str:
+    """How a sample's `detail` records an answer with `Retry-After`: `retry_after_value`
+    reads the header's value back, so a replay applies `retry_after` as the daemon did."""
+    return f"HTTP {status} Retry-After: {value}"
+
+
+def retry_after_value(detail: str) -> str | None:
+    _, found, value = detail.partition(" Retry-After: ")
+    return value if found else None

@@ -1,8 +1,11 @@
 """The core trackers, wired once: what the daemon's pipeline and `prober analyze`'s replay
 both feed, so that "the replay reproduces the daemon" holds by construction.
 
-Each sample goes to the disruption tracker, then to the shutdown tracker, and their events
-come back in that order; at the end of the run open intervals close before open windows.
+Each sample goes to the disruption tracker, then to the shutdown tracker, then to the follower
+of client-go's retries (`core.perceived`), and their events come back in that order; at the
+end of the run open intervals close before open windows, and the retries still waiting last.
+A sample that ends a chain of retries made a tracker emit, so the event log keeps it
+(`core.compaction`) and a replay ends the chain on the same sample.
 Both feeders register the run's streams before the first sample (`ShutdownTracker.add_stream`)
 so that every window lists the same streams whichever samples the event log kept.
 """
@@ -13,9 +16,10 @@ from collections.abc import Callable, Iterable
 
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
 from prober.core.models import Interval, Sample, StreamId, Window
+from prober.core.perceived import Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
-TrackerEvent = DisruptionEvent | ShutdownEvent
+TrackerEvent = DisruptionEvent | ShutdownEvent | Retried
 
 
 class Trackers:
@@ -28,15 +32,24 @@ class Trackers:
     ) -> None:
         self.disruption = DisruptionTracker()
         self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
+        self.retries = RetryFollower()
         for stream in streams:
             self.shutdown.add_stream(stream)
 
     def feed(self, sample: Sample) -> list[TrackerEvent]:
-        return [*self.disruption.feed(sample), *self.shutdown.feed(sample)]
+        return [
+            *self.disruption.feed(sample),
+            *self.shutdown.feed(sample),
+            *self.retries.feed(sample),
+        ]
 
-    def close(self, end_t: float, end_ts: str) -> list[Interval | Window]:
-        """End the run at `end_t`: the intervals still open, then the windows."""
-        return [*self.disruption.close(end_t, end_ts), *self.shutdown.close(end_t)]
+    def close(self, end_t: float, end_ts: str) -> list[Interval | Window | Retried]:
+        """End the run at `end_t`: the intervals still open, the windows, the retries."""
+        return [
+            *self.disruption.close(end_t, end_ts),
+            *self.shutdown.close(end_t),
+            *self.retries.close(end_t),
+        ]
 
     @property
     def open_hosts(self) -> frozenset[str]:

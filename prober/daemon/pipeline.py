@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
+from prober.core.perceived import Retried
 from prober.core.shutdown import WindowOpened
 
 
@@ -54,6 +55,7 @@ Event = (
     | Summary
     | PaceChange
     | Skipped
+    | Retried
     | LogRecord
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from prober.core.clientgo import retry_after_detail
 from prober.core.header import (
     RESPONSE_HEADER,
     HeaderInvalid,
@@ -62,7 +63,7 @@ def classify_response(status: int, headers: Sequence[tuple[bytes, bytes]]) -> Ou
         return None, "", shutdown
     retry_after = find_header(headers, "retry-after")
     if status in (429, 503) and retry_after is not None:
-        return ErrorClass.RETRY_AFTER, clip(f"HTTP {status} Retry-After: {retry_after}"), shutdown
+        return ErrorClass.RETRY_AFTER, clip(retry_after_detail(status, retry_after)), shutdown
     if status >= 500:
         return ErrorClass.HTTP_5XX, f"HTTP {status}", shutdown
     if status >= 400:

@@ -77,6 +77,16 @@ class IntervalEntry(TypedDict):
     samples: int
 
 
+class RetryAfterEntry(TypedDict):
+    """A stream's answers with `Retry-After`, as client-go would have retried them."""
+
+    answers: int  # answered 429 or 5xx with Retry-After: raw disruption, as origin counts
+    succeeded: int  # a retry succeeded: the client felt a wait, no failure
+    felt: int  # the retries ended in a failure, or ran out of tries
+    unresolved: int  # the run ended while client-go would still have waited
+    max_waited: float  # seconds from the first try to the answer that ended a chain
+
+
 class StreamEntry(StreamFields):
     samples: int
     retried: NotRequired[dict[str, int]]  # reason -> requests sent again once
@@ -121,6 +131,7 @@ class SummaryDocument(TypedDict):
     ended: NotRequired[EndedEntry]  # schema 2.2: how the run ended
     verdicts: NotRequired[list[VerdictEntry]]  # schema 2.3: every test junit.xml reports
     explained: NotRequired[list[str]]  # schema 2.3: one line per LB, why its numbers are so
+    retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream, if any
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

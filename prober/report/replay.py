@@ -31,6 +31,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
+from prober.core.perceived import Retried
 from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
@@ -48,6 +49,9 @@ class Replay:
     warnings: tuple[str, ...]
     # Every other kind of stream's records, by kind, in file order (`report.runs`).
     others: Mapping[str, tuple[LogRecord, ...]] = field(default_factory=dict)
+    # How client-go's retries of each `Retry-After` answer ended (`core.perceived`); empty
+    # for a log without samples.
+    retries: tuple[Retried, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
         return self.others.get(kind, ())
@@ -66,14 +70,18 @@ def replay(log: RunLog) -> Replay:
     trackers = Trackers(streams, node_of=nodes.get)
     intervals: list[Interval] = []
     windows: list[Window] = []
+    retries: list[Retried] = []
     for sample in log.samples:
         for event in trackers.feed(sample):
             if isinstance(event, Interval):
                 intervals.append(event)
             elif isinstance(event, Window):
                 windows.append(event)
+            elif isinstance(event, Retried):
+                retries.append(event)
     end_t, end_ts = run_end(log)
     closed = trackers.close(end_t, end_ts)
+    retries += [r for r in closed if isinstance(r, Retried)]
     closed_intervals = [r for r in closed if isinstance(r, Interval)]
     closed_windows = [r for r in closed if isinstance(r, Window)]
     warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
@@ -89,6 +97,7 @@ def replay(log: RunLog) -> Replay:
         stragglers=trackers.shutdown.stragglers,
         warnings=tuple(warnings),
         others=_others(log),
+        retries=tuple(retries),
     )
 
 

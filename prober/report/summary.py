@@ -24,6 +24,12 @@ per LB x protocol x connection, the largest reaction over every window, with the
 window that has it, and the largest disruption of its streams: the numbers a run contributes
 to the history (`thresholds`), which uses the point values only.
 
+`retry_after` (only in a run that had any; by stream) follows each answer with `Retry-After` as
+client-go would have retried it, on the samples already taken (`core.perceived`): how many
+`succeeded` (the client waited, nothing failed), were `felt` (the retries failed or ran out
+of tries) or `unresolved` (the run ended first), and the longest wait to the answer that
+ended a chain. The raw `disruption_seconds` still counts them, as origin does.
+
 `retried` counts, per reason, the requests sent again once on a new connection as Go's
 transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
 that failed too is the failure it met. `stopped` counts the requests the daemon's own stop
@@ -57,12 +63,14 @@ from prober.core.models import (
     Window,
     parse_rfc3339,
 )
+from prober.core.perceived import Retried
 from prober.core.watch import WATCH
 from prober.report.documents import (
     Document,
     EndedEntry,
     IntervalEntry,
     KeyFields,
+    RetryAfterEntry,
     StreamEntry,
     StreamFields,
     SummaryDocument,
@@ -124,7 +132,23 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     watched = result.of_kind(WATCH)
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
     summary["ended"] = ended_entry(log)
+    if result.retries:
+        told: dict[str, list[Retried]] = defaultdict(list)
+        for retry in result.retries:
+            told[retry.sample.stream].append(retry)
+        summary["retry_after"] = {name: retry_after_entry(told[name]) for name in sorted(told)}
     return summary, warnings
+
+
+def retry_after_entry(told: Sequence[Retried]) -> RetryAfterEntry:
+    ended = [r for r in told if r.by is not None]
+    return {
+        "answers": len(told),
+        "succeeded": sum(not r.felt for r in ended),
+        "felt": sum(r.felt for r in ended),
+        "unresolved": len(told) - len(ended),
+        "max_waited": round(max((r.waited for r in ended), default=0.0), 6),
+    }
 
 
 def ended_entry(log: RunLog) -> EndedEntry:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prober.core.clientgo import retry_after_detail
 from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionTracker
 from prober.core.models import ErrorClass, Sample
+from prober.core.perceived import RetryFollower
 from prober.core.shutdown import ShutdownTracker
 from tests.factories import ok, sample
 from tests.support.synthetic import stream_ids
@@ -19,23 +21,26 @@ HOSTS = ["A", "B"]
 def replay(samples: list[Sample], compactor: Compactor | None = None):
     """Feed the trackers; return their outputs and, with a compactor, what it kept."""
     disruption, shutdown = DisruptionTracker(), ShutdownTracker(grace=5.0)
+    retries = RetryFollower()
     for stream in STREAMS:
         shutdown.add_stream(stream)
     outputs, kept = [], []
     for s in samples:
-        events = [*disruption.feed(s), *shutdown.feed(s)]
+        events = [*disruption.feed(s), *shutdown.feed(s), *retries.feed(s)]
         outputs += events
         if compactor is not None:
             kept += compactor.select(s, events, shutdown.open_hosts)
     outputs += disruption.close(1000.0, "end")
     outputs += shutdown.close(1000.0)
+    outputs += retries.close(1000.0)
     return outputs, kept, shutdown.stragglers
 
 
 @st.composite
 def requests(draw) -> Sample:
     t = draw(st.floats(0, 120, allow_nan=False))
-    kind = draw(st.sampled_from(["ok", "ok", "ready", "ready", "late", "fail", "missing"]))
+    kinds = ["ok", "ok", "ready", "ready", "late", "fail", "missing", "told"]
+    kind = draw(st.sampled_from(kinds))
     kw = {
         "stream": draw(st.sampled_from(STREAMS)),
         "dur": draw(st.floats(0.001, 3)),
@@ -48,6 +53,10 @@ def requests(draw) -> Sample:
         return sample(t, host=host, **kw)
     if kind == "late":
         return sample(t, host=host, late=True, elapsed=draw(st.integers(0, 30)), **kw)
+    if kind == "told":  # wait and try again: the sample that stands in for it is kept
+        wait = str(draw(st.integers(0, 5)))
+        return sample(t, error=ErrorClass.RETRY_AFTER, status=429,
+                      detail=retry_after_detail(429, wait), **kw)  # fmt: skip
     if kind == "missing":
         return sample(t, error=ErrorClass.HEADER_MISSING, **kw)
     return sample(t, error=draw(st.sampled_from(list(ErrorClass))), **kw)

@@ -12,6 +12,7 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
+from prober.core.clientgo import retry_after_detail
 from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
@@ -487,3 +488,39 @@ def test_requests_cut_by_the_stop_are_counted_and_are_no_disruption(tmp_path, ca
             before["intervals"],
             before["disruption_seconds"],
         )
+
+
+def test_answers_with_retry_after_are_raw_disruption_and_followed_as_client_go_would(
+    tmp_path,
+) -> None:
+    """A 429 with `Retry-After: 1` on a new connection: the raw figure counts it, as origin
+    does; summary.json says client-go's retry would have succeeded on the stand-in, the
+    first sample of the same LB and protocol on a new connection one second later, which
+    the compacted log kept for it."""
+    samples = [s for s in rollout().samples() if s.end < 20.0]
+    new = [s for s in samples if s.stream_id.connection is Connection.NEW and s.t > 5.0]
+    told = new[0]
+    answer = dataclasses.replace(
+        told, status=429, error=ErrorClass.RETRY_AFTER, shutdown=None,
+        detail=retry_after_detail(429, "1"),
+    )  # fmt: skip
+    samples = [answer if s is told else s for s in samples]
+    stand_in = min(
+        (s for s in samples if s.stream == told.stream and s.t >= told.t + 1.0), key=lambda s: s.t
+    )
+    log = tmp_path / "events.jsonl"
+    write_daemon_log(log, run_record(streams()), samples, nodes=NODES)
+    assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) in (0, 1)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["retry_after"] == {
+        told.stream: {
+            "answers": 1,
+            "succeeded": 1,
+            "felt": 0,
+            "unresolved": 0,
+            "max_waited": pytest.approx(stand_in.end - told.t),
+        }
+    }
+    (stream,) = [s for s in summary["streams"] if s["stream"] == told.stream]
+    assert stream["disruption_seconds"] > 0
+    assert [i["error"] for i in stream["intervals"]] == ["retry_after"]
