@@ -85,6 +85,7 @@ class RetryAfterEntry(TypedDict):
     felt: int  # the retries ended in a failure, or ran out of tries
     unresolved: int  # the run ended while client-go would still have waited
     max_waited: float  # seconds from the first try to the answer that ended a chain
+    felt_disruption_seconds: float  # the raw figure less what every retry got through
 
 
 class StreamEntry(StreamFields):
@@ -131,7 +132,7 @@ class SummaryDocument(TypedDict):
     ended: NotRequired[EndedEntry]  # schema 2.2: how the run ended
     verdicts: NotRequired[list[VerdictEntry]]  # schema 2.3: every test junit.xml reports
     explained: NotRequired[list[str]]  # schema 2.3: one line per LB, why its numbers are so
-    retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream, if any
+    retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

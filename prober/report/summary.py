@@ -24,11 +24,13 @@ per LB x protocol x connection, the largest reaction over every window, with the
 window that has it, and the largest disruption of its streams: the numbers a run contributes
 to the history (`thresholds`), which uses the point values only.
 
-`retry_after` (only in a run that had any; by stream) follows each answer with `Retry-After` as
+`retry_after` (by stream, of the streams that had any) follows each answer with `Retry-After` as
 client-go would have retried it, on the samples already taken (`core.perceived`): how many
 `succeeded` (the client waited, nothing failed), were `felt` (the retries failed or ran out
-of tries) or `unresolved` (the run ended first), and the longest wait to the answer that
-ended a chain. The raw `disruption_seconds` still counts them, as origin does.
+of tries) or `unresolved` (the run ended first), the longest wait to the answer that ended
+a chain, and `felt_disruption_seconds`: the stream's disruption less each interval of such
+answers that every retry got through. The raw `disruption_seconds` still counts them, as
+origin does.
 
 `retried` counts, per reason, the requests sent again once on a new connection as Go's
 transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
@@ -56,6 +58,7 @@ from prober.core import strictjson
 from prober.core.models import (
     LB,
     Connection,
+    ErrorClass,
     Interval,
     LogRecord,
     Protocol,
@@ -132,22 +135,38 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     watched = result.of_kind(WATCH)
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
     summary["ended"] = ended_entry(log)
-    if result.retries:
-        told: dict[str, list[Retried]] = defaultdict(list)
-        for retry in result.retries:
-            told[retry.sample.stream].append(retry)
-        summary["retry_after"] = {name: retry_after_entry(told[name]) for name in sorted(told)}
+    told: dict[str, list[Retried]] = defaultdict(list)
+    for retry in result.retries:
+        told[retry.sample.stream].append(retry)
+    summary["retry_after"] = {
+        name: retry_after_entry(told[name], [i for i in result.intervals if i.stream == name])
+        for name in sorted(told)
+    }
     return summary, warnings
 
 
-def retry_after_entry(told: Sequence[Retried]) -> RetryAfterEntry:
+def retry_after_entry(told: Sequence[Retried], intervals: Sequence[Interval]) -> RetryAfterEntry:
+    """One stream's answers with Retry-After (`told`), and its disruption as a client felt
+    it: less each interval of such answers that every retry got through. An interval has
+    one class, so no other failure hides in one of them."""
     ended = [r for r in told if r.by is not None]
+    through = {r.sample.audit_id for r in ended if not r.felt}
+    unfelt = 0.0
+    for interval in intervals:
+        inside = [r for r in told if interval.start_t <= r.sample.t < interval.end_t]
+        if (
+            interval.error is ErrorClass.RETRY_AFTER
+            and inside
+            and all(r.sample.audit_id in through for r in inside)
+        ):
+            unfelt += interval.seconds
     return {
         "answers": len(told),
-        "succeeded": sum(not r.felt for r in ended),
+        "succeeded": len(through),
         "felt": sum(r.felt for r in ended),
         "unresolved": len(told) - len(ended),
         "max_waited": round(max((r.waited for r in ended), default=0.0), 6),
+        "felt_disruption_seconds": round(sum(i.seconds for i in intervals) - unfelt, 6),
     }
 
 

@@ -113,8 +113,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "verdicts", "explained",
+        "retry_after", "verdicts", "explained",
     ]  # fmt: skip
+    assert doc["retry_after"] == {}  # no answer said Retry-After
     assert len(doc["verdicts"]) == 29  # every test junit.xml reports
     assert len(doc["explained"]) == 8  # one line per LB key
     assert doc["ended"]["abruptly"] is False
@@ -512,6 +513,7 @@ def test_answers_with_retry_after_are_raw_disruption_and_followed_as_client_go_w
     write_daemon_log(log, run_record(streams()), samples, nodes=NODES)
     assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) in (0, 1)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert set(summary["retry_after"][told.stream]) == documents.RetryAfterEntry.__required_keys__
     assert summary["retry_after"] == {
         told.stream: {
             "answers": 1,
@@ -519,8 +521,39 @@ def test_answers_with_retry_after_are_raw_disruption_and_followed_as_client_go_w
             "felt": 0,
             "unresolved": 0,
             "max_waited": pytest.approx(stand_in.end - told.t),
+            "felt_disruption_seconds": 0.0,  # what the client felt: a wait, no failure
         }
     }
     (stream,) = [s for s in summary["streams"] if s["stream"] == told.stream]
-    assert stream["disruption_seconds"] > 0
+    assert stream["disruption_seconds"] > 0  # the raw figure, as origin counts it
     assert [i["error"] for i in stream["intervals"]] == ["retry_after"]
+
+
+def test_retries_that_fail_are_felt_disruption(tmp_path) -> None:
+    """The stand-in for the retry is refused: the client felt it, and the felt figure keeps
+    the interval of the answer with Retry-After."""
+    samples = [s for s in rollout().samples() if s.end < 20.0]
+    new = [s for s in samples if s.stream_id.connection is Connection.NEW and s.t > 5.0]
+    told = new[0]
+    stand_in = min((s for s in new if s.stream == told.stream and s.t >= told.t + 1.0),
+                   key=lambda s: s.t)  # fmt: skip
+    changed = {
+        told.audit_id: dataclasses.replace(
+            told, status=503, error=ErrorClass.RETRY_AFTER, shutdown=None,
+            detail=retry_after_detail(503, "1"),
+        ),
+        stand_in.audit_id: dataclasses.replace(
+            stand_in, status=None, error=ErrorClass.CONNECT_REFUSED, shutdown=None,
+            http_version=None, detail="refused",
+        ),
+    }  # fmt: skip
+    samples = [changed.get(s.audit_id, s) for s in samples]
+    log = tmp_path / "events.jsonl"
+    write_daemon_log(log, run_record(streams()), samples, nodes=NODES)
+    assert main(["analyze", str(log), "--out", str(tmp_path / "out")]) in (0, 1)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    entry = summary["retry_after"][told.stream]
+    assert (entry["succeeded"], entry["felt"], entry["unresolved"]) == (0, 1, 0)
+    (stream,) = [s for s in summary["streams"] if s["stream"] == told.stream]
+    assert entry["felt_disruption_seconds"] == pytest.approx(stream["disruption_seconds"])
+    assert entry["felt_disruption_seconds"] > 0
