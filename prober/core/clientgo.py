@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from prober.core.numbers import decimal_or_none
+
 BACKOFF_INITIAL = 0.8
 BACKOFF_CAP = 30.0
 BACKOFF_FACTOR = 2.0
@@ -55,10 +57,8 @@ def retry_after(status: int | None, headers: Mapping[str, str]) -> float | None:
     does not. It retries a 429 or any 5xx that carries `Retry-After` in whole seconds."""
     if status is None or not (status == 429 or 500 <= status <= 599):
         return None
-    value = headers.get("retry-after", "").strip()
-    if not value.isdigit():
-        return None
-    return float(int(value))
+    seconds = decimal_or_none(headers.get("retry-after", "").strip())
+    return None if seconds is None else float(seconds)
 
 
 def retry_after_detail(status: int, value: str) -> str:

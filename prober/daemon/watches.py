@@ -30,6 +30,7 @@ import structlog
 from prober.config import Config
 from prober.core.clientgo import BackoffPolicy
 from prober.core.models import Protocol, rfc3339
+from prober.core.numbers import decimal_or_none
 from prober.core.reflector import Next, Outcome, Reflector, Step
 from prober.core.streamkind import KindSpec, KindStreamId
 from prober.core.watch import (
@@ -183,8 +184,9 @@ class WatchRun:
         self._attempt(
             t, stream, "list", answered, version=answered.version, cause=step.relist_cause
         )
-        if answered.outcome is Outcome.OK and answered.version.isdigit():
-            self._context.emit(WatchSeen(self._context.now(), stream, int(answered.version)))
+        listed = decimal_or_none(answered.version)
+        if answered.outcome is Outcome.OK and listed is not None:
+            self._context.emit(WatchSeen(self._context.now(), stream, listed))
         return reflector.listed(answered.outcome, answered.version, time.monotonic())
 
     async def _watch(
@@ -241,8 +243,9 @@ class WatchRun:
             return "gone" if event["object"].get("code") == 410 else "error"
         version = str(metadata.get("resourceVersion", ""))
         reflector.note(version)
-        if kind in ("ADDED", "MODIFIED") and version.isdigit():
-            self._context.emit(WatchSeen(self._context.now(), stream, int(version)))
+        seen = decimal_or_none(version)
+        if kind in ("ADDED", "MODIFIED") and seen is not None:
+            self._context.emit(WatchSeen(self._context.now(), stream, seen))
         return ""
 
     def _attempt(
@@ -293,9 +296,10 @@ class WatchRun:
                 except asyncio.CancelledError:  # the stop: still a record of the write sent
                     self._context.emit(Heartbeat(t, None, None, STOPPED, self.blind_after))
                     raise
-                ok = answered.outcome is Outcome.OK and answered.version.isdigit()
+                written = decimal_or_none(answered.version)
+                ok = answered.outcome is Outcome.OK and written is not None
                 ack = self._context.now() if ok else None
-                revision = int(answered.version) if ok else None
+                revision = written if ok else None
                 detail = "" if ok else answered.detail
                 self._context.emit(Heartbeat(t, ack, revision, detail, self.blind_after))
                 if answered.status in (401, 403):

@@ -33,6 +33,10 @@ def test_a_policy_of_ones_own() -> None:
         (429, {}, None),  # no Retry-After: no retry
         (429, {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),  # seconds only
         (404, {"retry-after": "5"}, None),
+        # Digits to str.isdigit, not to int(): a server's header must not raise.
+        (429, {"retry-after": "\u00b2"}, None),
+        (429, {"retry-after": "\u0661"}, None),
+        (429, {"retry-after": "9" * 30}, None),
         (None, {}, None),  # no answer at all
     ],
 )

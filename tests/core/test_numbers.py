@@ -1,0 +1,17 @@
+"""Whole numbers out of what a server sent: digits to `str.isdigit` are not all digits to
+`int()` (`core.numbers`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from prober.core.numbers import decimal_or_none
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [("7", 7), ("0", 0), ("123456", 123456), ("", None), ("-1", None), ("1.5", None),
+     (" 7", None), ("\u00b2", None), ("\u0661", None), ("9" * 21, None)],
+)  # fmt: skip
+def test_only_ascii_digits_are_a_number(text: str, number: int | None) -> None:
+    assert decimal_or_none(text) == number
