@@ -22,6 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from prober.core.numbers import micro
 from prober.report.export import Row
 from prober.report.origin_types import AutodlType, DataFile
 
@@ -111,5 +112,5 @@ def as_string(kind: AutodlType, value: object) -> str:
     if kind == "json":
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
     if kind == "float64" and isinstance(value, int | float):
-        return repr(float(value))
+        return repr(micro(float(value)))
     return str(value)

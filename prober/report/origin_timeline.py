@@ -25,6 +25,7 @@ from prober.core.durations import (
     seconds_to_ns,
 )
 from prober.core.models import Connection, StreamId, parse_rfc3339, rfc3339
+from prober.core.numbers import micro
 from prober.report.export import Row
 from prober.report.origin_types import (
     BACKEND_PREFIX,
@@ -187,9 +188,7 @@ def _reaction_annotations(mode: str, worst: Row | None) -> dict[str, str]:
 
 
 def _text(value: object) -> str:
-    # Seconds to the microsecond, as the event log's times: past that a float's last digits
-    # (7.8799999999999955) are arithmetic, not measurement.
-    return repr(round(value, 6)) if isinstance(value, float) else str(value)
+    return repr(micro(value)) if isinstance(value, float) else str(value)
 
 
 def _worst(rows: Iterable[Row]) -> Row | None:

@@ -66,6 +66,7 @@ from prober.core.models import (
     Window,
     parse_rfc3339,
 )
+from prober.core.numbers import micro_floats
 from prober.core.perceived import Retried
 from prober.core.watch import WATCH
 from prober.report.documents import (
@@ -142,7 +143,8 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         name: retry_after_entry(told[name], [i for i in result.intervals if i.stream == name])
         for name in sorted(told)
     }
-    return summary, warnings
+    # Every number in it is seconds or a count: to the microsecond, as the event log's times.
+    return micro_floats(summary), warnings
 
 
 def retry_after_entry(told: Sequence[Retried], intervals: Sequence[Interval]) -> RetryAfterEntry:

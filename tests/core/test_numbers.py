@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prober.core.numbers import decimal_or_none
+from prober.core.numbers import decimal_or_none, micro_floats
 
 
 @pytest.mark.parametrize(
@@ -15,3 +15,10 @@ from prober.core.numbers import decimal_or_none
 )  # fmt: skip
 def test_only_ascii_digits_are_a_number(text: str, number: int | None) -> None:
     assert decimal_or_none(text) == number
+
+
+def test_floats_are_kept_to_the_microsecond_at_any_depth() -> None:
+    noisy = {"a": 2.6982039999999996, "b": [0.9514829999999999, {"c": 7.7931479999999995}],
+             "d": 3, "e": "2.6982039999999996", "f": None, "g": True}  # fmt: skip
+    assert micro_floats(noisy) == {"a": 2.698204, "b": [0.951483, {"c": 7.793148}], "d": 3,
+                                   "e": "2.6982039999999996", "f": None, "g": True}  # fmt: skip

@@ -265,6 +265,9 @@ def test_autodl_rows_are_the_exports_rows_typed_as_declared(run: Run, tmp_path: 
                     for r in rows if r["row_type"] == row_type]  # fmt: skip
         assert typed == expected
         assert all(PARTITION_COLUMN in r for r in data["rows"])
+        # Seconds to the microsecond: no arithmetic noise (2.6982039999999996) in a value.
+        noisy = [v for r in data["rows"] for v in r.values() if re.fullmatch(r"-?\d+\.\d{7,}", v)]
+        assert noisy == []
 
 
 def _parse(kind: str, text: str) -> Any:
