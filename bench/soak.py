@@ -223,11 +223,15 @@ async def rolling_restarts(cluster: LabCluster, every: float, done: list[int]) -
         print(f"  rollout {len(done)} done", flush=True)
 
 
-def failures_of(summary: Summary) -> Counter[str]:
+def results_of(summary: Summary) -> Counter[str]:
     counted: Counter[str] = Counter()
     for stream in summary.streams:
         counted.update(stream.results)
-    return Counter({k: v for k, v in counted.items() if k != "success"})
+    return counted
+
+
+def failures_of(summary: Summary) -> Counter[str]:
+    return Counter({k: v for k, v in results_of(summary).items() if k != "success"})
 
 
 def account(stopped: dict[str, Any], events: Path) -> dict[str, Any]:
@@ -235,9 +239,7 @@ def account(stopped: dict[str, Any], events: Path) -> dict[str, Any]:
     records = list(reader)
     summaries = [r for r in records if isinstance(r, Summary)]
     final = summaries[-1]
-    counted: Counter[str] = Counter()
-    for stream in final.streams:
-        counted.update(stream.results)
+    counted = results_of(final)
     # Retention removes the oldest segments past KEEP_SEGMENTS (under load a fast soak writes
     # more late samples, so more segments): then every failure is held from the first
     # summary kept on, against what the counts grew by since it.

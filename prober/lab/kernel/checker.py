@@ -151,8 +151,8 @@ class Checker:
         while True:
             started = loop.time()
             problem = await self.check(target)
-            check = Check(time.time() - (loop.time() - started), loop.time() - started,
-                          max(0.0, started - due), problem)  # fmt: skip
+            took = loop.time() - started
+            check = Check(time.time() - took, took, max(0.0, started - due), problem)
             if (problem is None) != (passes > 0):
                 before, run = (run[-1] if run else None), []
             run.append(check)
