@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
-from prober.core.perceived import Retried
+from prober.core.perceived import Felt, Retried
 from prober.core.shutdown import WindowOpened
 
 
@@ -56,6 +56,7 @@ Event = (
     | PaceChange
     | Skipped
     | Retried
+    | Felt
     | LogRecord
 )
 

@@ -31,7 +31,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
-from prober.core.perceived import Retried
+from prober.core.perceived import Felt, Retried
 from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
@@ -52,6 +52,9 @@ class Replay:
     # How client-go's retries of each `Retry-After` answer ended (`core.perceived`); empty
     # for a log without samples.
     retries: tuple[Retried, ...] = ()
+    # What a client felt of each interval (`core.perceived.Felt`), in the order decided;
+    # empty for a log without samples, whose intervals are then all felt.
+    felt: tuple[Felt, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
         return self.others.get(kind, ())
@@ -71,6 +74,7 @@ def replay(log: RunLog) -> Replay:
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []
+    felt: list[Felt] = []
     for sample in log.samples:
         for event in trackers.feed(sample):
             if isinstance(event, Interval):
@@ -79,9 +83,12 @@ def replay(log: RunLog) -> Replay:
                 windows.append(event)
             elif isinstance(event, Retried):
                 retries.append(event)
+            elif isinstance(event, Felt):
+                felt.append(event)
     end_t, end_ts = run_end(log)
     closed = trackers.close(end_t, end_ts)
     retries += [r for r in closed if isinstance(r, Retried)]
+    felt += [r for r in closed if isinstance(r, Felt)]
     closed_intervals = [r for r in closed if isinstance(r, Interval)]
     closed_windows = [r for r in closed if isinstance(r, Window)]
     warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
@@ -98,6 +105,7 @@ def replay(log: RunLog) -> Replay:
         warnings=tuple(warnings),
         others=_others(log),
         retries=tuple(retries),
+        felt=tuple(felt),
     )
 
 

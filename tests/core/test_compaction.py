@@ -9,7 +9,7 @@ from prober.core.clientgo import retry_after_detail
 from prober.core.compaction import Compactor
 from prober.core.disruption import DisruptionTracker
 from prober.core.models import ErrorClass, Sample
-from prober.core.perceived import RetryFollower
+from prober.core.perceived import FeltDisruption, RetryFollower
 from prober.core.shutdown import ShutdownTracker
 from tests.factories import ok, sample
 from tests.support.synthetic import stream_ids
@@ -21,18 +21,18 @@ HOSTS = ["A", "B"]
 def replay(samples: list[Sample], compactor: Compactor | None = None):
     """Feed the trackers; return their outputs and, with a compactor, what it kept."""
     disruption, shutdown = DisruptionTracker(), ShutdownTracker(grace=5.0)
-    retries = RetryFollower()
+    retries, felt = RetryFollower(), FeltDisruption()
     for stream in STREAMS:
         shutdown.add_stream(stream)
     outputs, kept = [], []
     for s in samples:
         events = [*disruption.feed(s), *shutdown.feed(s), *retries.feed(s)]
+        events += felt.feed(s, events)
         outputs += events
         if compactor is not None:
             kept += compactor.select(s, events, shutdown.open_hosts)
-    outputs += disruption.close(1000.0, "end")
-    outputs += shutdown.close(1000.0)
-    outputs += retries.close(1000.0)
+    closed = [*disruption.close(1000.0, "end"), *shutdown.close(1000.0), *retries.close(1000.0)]
+    outputs += closed + felt.take(closed)
     return outputs, kept, shutdown.stragglers
 
 

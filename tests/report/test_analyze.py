@@ -136,6 +136,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "t0_lo",
         "t0_hi",
         "closed_by",
+        "end_t",
         "streams",
     ]
     assert list(doc["windows"][0]["streams"][0]) == [
@@ -160,6 +161,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "retried",
         "stopped",
         "disruption_seconds",
+        "felt_disruption_seconds",
         "intervals",
     ]
     assert list(doc["worst"][0]) == [
@@ -170,6 +172,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "reaction_lo",
         "reaction_hi",
         "disruption_seconds",
+        "felt_disruption_seconds",
     ]
     failing = next(s for s in doc["streams"] if s["intervals"])
     assert list(failing["intervals"][0]) == [
@@ -184,6 +187,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "error",
         "detail",
         "samples",
+        "felt",
     ]
     # The types name exactly what is written: their v2 keys are NotRequired (a v1 summary
     # lacks them), so only this tells that the writer forgot none.
@@ -234,7 +238,8 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     found = re.fullmatch(
         r"kube-api-http1-internal-lb-reused-connections: apiserver (apiserver-\w+) "
         r"\(node master-\d\) still got requests 11\.79 s after its /readyz went false "
-        r"\((.*); T0 \d+\.99 s ± 0\.03 s, 48 late\); allowed 5 s \(P99 of 100 aws runs\)",
+        r"\((.*); T0 \d+\.99 s ± 0\.03 s = 2026-11-30T10:0\d:\d\d\.990000Z, 48 late; "
+        r"report\.html#window-\d\); allowed 5 s \(P99 of 100 aws runs\)",
         message,
     )
     assert found is not None
@@ -259,14 +264,16 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     assert outcome(AVAILABLE.format("external-lb", "http1", "reused")) == ("passed", "")
     assert cases[AVAILABLE.format("external-lb", "http1", "reused")].system_out == (
         f"kube-api-http1-external-lb-reused-connections: 9.00 s ({_within(lo, hi)}) of "
-        "disruption in 3 intervals (connect_refused x3); allowed 10 s (P99 of 100 aws runs)"
+        "disruption a client felt in 3 intervals (connect_refused x3); allowed 10 s "
+        "(P99 of 100 aws runs)"
     )
     # external-lb reused: 20 s against 25 s, but 12 requests failed in each window
     kind, message = outcome(ROUTING.format("external-lb", "http2", "reused"))
     assert kind == "failed"
     assert message.startswith(
         "kube-api-http2-external-lb-reused-connections: 12 requests failed inside the shutdown "
-        "window of apiserver apiserver-aaaa (node master-0), T0 at 29.99 s (and 2 more)"
+        "window of apiserver apiserver-aaaa (node master-0) (connect_refused x12), T0 at 29.99 s "
+        "= 2026-11-30T10:00:29.990000Z (report.html#window-1) (and 2 more)"
     )
     failure_text = cases[ROUTING.format("external-lb", "http2", "reused")].result[0].text
     assert failure_text.count("requests failed inside") == 3
