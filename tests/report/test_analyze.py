@@ -13,6 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
 from prober.core.clientgo import retry_after_detail
+from prober.core.durations import parse_go_duration
 from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
@@ -537,6 +538,29 @@ def test_answers_with_retry_after_are_raw_disruption_and_followed_as_client_go_w
     (stream,) = [s for s in summary["streams"] if s["stream"] == told.stream]
     assert stream["disruption_seconds"] > 0  # the raw figure, as origin counts it
     assert [i["error"] for i in stream["intervals"]] == ["retry_after"]
+    assert stream["felt_disruption_seconds"] == 0.0
+    assert [i["felt"] for i in stream["intervals"]] == [False]
+    # OpenShift CI's files: the raw figure stays the one ci-tools sums; the felt one rides
+    # beside it in the warehouse rows and the interval's annotations.
+    origin = tmp_path / "origin"
+    assert main(["origin", str(tmp_path / "out" / "summary.json"), "--out", str(origin)]) == 0
+    [backend] = origin.glob("backend-disruption_*.json")
+    entry = json.loads(backend.read_text())["BackendDisruptions"]["prober-" + told.stream]
+    assert parse_go_duration(entry["DisruptedDuration"]) == pytest.approx(
+        stream["disruption_seconds"]
+    )
+    [timeline] = origin.glob("e2e-timelines_*.json")
+    backend_name = "prober-" + told.stream
+    items = json.loads(timeline.read_text())["items"]
+    [item] = [
+        i for i in items if i["locator"]["keys"].get("backend-disruption-name") == backend_name
+    ]
+    assert item["message"]["annotations"]["client-felt"] == "false"
+    assert "client-go's retries of every answer got through" in item["message"]["humanMessage"]
+    rows = {r["row_type"]: r for f in origin.glob("*-autodl.json")
+            for r in json.loads(f.read_text())["rows"] if r["stream"] == told.stream}  # fmt: skip
+    assert rows["stream"]["felt_disruption_seconds"] == "0.0"
+    assert rows["interval"]["felt"] == "false"
 
 
 def test_retries_that_fail_are_felt_disruption(tmp_path) -> None:
