@@ -183,11 +183,22 @@ class RecommendationPart(TypedDict):
     delay: float
 
 
+class RecommendationPrior(TypedDict):
+    """What the platform's LB settings ask for (`core.budgets`): the slowest LB's worst case
+    to stop routing new connections, and the delay it needs."""
+
+    lb: str
+    budget: float
+    delay: float
+
+
 class PlatformRecommendation(TypedDict):
     platform: str
     today: float
     new: RecommendationPart | None
     reused: RecommendationPart | None
+    prior: RecommendationPrior | None  # None: a platform the LB table does not know
+    recommended: float | None  # new's delay, or the prior's while the history is thin
     why: str
 
 
