@@ -78,13 +78,15 @@ class WindowOpened:
     first_seen_t: float
     stream: str
     elapsed: float
+    same_node: bool = False  # of the same-node tracker (`core.trackers`)
 
 
 ShutdownEvent = WindowOpened | Window
 
 
 class ShutdownTracker:
-    """Shutdown windows for every host, fed every sample of every stream."""
+    """Shutdown windows for every host, fed every sample of every stream. `same_node`: it is
+    fed the same-node samples (`core.samenode`) and marks its windows so."""
 
     def __init__(
         self,
@@ -92,7 +94,10 @@ class ShutdownTracker:
         node_of: Callable[[str], str | None] | None = None,
         failure_lookback: float = DEFAULT_FAILURE_LOOKBACK,
         max_open: int = DEFAULT_MAX_OPEN,
+        *,
+        same_node: bool = False,
     ) -> None:
+        self._same_node = same_node
         self._grace = grace
         self._max_open = max_open
         self._node_of = node_of or (lambda _host: None)
@@ -239,7 +244,13 @@ class ShutdownTracker:
             node = self._node_of(header.host)
             events.append(
                 WindowOpened(
-                    header.host, node, header.delay, sample.t, sample.stream, header.elapsed
+                    header.host,
+                    node,
+                    header.delay,
+                    sample.t,
+                    sample.stream,
+                    header.elapsed,
+                    self._same_node,
                 )
             )
         window.first_seen_t = min(window.first_seen_t, sample.t)
@@ -298,6 +309,7 @@ class ShutdownTracker:
             streams=tuple(
                 self._stream_result(name, window, (lo, t0, hi), end_t) for name in self._streams
             ),
+            same_node=self._same_node,
         )
 
     def _stream_result(
