@@ -120,7 +120,7 @@ def settings_config(settings: LBSettings) -> dict[str, object]:
         for name in ("interval", "timeout", "fastinter", "sync_delay"):
             if (value := getattr(check, name)) is not None:
                 fields[name] = format_go_duration(value)
-        for name in ("unhealthy", "healthy", "connections"):
+        for name in ("unhealthy", "healthy", "connections", "hairpin"):
             if (value := getattr(check, name)) is not None:
                 fields[name] = value
         spelled[str(lb)] = fields
