@@ -12,11 +12,9 @@ from prober.core.compaction import Compactors
 from prober.core.models import (
     LB,
     CheckSettings,
-    Connection,
     ErrorClass,
     Interval,
     LBSettings,
-    Protocol,
     Sample,
     StreamId,
     Window,
@@ -24,13 +22,7 @@ from prober.core.models import (
 from prober.core.samenode import Placement
 from prober.core.trackers import Trackers
 from tests.factories import fail, ok, sample
-
-ILB_NEW = StreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, Connection.NEW)
-ELB_NEW = StreamId("kube-api", Protocol.HTTP2, LB.EXTERNAL, Connection.NEW)
-LOCAL = StreamId("kube-api", Protocol.HTTP2, LB.LOCALHOST, Connection.NEW)
-STREAMS = (ILB_NEW, ELB_NEW, LOCAL)
-NODES = {"H0": "master-0", "H1": "master-1", "H2": "master-2"}
-ON_MASTER = Placement("master-0", NODES, frozenset({LB.INTERNAL}))
+from tests.support.hairpin import ELB_NEW, ILB_NEW, LOCAL, NODES, ON_MASTER, STREAMS, hairpin_run
 
 
 def stopped(t: float, stream: StreamId) -> Sample:
@@ -77,37 +69,6 @@ def test_the_tables_say_which_lbs_hairpin() -> None:
     assert hairpins("openstack", both) == {LB.EXTERNAL}  # no row: the settings alone
 
 
-def hairpin_run() -> list[Sample]:
-    """A prober on master-0 while master-0's apiserver (H0) shuts down with a 10 s delay at
-    t=10: the internal LB hairpins, so H0 answers it late until it stops listening at 20,
-    refuses until it is back at 22, answers again; the external LB drops H0 at 12.5."""
-    samples = []
-    for i in range(0, 300):
-        t = i * 0.1
-        elapsed = max(0.0, t - 10)
-        down = t >= 10
-        if t < 20 or t >= 22:
-            late = down and t < 20
-            samples.append(
-                sample(t, stream=ILB_NEW, host="H0", late=late, elapsed=round(elapsed), delay=10)
-            )
-        else:
-            samples.append(fail(t, stream=ILB_NEW))
-        host = "H1" if t >= 12.5 or i % 2 else "H0"
-        late = host == "H0" and down
-        samples.append(
-            sample(t, stream=ELB_NEW, host=host, late=late, elapsed=round(elapsed), delay=10)
-        )
-        if t < 20 or t >= 22:
-            samples.append(
-                sample(t, stream=LOCAL, host="H0", late=down and t < 20,
-                       elapsed=round(elapsed), delay=10)
-            )  # fmt: skip
-        else:
-            samples.append(fail(t, stream=LOCAL))
-    return [ON_MASTER.label(s) for s in samples]
-
-
 def run(samples: list[Sample]) -> list[object]:
     trackers = Trackers(STREAMS, node_of=NODES.get)
     out: list[object] = []
@@ -118,7 +79,7 @@ def run(samples: list[Sample]) -> list[object]:
 
 
 def test_same_node_samples_set_nothing_of_the_lbs_windows_or_disruption() -> None:
-    out = run(hairpin_run())
+    out = run([ON_MASTER.label(s) for s in hairpin_run()])
     windows = [w for w in out if isinstance(w, Window)]
     (lb_window,) = [w for w in windows if not w.same_node]
     (mine,) = [w for w in windows if w.same_node]
