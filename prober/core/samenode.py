@@ -45,8 +45,12 @@ class Placement:
             return False
         header = sample.shutdown
         if header is not None:
-            return self.nodes.get(header.host) == self.node
+            return self.on_own_node(header.host)
         return sample.failed and sample.lb in self.hairpins and self.on_master
+
+    def on_own_node(self, host: str) -> bool:
+        """Whether this APIServerID runs on the prober's own node."""
+        return self.node is not None and self.nodes.get(host) == self.node
 
     @property
     def on_master(self) -> bool:

@@ -86,7 +86,9 @@ ShutdownEvent = WindowOpened | Window
 
 class ShutdownTracker:
     """Shutdown windows for every host, fed every sample of every stream. `same_node`: it is
-    fed the same-node samples (`core.samenode`) and marks its windows so."""
+    fed the same-node samples (`core.samenode`) and marks its windows so; `on_own_node`:
+    whether a host runs on the prober's own node, whose windows no LB's sample bounds on the
+    path that is fed the others."""
 
     def __init__(
         self,
@@ -96,8 +98,10 @@ class ShutdownTracker:
         max_open: int = DEFAULT_MAX_OPEN,
         *,
         same_node: bool = False,
+        on_own_node: Callable[[str], bool] | None = None,
     ) -> None:
         self._same_node = same_node
+        self._on_own_node = on_own_node or (lambda _host: False)
         self._grace = grace
         self._max_open = max_open
         self._node_of = node_of or (lambda _host: None)
@@ -157,6 +161,11 @@ class ShutdownTracker:
         header = sample.shutdown
         for window in self._open.values():
             if header is not None and header.host == window.host:
+                continue
+            if sample.lb is not LB.LOCALHOST and self._on_own_node(window.host):
+                # Through an LB, the prober's own node's apiserver answers same-node samples
+                # only (`core.samenode`), which this path never sees: nothing here shows
+                # whether the LB still sent to it, so nothing bounds the LB's reaction.
                 continue
             seen, rotation = window.stream(sample)
             if sample.replaced_port is not None:

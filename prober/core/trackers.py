@@ -44,8 +44,11 @@ class Trackers:
         *,
         node_of: Callable[[str], str | None] | None = None,
         max_open: int = DEFAULT_MAX_OPEN,
+        on_own_node: Callable[[str], bool] | None = None,
     ) -> None:
-        self.lb = Path(DisruptionTracker(), ShutdownTracker(node_of=node_of, max_open=max_open))
+        """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`)."""
+        lb_shutdown = ShutdownTracker(node_of=node_of, max_open=max_open, on_own_node=on_own_node)
+        self.lb = Path(DisruptionTracker(), lb_shutdown)
         self.same_node = Path(
             DisruptionTracker(same_node=True),
             ShutdownTracker(node_of=node_of, max_open=max_open, same_node=True),

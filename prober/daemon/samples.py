@@ -84,7 +84,8 @@ class SampleFeed:
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
         `placement`: where the prober runs, which tells same-node samples (None: none is)."""
         # Defaults otherwise: analyze replays the same trackers.
-        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
+        own = placement.on_own_node if placement is not None else None
+        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open, on_own_node=own)
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown
         self._placement = placement

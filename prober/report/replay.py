@@ -32,6 +32,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.perceived import Retried
+from prober.core.samenode import Placement
 from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
@@ -84,7 +85,8 @@ def replay(log: RunLog) -> Replay:
     if not log.samples:
         return measured(log)
     nodes = {**log.apiservers, **{w.host: w.node for w in log.windows if w.node}}
-    trackers = Trackers(streams, node_of=nodes.get)
+    own = None if log.run.node is None else Placement(log.run.node, log.apiservers).on_own_node
+    trackers = Trackers(streams, node_of=nodes.get, on_own_node=own)
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []

@@ -70,7 +70,7 @@ def test_the_tables_say_which_lbs_hairpin() -> None:
 
 
 def run(samples: list[Sample]) -> list[object]:
-    trackers = Trackers(STREAMS, node_of=NODES.get)
+    trackers = Trackers(STREAMS, node_of=NODES.get, on_own_node=ON_MASTER.on_own_node)
     out: list[object] = []
     for s in samples:
         out += trackers.feed(s)
@@ -89,9 +89,11 @@ def test_same_node_samples_set_nothing_of_the_lbs_windows_or_disruption() -> Non
     # The internal LB never reached the LB: nothing of it in the LB's window.
     ilb = by_stream[ILB_NEW]
     assert (ilb.late, ilb.reaction, ilb.failures) == (0, None, 0)
-    # The external LB's own answers still say when it dropped H0; its answers from H0 are
-    # master-0's own, so its late ones are in the same-node window, not here.
-    assert by_stream[ELB_NEW].late == 0
+    # The external LB's answers from H0 are master-0's own: its late ones are in the same-node
+    # window, and its answers from H1 are no misses of H0 either (from master-0, every
+    # request the LB sent to H0 is same-node): nothing here bounds its reaction.
+    elb = by_stream[ELB_NEW]
+    assert (elb.late, elb.reaction, elb.reaction_hi, elb.bound_by) == (0, None, None, None)
     assert by_stream[LOCAL].reaction == pytest.approx(9.9, abs=0.6)  # localhost: as ever
     assert {ws.stream_id for ws in mine.streams} == {ILB_NEW, ELB_NEW}  # never localhost
     same = {ws.stream_id: ws for ws in mine.streams}
@@ -147,7 +149,7 @@ def labelled_requests(draw: st.DrawFn) -> Sample:
 
 
 def replay(samples: list[Sample], compactors: Compactors | None = None):
-    trackers = Trackers(STREAMS, node_of=NODES.get)
+    trackers = Trackers(STREAMS, node_of=NODES.get, on_own_node=ON_MASTER.on_own_node)
     outputs, kept = [], []
     for s in samples:
         events = trackers.feed(s)

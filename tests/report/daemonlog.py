@@ -99,7 +99,8 @@ def write_daemon_log(
     `placement`: a prober that knows its node labels its samples (`core.samenode`), and
     logs the apiservers' nodes it knows first."""
     node_map = nodes or {}
-    trackers = Trackers(map(StreamId.parse, run.streams), node_of=node_map.get)
+    own = None if placement is None else placement.on_own_node
+    trackers = Trackers(map(StreamId.parse, run.streams), node_of=node_map.get, on_own_node=own)
     disruption = trackers.disruption
     compactor = Compactors()
     writer = RotatingWriter(path, run, rotate_bytes)
