@@ -168,6 +168,16 @@ class LabCluster:
         host, port = self.lbs[lb].address
         return f"https://{host}:{port}"
 
+    def kubeconfig(self) -> Path:
+        """A kubeconfig for the lab's daemons, through the service network as a pod's is:
+        what they read the identity Leases with (`k8s.discovery.HostDecoder`)."""
+        path = self.workdir / "kubeconfig"
+        if not path.exists():
+            path.write_text(
+                kubeconfig(self.url(LB.SERVICE_NETWORK), self.ca_file, TOKEN), encoding="utf-8"
+            )
+        return path
+
     async def _launch(self, server: Apiserver) -> None:
         assert self._cert is not None
         server.starts += 1
@@ -295,6 +305,22 @@ class LabCluster:
         """Wait for scheduled membership changes; their failures surface here."""
         if self._pending:
             await asyncio.gather(*self._pending)
+
+
+def kubeconfig(server: str, ca_file: Path, token: str) -> str:
+    """A kubeconfig document (JSON is YAML) for one server, CA and bearer token."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "lab", "cluster": {"server": server,
+                                                      "certificate-authority": str(ca_file)}}],
+            "users": [{"name": "prober", "user": {"token": token}}],
+            "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "prober"}}],
+            "current-context": "lab",
+        },
+        indent=2,
+    ) + "\n"  # fmt: skip
 
 
 def _listening(line: str) -> bool:

@@ -157,6 +157,8 @@ def daemon_config(
         "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
+        # The apiservers' nodes from their identity Leases, as in a cluster.
+        "kubeconfig": str(cluster.kubeconfig()),
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged
         # by its platform's settings, which it breaks.
