@@ -177,6 +177,7 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             result,
             node=judged,
             problems=(*result.problems, *judged.problems),
+            findings=(*result.findings, *judged.findings),
             written=(*result.written, *judged.written),
         )
     return result
