@@ -39,6 +39,7 @@ def run_record(
     version: str,
     streams: Mapping[str, Sequence[str]],
     lb_settings: LBSettings | None = None,
+    node: str | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind: the request streams where every
     schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
@@ -52,4 +53,5 @@ def run_record(
         version=version,
         kind_streams={kind: names for kind, names in others.items() if names},
         lb_settings=lb_settings,
+        node=node,
     )

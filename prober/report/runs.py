@@ -21,6 +21,7 @@ from prober.common import filekinds
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
+    ApiserverNode,
     Interval,
     LogRecord,
     PaceChange,
@@ -55,12 +56,15 @@ class RunLog:
     # The records of every other kind of stream, by kind, as the daemon wrote them.
     others: dict[str, list[LogRecord]] = field(default_factory=dict)
     ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
+    apiservers: dict[str, str] = field(default_factory=dict)  # host -> node, as the daemon learnt
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
         """A record of any kind of stream: the request kind's in their lists, the others'
         under their kind."""
         if isinstance(record, RunEnd):
             self.ended = record
+        elif isinstance(record, ApiserverNode):
+            self.apiservers[record.host] = record.node
         elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):
             self.add(record)
         else:

@@ -117,9 +117,11 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "verdicts", "explained",
+        "retry_after", "apiservers", "same_node", "verdicts", "explained",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
+    # A prober that knows no node: nothing of it is same-node.
+    assert doc["same_node"] == {"node": None, "hairpins": [], "windows": [], "streams": []}
     assert len(doc["verdicts"]) == 29  # every test junit.xml reports
     assert len(doc["explained"]) == 8  # one line per LB key
     assert doc["ended"]["abruptly"] is False
@@ -161,6 +163,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "samples",
         "retried",
         "stopped",
+        "same_node",
         "disruption_seconds",
         "felt_disruption_seconds",
         "intervals",
@@ -199,6 +202,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         (doc["streams"][0], documents.StreamEntry),
         (failing["intervals"][0], documents.IntervalEntry),
         (doc["worst"][0], documents.WorstEntry),
+        (doc["same_node"], documents.SameNodeEntry),
     ]:
         assert set(entry) == shape.__required_keys__ | shape.__optional_keys__, shape.__name__
     facts = load_run_facts(tmp_path / "out" / "summary.json")
