@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from prober.report.inbounds import Checked, check_text
+from prober.report.timeline import LEAST
 
 # The timeline's groups, and the mark and band classes inside each.
 _GROUPS = ("disruption-interval", "reaction", "window")
-_LEAST_WIDTH = 1.5  # timeline: a bar or band is drawn at least this wide
 _PATH_END = re.compile(r"H(-?[\d.]+)")
 
 
@@ -98,7 +98,7 @@ class _Page(HTMLParser):
                 return
             left, right = _span(bar)
             drawn = [("start", left)]
-            if float(bar["width"]) > _LEAST_WIDTH:
+            if float(bar["width"]) > LEAST:
                 drawn.append(("end", right))
             for edge, x in drawn:
                 band = group.first("disruption-bound", **{"data-edge": edge})
