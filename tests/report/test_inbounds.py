@@ -13,15 +13,12 @@ import pytest
 from prober.core.models import (
     LB,
     ClosedBy,
-    Connection,
     ErrorClass,
     Interval,
     Protocol,
-    StreamId,
     Window,
     WindowStream,
 )
-from prober.report.documents import SummaryDocument
 from prober.report.inbounds import Checked, check_text, read_text
 from prober.report.inbounds_html import check_html
 from prober.report.inbounds_outputs import check_junit, check_outputs, check_summary
@@ -30,8 +27,7 @@ from prober.report.origin import write_origin_files
 from prober.report.tables import bound, bounded
 from prober.report.timeline import StreamMarks, View, lb_timeline, window_title
 from prober.report.verdicts import Status, Verdict, within
-
-STREAM = StreamId("kube-api", Protocol.HTTP1, LB.EXTERNAL, Connection.NEW)
+from tests.report.planted import STREAM, planted_summary
 
 
 @pytest.mark.parametrize(
@@ -87,48 +83,19 @@ def test_text_names_the_line_and_what_it_shows() -> None:
     ]
 
 
-def _summary(**interval: float | None) -> SummaryDocument:
-    edges = {"start_t": 5.0, "end_t": 6.135945, "start_lo": 4.9, "start_hi": 5.01,
-             "end_lo": 6.148002, "end_hi": 6.159721} | interval  # fmt: skip
-    stream = STREAM.fields()
-    return {
-        "v": 2,
-        "run_id": "run-1",
-        "started": "2026-11-30T10:00:00.000000Z",
-        "platform": "aws",
-        "windows": [
-            {"host": "apiserver-a", "node": None, "delay": 6.0, "t0": 1.0, "t0_lo": 0.99,
-             "t0_hi": 1.01, "closed_by": "recovered",
-             "streams": [{**stream, "late": 3, "max_elapsed": 1.0, "reaction": 1.0,  # type: ignore[typeddict-item]
-                          "reaction_lo": 0.9, "reaction_hi": 1.1, "bound_by": "failure",
-                          "failures": 1}]},
-        ],
-        "streams": [{**stream, "samples": 100, "disruption_seconds": 1.135945,  # type: ignore[typeddict-item]
-                     "intervals": [{**edges, "start_ts": "2026-11-30T10:00:05.000000Z",  # type: ignore[typeddict-item]
-                                    "end_ts": "2026-11-30T10:00:06.135945Z",
-                                    "error": "connect_refused", "detail": "refused",
-                                    "samples": 3}]}],
-        "worst": [{"lb": "external-lb", "protocol": "http1", "connection": "new",
-                   "reaction": 1.0, "reaction_lo": 0.9, "reaction_hi": 1.1,
-                   "disruption_seconds": 1.135945}],
-        "explained": ["aws external-lb http1 new: stopped routing 1.00 s after readyz false "
-                      "(bound [0.90, 1.10])"],
-    }  # fmt: skip
-
-
 def test_the_summary_names_the_interval_whose_end_lies_outside_its_bound() -> None:
-    checked = check_summary("summary.json", _summary())
+    checked = check_summary("summary.json", planted_summary())
     assert checked.problems() == [
         "summary.json: streams[0] (kube-api-http1-external-lb-new-connections).intervals[0] "
         "end_t: 6.135945 outside its bound [6.148002, 6.159721]"
     ]
     # t0, the window's reaction, both edges, the worst reaction, the explained line
     assert checked.counts == {"summary.json": 6}
-    assert check_summary("summary.json", _summary(end_t=6.15)).problems() == []
+    assert check_summary("summary.json", planted_summary(end_t=6.15)).problems() == []
 
 
 def test_a_v1_summary_has_no_bound_and_nothing_outside_it() -> None:
-    doc: dict[str, Any] = dict(_summary())
+    doc: dict[str, Any] = dict(planted_summary())
     for interval in doc["streams"][0]["intervals"]:
         for name in ("start_lo", "start_hi", "end_lo", "end_hi"):
             del interval[name]
@@ -153,7 +120,7 @@ def test_junit_messages_and_details_are_read_as_worded() -> None:
 
 
 def test_every_file_origin_is_given_repeats_what_the_summary_holds(tmp_path: Path) -> None:
-    write_origin_files(_summary(), tmp_path)
+    write_origin_files(planted_summary(), tmp_path)
     checked = check_outputs(tmp_path)
     outside = sorted(f"{_named(o.file)}: {o.record}" for o in checked.outside)
     assert outside == [
