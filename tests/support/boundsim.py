@@ -128,14 +128,20 @@ def output_of(file: str) -> str:
     return file if reader is None else reader.pattern
 
 
-def tally(checked: Checked) -> list[str]:
-    """Per output, the estimates checked and those outside their bounds, as a table."""
+def per_output(checked: Checked) -> tuple[Counter[str], Counter[str]]:
+    """Per output, the estimates checked, and those outside their bounds."""
     held: Counter[str] = Counter()
     outside: Counter[str] = Counter()
     for file, n in checked.counts.items():
         held[output_of(file)] += n
     for found in checked.outside:
         outside[output_of(found.file)] += 1
+    return held, outside
+
+
+def tally(checked: Checked) -> list[str]:
+    """Per output, the estimates checked and those outside their bounds, as a table."""
+    held, outside = per_output(checked)
     rows = [[name, str(held[name]), str(outside[name])] for name in sorted(held)]
     return table(["output", "estimates", "outside their bound"], rows)
 
