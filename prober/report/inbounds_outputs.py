@@ -10,8 +10,11 @@ What is read, and how:
 - OpenShift CI's files (`origin`): the timeline's annotations as data, its shutdown message
   in origin's words (whole-second Go durations), the backend disruption lines' edges, the
   autodl rows as the loader reads them;
-- `report.html` as shown and drawn (`inbounds_html`); `report.txt`, a printed report, as
-  shown.
+- `report.html` as shown and drawn (`inbounds_html`).
+
+What a command prints is checked where it is printed (`inbounds.check_text`): `prober lab`
+its run's report, a test what `prober analyze` printed. A saved report.txt is not read: the
+lab's CHECK lines in it put the truth, not an estimate, beside a bound.
 
 The watch sections and `retry_after` carry no estimate with a bound (counts, quantiles and
 measured spans): nothing is read of them. `lab-result.json` is the lab's, read there
@@ -196,7 +199,6 @@ READERS: tuple[Reader, ...] = (
     Reader("summary.json", check_summary),
     Reader("junit.xml", check_junit, json=False),
     Reader("report.html", check_html, json=False),
-    Reader("report.txt", check_text, json=False),  # a printed report (`prober lab` writes one)
     Reader("e2e-timelines_prober_*.json", check_timeline),
     Reader("backend-disruption_prober_*.json", check_backend_disruption),
     Reader("prober-*-autodl.json", check_autodl),
