@@ -12,8 +12,11 @@ sent. The samples are written as the daemon writes them (`tests.report.daemonlog
 compaction, interval and window records, summaries): a log `prober analyze` reads like any
 other. One seed, one run, the same on every machine.
 
-`checked_run` puts a run through `prober analyze` and `prober origin` and checks every
-estimate their outputs show (`prober.report.inbounds_outputs`). Over many seeds, per output:
+`checked_run` puts a run through `prober analyze`, judged against a history (`history`:
+every LB allowed 5 s of reaction and 1 s of disruption, so that verdicts pass and fail and
+say why, every interval in a failed one's details), and `prober origin`, and checks every
+estimate their outputs show (`prober.report.inbounds_outputs`).
+Over many seeds, per output:
 
     .venv/bin/python -m tests.support.boundsim --seeds 20 --out /tmp/bounds
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import json
 import random
 import sys
 from collections import Counter
@@ -32,7 +36,7 @@ from pathlib import Path
 from types import ModuleType
 
 from prober.cli import main
-from prober.core.models import LB, Sample, StreamId, parse_rfc3339, rfc3339
+from prober.core.models import LB, Connection, Protocol, Sample, StreamId, parse_rfc3339, rfc3339
 from prober.report.inbounds import Checked, check_text
 from prober.report.inbounds_outputs import check_outputs, reader_of
 from prober.report.tables import table
@@ -105,14 +109,33 @@ def simulated_run(seed: int, event_log: Path) -> Path:
     return event_log
 
 
-def checked_run(seed: int, directory: Path) -> Checked:
-    """Run `seed` through `prober analyze` and `prober origin` into `directory`/out: every
+ALLOWED = {"reaction": 5.0, "disruption": 1.0}  # seconds, the P99 of 100 runs, every LB
+
+
+def history(path: Path) -> Path:
+    """A thresholds.json that judges every stream of the simulated runs (`ALLOWED`)."""
+    entries = [
+        {"platform": "aws", "lb": lb.value, "protocol": protocol.value,
+         "connection": connection.value, "metric": metric, "p50": p99 / 2, "p75": p99 / 2,
+         "p95": p99, "p99": p99, "runs": 100, "usable": True}
+        for lb in LB for protocol in Protocol for connection in Connection
+        for metric, p99 in ALLOWED.items()
+    ]  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"v": 1, "entries": entries}), encoding="utf-8")
+    return path
+
+
+def checked_run(seed: int, directory: Path, thresholds: Path) -> Checked:
+    """Run `seed` through `prober analyze` (judged against `thresholds`, so that its
+    verdicts state the figures they judge) and `prober origin` into `directory`/out: every
     estimate their files and the printed report show, checked."""
     log = simulated_run(seed, directory / "events.jsonl")
     out, printed = directory / "out", io.StringIO()
+    judged = ["--thresholds", str(thresholds)]
     with redirect_stdout(printed), redirect_stderr(io.StringIO()):
         # analyze exits 1 when a verdict fails: the simulated LBs fail some, by design
-        assert main(["analyze", str(log), "--out", str(out)]) in (0, 1)
+        assert main(["analyze", str(log), *judged, "--out", str(out)]) in (0, 1)
         assert main(["origin", str(out / "summary.json"), "--out", str(out)]) == 0
     checked = check_outputs(out)
     checked.add(check_text(PRINTED, printed.getvalue()))
@@ -156,8 +179,9 @@ def _main() -> None:
     parser.add_argument("--show", type=int, default=10, help="problems printed (10)")
     args = parser.parse_args()
     total, problems = Checked(), []
+    thresholds = history(args.out / "thresholds.json")
     for seed in range(args.seeds):
-        checked = checked_run(seed, args.out / f"seed-{seed:02d}")
+        checked = checked_run(seed, args.out / f"seed-{seed:02d}", thresholds)
         total.add(checked)
         problems += [f"seed {seed}: {problem}" for problem in checked.problems()]
     print("\n".join(tally(total)))
