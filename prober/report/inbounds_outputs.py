@@ -53,13 +53,8 @@ def check_summary(file: str, doc: Mapping[str, Any]) -> Checked:
         for i, interval in enumerate(stream["intervals"]):
             here = f"streams[{s}] ({stream['stream']}).intervals[{i}]"
             for edge in ("start", "end"):
-                checked.hold(
-                    file,
-                    f"{here} {edge}_t",
-                    interval[f"{edge}_t"],
-                    interval.get(f"{edge}_lo"),
-                    interval.get(f"{edge}_hi"),
-                )
+                bound = (interval.get(f"{edge}_{side}") for side in ("lo", "hi"))
+                checked.hold(file, f"{here} {edge}_t", interval[f"{edge}_t"], *bound)
     for k, worst in enumerate(doc["worst"]):
         key = f"{worst['lb']}/{worst['protocol']}/{worst['connection']}"
         checked.hold(file, f"worst[{k}] ({key}) reaction", *_reaction(worst))
@@ -113,13 +108,8 @@ def check_timeline(file: str, doc: Mapping[str, Any]) -> Checked:
         here = f"items[{n}] ({item['source']})"
         if item["source"] == "Disruption" and "start" in notes:
             for edge in ("start", "end"):
-                checked.hold(
-                    file,
-                    f"{here} {edge}",
-                    _moment(notes, edge),
-                    _moment(notes, f"{edge}-lo"),
-                    _moment(notes, f"{edge}-hi"),
-                )
+                moments = (_moment(notes, edge + side) for side in ("", "-lo", "-hi"))
+                checked.hold(file, f"{here} {edge}", *moments)
         elif item["source"] == "APIServerShutdown":
             here += f" {notes.get('host')} {item['locator']['keys'].get('load-balancer')}"
             t0 = (_moment(notes, k) for k in ("t0", "t0-lo", "t0-hi"))
