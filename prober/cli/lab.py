@@ -38,8 +38,8 @@ apiserver, and judges its same-node results apart from its LB results (OUT/<mast
 --compare-watch-grace runs the scenario once per watch grace period (OUT/grace-<d>/, each a
 whole lab run) and prints per LB x protocol what the watches met, also in
 OUT/watch-grace.json.
-Exit codes: 0 done, 1 --check found a measurement off the truth, 2 bad usage or a failure
-to stand the lab up.
+Exit codes: 0 done, 1 --check found a measurement off the truth or an estimate its outputs
+show outside its own bound, 2 bad usage or a failure to stand the lab up.
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from typing import Any, TextIO
 from prober.common.exits import ExitCode
 from prober.lab import lossblind, nodeloss, watchcheck
 from prober.lab.compare import ShutdownResult
+from prober.lab.inbounds import LAB_RESULT, check_lab_run
 from prober.lab.onnode import NodeResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
@@ -64,8 +66,7 @@ def lab_command(
                     f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr
                 )
                 return ExitCode.INTERRUPTED
-            report(result, stdout)
-            failed = failed or bool(result.problems)
+            failed = bool(report(result, stdout)) or failed
     if check and failed:
         return ExitCode.FAILED
     return ExitCode.OK
@@ -98,8 +99,10 @@ def _printer(stdout: TextIO) -> Any:
     return say
 
 
-def report(result: LabResult, stdout: TextIO) -> None:
-    """Print the run and its comparison with the truth; write lab-result.json."""
+def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
+    """Print the run and its comparison with the truth; write lab-result.json. The run's
+    problems, those of its outputs' bounds (`lab.inbounds`) with them."""
+    stdout = shown = _Shown(stdout)
     print("", file=stdout)
     print("\n".join(describe(result.analysis)), file=stdout)
     print("", file=stdout)
@@ -150,7 +153,9 @@ def report(result: LabResult, stdout: TextIO) -> None:
             "what each prober container measured, and what a gather could still read:", file=stdout
         )
         print("\n".join(table(SURVIVAL_HEADERS, survival_rows(result.fates))), file=stdout)
-    path = result.out / "lab-result.json"
+    outside = check_lab_run(result.out, shown.getvalue(), to_json(result)).problems()
+    result = replace(result, problems=(*result.problems, *outside))
+    path = result.out / LAB_RESULT
     path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     for finding in result.findings:
         print(f"FINDING {finding}", file=stdout)
@@ -161,6 +166,22 @@ def report(result: LabResult, stdout: TextIO) -> None:
     logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
     for written in (*result.written, path, *logs, result.out / "logs"):
         print(f"wrote {written}", file=stdout)
+    return result.problems
+
+
+class _Shown(io.StringIO):
+    """What `report` prints, passed on and kept: its tables are checked as shown."""
+
+    def __init__(self, to: TextIO) -> None:
+        super().__init__()
+        self._to = to
+
+    def write(self, text: str) -> int:
+        self._to.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self._to.flush()
 
 
 def _node(node: NodeResult, tolerance: float, stdout: TextIO) -> None:

@@ -159,7 +159,8 @@ def _shutdown_interval(lb: str, rows: list[Row]) -> Interval:
 
 
 def _shutdown_message(first: Row, rows: Sequence[Row], failures: int) -> str:
-    """origin's words (shutdown/handler.go, interval.go), then the prober's bounds."""
+    """origin's words (shutdown/handler.go, interval.go), then the prober's bounds: whole
+    seconds throughout, as origin's."""
     new = _worst(r for r in rows if r["connection"] == Connection.NEW)
     reused = _worst(r for r in rows if r["connection"] == Connection.REUSED)
     head = "graceful shutdown interval"
@@ -217,9 +218,14 @@ def _took(worst: Row | None) -> str:
 
 
 def _bound(worst: Row | None) -> str:
+    """The reaction's bound in the message's whole seconds, rounded outward: it still holds
+    the truth, and the reaction as `_took` shows it (the exact bound is in the annotations)."""
     if worst is None:
         return "[?, ?]"
-    return f"[{_ms(worst['reaction_lo'])}, {_ms(worst['reaction_hi'])}]"
+    lo, hi = worst["reaction_lo"], worst["reaction_hi"]
+    low = "?" if lo is None else format_go_duration(math.floor(lo))
+    high = "?" if hi is None else format_go_duration(math.ceil(hi))
+    return f"[{low}, {high}]"
 
 
 def _max_elapsed(rows: Iterable[Row], connection: Connection) -> str:

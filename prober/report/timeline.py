@@ -30,6 +30,7 @@ RIGHT = 16
 TOP = 40
 ROW = 34
 BOTTOM = 52
+LEAST = 1.5  # pixels: the least width of a band or a bar
 AXIS_TITLE = "time since the run started (seconds)"
 
 
@@ -134,8 +135,9 @@ def _window(
 ) -> str:
     x0, x1 = scale.clamp(w.t0), scale.clamp(w.end_t)
     lo, hi = scale(w.t0_lo), scale(w.t0_hi)
-    if hi - lo < 1.5:
-        lo, hi = (lo + hi) / 2 - 0.75, (lo + hi) / 2 + 0.75
+    if hi - lo < LEAST:
+        lo, hi = (lo + hi) / 2 - LEAST / 2, (lo + hi) / 2 + LEAST / 2
+    lo, width = _extent(lo, hi)
     stop = scale(w.t0 + w.delay)
     label = (
         f"{number}" if x1 - x0 < 120 else f"{number}: {w.host}" + (f" ({w.node})" if w.node else "")
@@ -149,15 +151,15 @@ def _window(
         )
     return "\n".join(
         [
-            f"<g><title>{esc(window_title(number, w))}</title>",
+            f'<g class="window"><title>{esc(window_title(number, w))}</title>',
             notes,
             f'<rect x="{x0:.1f}" y="{TOP - 6}" width="{max(x1 - x0, 1):.1f}" '
             f'height="{bottom - TOP + 6}" fill="{colour}" fill-opacity="0.13" stroke="{colour}" '
             'stroke-opacity="0.5"/>',
-            f'<rect x="{lo:.1f}" y="{TOP - 6}" width="{hi - lo:.1f}" height="{bottom - TOP + 6}" '
-            f'fill="{T0}" fill-opacity="0.35"/>',
-            f'<line x1="{scale(w.t0):.1f}" x2="{scale(w.t0):.1f}" y1="{TOP - 14}" y2="{bottom}" '
-            f'stroke="{T0}" stroke-width="1.5"/>',
+            f'<rect class="t0-bound" x="{lo:.1f}" y="{TOP - 6}" width="{width:.1f}" '
+            f'height="{bottom - TOP + 6}" fill="{T0}" fill-opacity="0.35"/>',
+            f'<line class="t0" x1="{scale(w.t0):.1f}" x2="{scale(w.t0):.1f}" y1="{TOP - 14}" '
+            f'y2="{bottom}" stroke="{T0}" stroke-width="1.5"/>',
             f'<line x1="{stop:.1f}" x2="{stop:.1f}" y1="{TOP - 6}" y2="{bottom}" stroke="{colour}" '
             'stroke-width="1.5" stroke-dasharray="5 3"/>',
             f'<text x="{x0 + 4:.1f}" y="{TOP - 18}" fill="{colour}">{esc(label)}</text>',
@@ -203,16 +205,19 @@ def _band(
     css: str,
     fill: str,
     title: str,
+    edge: str = "",
 ) -> str:
-    """A light band over [lo, hi] seconds clamped to the view; nothing outside it."""
+    """A light band over [lo, hi] seconds clamped to the view; nothing outside it. `edge`:
+    which end of its interval it bounds."""
     lo, hi = span
     if hi < scale.lo or lo > scale.hi:
         return ""
-    x0, x1 = scale.clamp(lo), scale.clamp(max(lo, hi))
+    x0, width = _extent(scale.clamp(lo), scale.clamp(max(lo, hi)))
+    named = f' data-edge="{edge}"' if edge else ""
     return (
         f'<rect class="{css}" x="{x0:.1f}" y="{y - height / 2:.1f}" '
-        f'width="{max(x1 - x0, 1.5):.1f}" height="{height}" fill="{fill}" fill-opacity="0.2">'
-        f"<title>{esc(title)}</title></rect>"
+        f'width="{width:.1f}" height="{height}" fill="{fill}" fill-opacity="0.2"'
+        f"{named}><title>{esc(title)}</title></rect>"
     )
 
 
@@ -232,21 +237,36 @@ def _interval(i: Interval, scale: Scale, y: float) -> str:
             fill=FAILURE,
             title=f"{edge} of the disruption ({i.error}, {edge} at {t:.2f} s): within "
             f"{bound(lo, hi)} s given the sampling",
+            edge=edge,
         )
         for edge, t, lo, hi in (
             ("start", i.start_t, i.start_lo, i.start_hi),
             ("end", i.end_t, i.end_lo, i.end_hi),
         )
     ]
-    x0, x1 = scale.clamp(i.start_t), scale.clamp(i.end_t)
+    x0, width = _extent(scale.clamp(i.start_t), scale.clamp(i.end_t))
     if i.end_t >= scale.lo and i.start_t <= scale.hi:
         parts.append(
-            f'<rect x="{x0:.1f}" y="{y - 3}" width="{max(x1 - x0, 1.5):.1f}" height="6" '
-            f'fill="{FAILURE}" fill-opacity="0.85"><title>disruption {esc(i.error)} from '
-            f"{i.start_t:.2f} s to {i.end_t:.2f} s ({i.seconds:.2f} s, {i.samples} failed "
-            "requests)</title></rect>"
+            f'<rect class="disruption" x="{x0:.1f}" y="{y - 3}" '
+            f'width="{width:.1f}" height="6" fill="{FAILURE}" fill-opacity="0.85">'
+            f"<title>disruption {esc(i.error)} from {i.start_t:.2f} s to {i.end_t:.2f} s "
+            f"({i.seconds:.2f} s, {i.samples} failed requests)</title></rect>"
         )
-    return "\n".join(p for p in parts if p)
+    # Grouped, so that each mark is read with its bands (`inbounds_html`).
+    return _group("disruption-interval", parts)
+
+
+def _extent(x0: float, x1: float) -> tuple[float, float]:
+    """Where a mark over [x0, x1] pixels is drawn: its x and width, at least `LEAST` wide.
+    The edges are rounded as the file writes them, so that what lies inside [x0, x1] is
+    drawn inside the mark, and the right edge is x + width exactly."""
+    left, right = round(x0, 1), round(x1, 1)
+    return left, max(round(right - left, 1), LEAST)
+
+
+def _group(css: str, parts: list[str]) -> str:
+    drawn = [p for p in parts if p]
+    return "\n".join([f'<g class="{css}">', *drawn, "</g>"]) if drawn else ""
 
 
 def _reaction(w: Window, seen: WindowStream, scale: Scale, top: float, zoomed: bool) -> str:
@@ -265,15 +285,17 @@ def _reaction(w: Window, seen: WindowStream, scale: Scale, top: float, zoomed: b
         parts.append(
             _band(span, scale, y=top, height=10, css="reaction-bound", fill=T0, title=title)
         )
-    x0, x1 = scale(w.t0), scale(seen.last_late_t)
+    # To the reaction, not to this stream's own last late request: on new connections the
+    # LB's last one to the server may have been another stream's (`core.shutdown`).
+    x0, x1 = scale(w.t0), scale.clamp(w.t0 + seen.reaction)
     parts.append(
-        f'<path d="M{x0:.1f} {top - 3}V{top + 3}M{x0:.1f} {top}H{x1:.1f}M{x1:.1f} {top - 3}'
-        f'V{top + 3}" stroke="{T0}" fill="none"><title>reaction {seen.reaction:.2f} s: '
-        f"the last request this LB sent to {esc(w.host)} left {seen.reaction:.2f} s after "
-        "T0</title></path>"
+        f'<path class="reaction" d="M{x0:.1f} {top - 3}V{top + 3}M{x0:.1f} {top}H{x1:.1f}'
+        f'M{x1:.1f} {top - 3}V{top + 3}" stroke="{T0}" fill="none"><title>reaction '
+        f"{seen.reaction:.2f} s: the last request this LB sent to {esc(w.host)} left "
+        f"{seen.reaction:.2f} s after T0</title></path>"
     )
     if zoomed:
         parts.append(
             f'<text x="{max(x0, x1) + 4:.1f}" y="{top + 4:.1f}">{seen.reaction:.2f} s</text>'
         )
-    return "\n".join(p for p in parts if p)
+    return _group("reaction", parts)

@@ -11,6 +11,7 @@ beside two CPU-burning processes).
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import signal
@@ -21,7 +22,7 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection
-from prober.lab.commands import verdict_line
+from prober.lab.commands import report, verdict_line
 from prober.lab.compare import TOLERANCE, Row
 from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
@@ -137,6 +138,9 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     # for what the lab LB's own lag (a late or slowed check, on a busy machine) cost.
     assert unexplained_budget_failures(result) == []
     assert "measurement against truth: passed; LB verdicts:" in verdict_line(result)
+    # Reported as `prober lab --check` reports it: no estimate of its outputs (its printed
+    # report and lab-result.json too) outside its bound (tests/lab/test_lab_bounds.py).
+    assert report(result, io.StringIO()) == ()
 
 
 def retried_through_healthy_peers(result: LabResult) -> None:
