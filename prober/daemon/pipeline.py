@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prober.core.connection_age import Attributed, ConnectionAges
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
 from prober.core.perceived import Retried
@@ -56,6 +57,8 @@ Event = (
     | PaceChange
     | Skipped
     | Retried
+    | Attributed
+    | ConnectionAges
     | LogRecord
 )
 

@@ -78,6 +78,7 @@ class RequestRun:
             bursts=BurstPlanner() if config.burst_parallel else None,
             on_burst=self._send_burst,
             rise=config.rise > 1,
+            exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
         )
         self._probers: dict[StreamId, list[Prober]] = {}
         self._schedulers: list[StreamScheduler] = []

@@ -71,11 +71,16 @@ class SampleFeed:
         bursts: BurstPlanner | None = None,
         on_burst: Callable[[Burst], None] | None = None,
         rise: bool = False,
+        exact_delay: float | None = None,
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
-        streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`."""
+        streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
+        `exact_delay`: the configured `lb_settings.shutdown_delay`, which the run record
+        carries for the replay."""
         # Defaults otherwise: analyze replays the same trackers.
-        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open)
+        self.trackers = Trackers(
+            streams, node_of=node_of, max_open=max_open, exact_delay=exact_delay
+        )
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown
         self._compactor = Compactor()

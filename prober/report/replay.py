@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from prober.core.connection_age import ConnectionAges
 from prober.core.models import (
     Interval,
     LogRecord,
@@ -52,6 +53,9 @@ class Replay:
     # How client-go's retries of each `Retry-After` answer ended (`core.perceived`); empty
     # for a log without samples.
     retries: tuple[Retried, ...] = ()
+    # Failures, late answers and resends by the phase their connection was opened in
+    # (`core.connection_age`); None for a log without samples.
+    ages: ConnectionAges | None = None
 
     def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
         return self.others.get(kind, ())
@@ -67,7 +71,9 @@ def replay(log: RunLog) -> Replay:
     if not log.samples:
         return measured(log)
     nodes = {w.host: w.node for w in log.windows if w.node}
-    trackers = Trackers(streams, node_of=nodes.get)
+    settings = log.run.lb_settings
+    exact_delay = settings.shutdown_delay if settings is not None else None
+    trackers = Trackers(streams, node_of=nodes.get, exact_delay=exact_delay)
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []
@@ -82,6 +88,7 @@ def replay(log: RunLog) -> Replay:
     end_t, end_ts = run_end(log)
     closed = trackers.close(end_t, end_ts)
     retries += [r for r in closed if isinstance(r, Retried)]
+    ages = next(r for r in closed if isinstance(r, ConnectionAges))
     closed_intervals = [r for r in closed if isinstance(r, Interval)]
     closed_windows = [r for r in closed if isinstance(r, Window)]
     warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
@@ -98,6 +105,7 @@ def replay(log: RunLog) -> Replay:
         warnings=tuple(warnings),
         others=_others(log),
         retries=tuple(retries),
+        ages=ages,
     )
 
 

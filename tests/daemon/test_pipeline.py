@@ -137,6 +137,7 @@ def test_the_logs_tell_the_story(tmp_path: Path) -> None:
         "disruption_started",
         "disruption_ended",
         "shutdown_window_closed",
+        "connection_ages",
         "summary",
     ]
     ended = logs[1]
@@ -146,6 +147,10 @@ def test_the_logs_tell_the_story(tmp_path: Path) -> None:
     assert closed["closed_by"] == "recovered"
     assert closed["late"] == 4
     assert {s["stream"] for s in closed["streams"]} == {STREAM.name, OTHER.name}
+    # At the end, the late answers by the phase their connection was opened in (this story's
+    # samples carry no age: an older daemon's).
+    ages = logs[6]
+    assert {(r["stream"], r["opened"]) for r in ages["rows"]} >= {(STREAM.name, "no_age")}
 
 
 async def test_endpoints_and_promtool(tmp_path: Path) -> None:
