@@ -37,17 +37,28 @@ Windows close after the samples that matter to them, so counts wait per server f
 window to close (or for the run's end), and the table comes out once, at the end
 (`ConnectionAges`). A failure or resend put down to a connection's answer emits `Attributed`,
 so that the compactor logs that answer (`held`) before it and a replay attributes alike.
+The table is a record of the event log, so `prober analyze` holds its replay against the
+daemon's and reads it from a log without samples.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
-from prober.core.models import Connection, Sample, StreamId, Window
+from prober.core.models import (
+    LB,
+    WITHOUT_TARGET,
+    Connection,
+    OfStream,
+    Sample,
+    StreamId,
+    Window,
+)
 from prober.core.phase import ShutdownPhase, phase_at
 
 HEADER_ROUNDING = 0.5  # the header's delay is whole seconds
@@ -82,22 +93,26 @@ class Attributed:
 
 
 @dataclass(frozen=True, slots=True)
-class AgeRow:
+class AgeRow(OfStream):
     """What one stream met on connections opened in one phase of their server's shutdown:
     counts by the phase each was itself met in, and the failures' classes."""
 
-    stream_id: StreamId
+    stream_id: StreamId = field(metadata=WITHOUT_TARGET)
     opened: str  # a phase, phases joined by "|", or an `Unplaced` reason
-    late: dict[str, int] = field(default_factory=dict)
-    failed: dict[str, int] = field(default_factory=dict)
-    resent: dict[str, int] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
+    late: Mapping[str, int] = field(default_factory=dict)
+    failed: Mapping[str, int] = field(default_factory=dict)
+    resent: Mapping[str, int] = field(default_factory=dict)
+    errors: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectionAges:
-    """The run's table, at its end; rows in stream then phase order."""
+    """The run's table, made at its end (`t`): an event-log record of the request kind, so
+    that a log without samples (a compact pod log) still has it. Rows in stream, then phase
+    order."""
 
+    KIND: ClassVar[str] = "connection_ages"
+    t: float
     rows: tuple[AgeRow, ...]
 
 
@@ -258,8 +273,9 @@ class ConnectionAgeTracker:
             else:  # sent after it ended: the server's next shutdown may hold it
                 self._waiting[window.host].append(met)
 
-    def close(self) -> ConnectionAges:
-        """The run's end, after its last windows closed: what still waits had none."""
+    def close(self, end_t: float) -> ConnectionAges:
+        """The run's end at `end_t`, after its last windows closed: what still waits had
+        none."""
         for waiting in self._waiting.values():
             for met in waiting:
                 self._count(met, Unplaced.NO_SHUTDOWN)
@@ -275,7 +291,7 @@ class ConnectionAgeTracker:
             )
             for (stream, opened), c in self._counts.items()
         ]
-        return ConnectionAges(tuple(sorted(rows, key=_row_order)))
+        return ConnectionAges(end_t, tuple(sorted(rows, key=_row_order)))
 
     def _server(
         self, sample: Sample, port: int | None, events: list[Attributed], *, own: bool = True
@@ -333,16 +349,19 @@ class ConnectionAgeTracker:
 
 
 def _sorted(counts: Counter[str]) -> dict[str, int]:
-    return {key: counts[key] for key in sorted(counts, key=_phase_order)}
+    return {key: counts[key] for key in sorted(counts, key=phase_order)}
 
 
-def _phase_order(key: str) -> tuple[int, str]:
+def phase_order(key: str) -> tuple[int, str]:
+    """Phases in their order, a span at its first, reasons last."""
     first = key.split("|", 1)[0]
     return (PHASES.index(ShutdownPhase(first)), key) if first in PHASES else (len(PHASES), key)
 
 
-def _row_order(row: AgeRow) -> tuple[str, tuple[int, str]]:
-    return (row.stream_id.name, _phase_order(row.opened))
+def _row_order(row: AgeRow) -> tuple[str, int, str, str, tuple[int, str]]:
+    """As the summary lists its keys: target, LB, protocol, connection, then phase."""
+    s = row.stream_id
+    return (s.target, list(LB).index(s.lb), s.protocol, s.connection, phase_order(row.opened))
 
 
 def _bound(per_key: dict[Any, Any], most: int) -> None:

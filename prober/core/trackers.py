@@ -57,7 +57,7 @@ class Trackers:
         intervals = self.disruption.close(end_t, end_ts)
         windows = self.shutdown.close(end_t)
         self._closed(windows)
-        return [*intervals, *windows, *self.retries.close(end_t), self.ages.close()]
+        return [*intervals, *windows, *self.retries.close(end_t), self.ages.close(end_t)]
 
     def _closed(self, events: Sequence[ShutdownEvent]) -> None:
         for event in events:

@@ -54,7 +54,7 @@ class Replay:
     # for a log without samples.
     retries: tuple[Retried, ...] = ()
     # Failures, late answers and resends by the phase their connection was opened in
-    # (`core.connection_age`); None for a log without samples.
+    # (`core.connection_age`); a log without samples has the daemon's, if it stopped cleanly.
     ages: ConnectionAges | None = None
 
     def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
@@ -96,6 +96,8 @@ def replay(log: RunLog) -> Replay:
         warnings += _compare(log, intervals, windows)
     else:
         warnings += _compare(log, intervals + closed_intervals, windows + closed_windows)
+    if log.ages is not None and log.ages != ages:
+        warnings.append(f"{log.source}: the connection-age table differs from the daemon's")
     return Replay(
         run=log.run,
         intervals=tuple(intervals + closed_intervals),
@@ -124,6 +126,7 @@ def measured(log: RunLog) -> Replay:
         stragglers=0,
         warnings=(),
         others=_others(log),
+        ages=log.ages,
     )
 
 

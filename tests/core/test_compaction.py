@@ -43,7 +43,7 @@ def replay(samples: list[Sample], compactor: Compactor | None = None):
         ages.closed(window)
         outputs.append(window)
     outputs += retries.close(1000.0)
-    outputs.append(ages.close())
+    outputs.append(ages.close(1000.0))
     return outputs, kept, shutdown.stragglers
 
 

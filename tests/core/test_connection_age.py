@@ -188,7 +188,7 @@ def table(steps: list[Sample | Window], exact_delay: float | None = None) -> Con
             tracker.closed(step)
         else:
             tracker.feed(step)
-    return tracker.close()
+    return tracker.close(100.0)
 
 
 @pytest.mark.parametrize(("steps", "rows"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
