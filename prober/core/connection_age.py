@@ -159,8 +159,8 @@ def shutdown_of(window: Window, exact_delay: float | None) -> _Shutdown:
 class _Answers:
     """Per kept connection, its newest-sent answer naming a server. A connection is its
     stream, local port and opening (`t - connection_age`): a port is taken again by later
-    connections, and a fresh one's first answer may not be in the event log, so no sample is
-    trusted to say that the port's last connection is gone."""
+    connections, and a fresh connection's first sample may not be in the event log, so it is
+    not what says that the port's last connection is gone (a resend, always logged, is)."""
 
     def __init__(self) -> None:
         self._by_port: dict[tuple[str, int], list[Sample]] = {}
