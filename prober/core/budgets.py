@@ -18,6 +18,10 @@ from enum import StrEnum
 from prober.core.models import LB, CheckSettings, LBSettings
 
 DEFAULT_PROXY_SYNC_DELAY = 2.0  # kube-proxy / OVN reprogramming after an endpoint change
+# cluster-kube-apiserver-operator bindata/assets/config/defaultconfig.yaml: every platform
+# the operator does not name has these.
+DEFAULT_SHUTDOWN_DELAY = 70.0
+DEFAULT_GRACEFUL_TERMINATION = 135.0
 
 
 class Flows(StrEnum):
@@ -174,12 +178,13 @@ def build_platforms(sync_delay: float = DEFAULT_PROXY_SYNC_DELAY) -> dict[str, P
     metal_lbs = tuple(dataclasses.replace(p, slowstart=60.0) for p in _cloud(metal, reset=True))
     # Delays: cluster-kube-apiserver-operator observe_termination_duration.go and
     # bindata/assets/config/defaultconfig.yaml (`../shared/reference.md` section 3).
+    default = (DEFAULT_SHUTDOWN_DELAY, DEFAULT_GRACEFUL_TERMINATION)
     return {
         "aws": Platform("aws", 129, 194, (*_cloud(aws, reset=True), svc)),
         "gcp": Platform("gcp", 95, 160, (*_cloud(gcp, reset=False, external=gcp_external), svc)),
-        "azure": Platform("azure", 70, 135, (*_cloud(azure, reset=False), svc)),
-        "metal": Platform("metal", 70, 135, (*metal_lbs, svc)),
-        "none": Platform("none", 70, 135, (*_cloud(none, reset=False), svc)),
+        "azure": Platform("azure", *default, (*_cloud(azure, reset=False), svc)),
+        "metal": Platform("metal", *default, (*metal_lbs, svc)),
+        "none": Platform("none", *default, (*_cloud(none, reset=False), svc)),
     }
 
 

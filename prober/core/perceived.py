@@ -17,10 +17,11 @@ end as they are, unresolved: never counted as a success nobody saw.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from prober.core.clientgo import MAX_RETRIES, retry_after, retry_after_value
-from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample
+from prober.core.models import LB, Connection, ErrorClass, Interval, Protocol, Sample
 
 _Key = tuple[str, LB, Protocol]
 
@@ -104,3 +105,91 @@ class RetryFollower:
             chains.remove(chain)
             ended.append(Retried(chain.sample, sample.error, chain.tries, sample, sample.end))
         return ended
+
+
+@dataclass(frozen=True, slots=True)
+class Felt:
+    """How much of one closed disruption interval a client felt: none of it where every
+    failure in it was an answer with `Retry-After` whose retries got through (`forgiven`),
+    all of it otherwise. The raw figure counts it whole either way, as origin does."""
+
+    interval: Interval
+    forgiven: bool
+    retried_through: int  # answers inside it whose retries got through
+
+    @property
+    def seconds(self) -> float:
+        return 0.0 if self.forgiven else self.interval.seconds
+
+
+@dataclass(slots=True)
+class _Failures:
+    """One stream's failures not yet placed in a decided interval."""
+
+    hard: list[float] = field(default_factory=list)  # sent at: no retry could hide them
+    told: dict[str, float] = field(default_factory=dict)  # audit id -> t, chains still waiting
+    through: list[float] = field(default_factory=list)  # retried, and a try succeeded
+    felt: list[float] = field(default_factory=list)  # retried, and the tries failed
+    held: list[Interval] = field(default_factory=list)  # closed, waiting for their chains
+    decided_to: float = float("-inf")  # the end of the last interval decided
+
+
+class FeltDisruption:
+    """Of every closed disruption interval, how much a client felt (`Felt`), once the retries
+    of every answer inside it have ended: fed each sample with the events the trackers made of
+    it, in the order they made them (`core.trackers`)."""
+
+    def __init__(self) -> None:
+        self._streams: dict[str, _Failures] = {}
+
+    def feed(self, sample: Sample, events: Sequence[object]) -> list[Felt]:
+        if sample.failed and not sample.held:
+            failures = self._of(sample.stream)
+            if sample.t <= failures.decided_to:
+                pass  # a straggler inside an interval already decided: it changed nothing
+            elif wait_of(sample) is None:
+                failures.hard.append(sample.t)
+            else:
+                failures.told[sample.audit_id] = sample.t
+        return self.take(events)
+
+    def take(self, events: Sequence[object]) -> list[Felt]:
+        """The intervals and ended chains among `events`; what they decide."""
+        touched: dict[str, None] = {}
+        for event in events:
+            if isinstance(event, Interval):
+                self._of(event.stream).held.append(event)
+                touched[event.stream] = None
+            elif isinstance(event, Retried):
+                failures = self._of(event.sample.stream)
+                t = failures.told.pop(event.sample.audit_id, None)
+                if t is not None:
+                    (failures.felt if event.felt else failures.through).append(t)
+                    touched[event.sample.stream] = None
+        return [felt for stream in touched for felt in self._decide(self._streams[stream])]
+
+    def _of(self, stream: str) -> _Failures:
+        return self._streams.setdefault(stream, _Failures())
+
+    def _decide(self, f: _Failures) -> list[Felt]:
+        decided = []
+        while f.held:
+            interval = f.held[0]
+            if any(_inside(t, interval) for t in f.told.values()):
+                break  # a retry of an answer inside it has not ended yet
+            f.held.pop(0)
+            through = sum(_inside(t, interval) for t in f.through)
+            forgiven = (
+                interval.error is ErrorClass.RETRY_AFTER
+                and through > 0
+                and not any(_inside(t, interval) for t in (*f.hard, *f.felt))
+            )
+            decided.append(Felt(interval, forgiven, through))
+            f.decided_to = interval.end_t
+            for times in (f.hard, f.through, f.felt):
+                times[:] = [t for t in times if t > interval.end_t]
+        return decided
+
+
+def _inside(t: float, interval: Interval) -> bool:
+    return interval.start_t <= t <= interval.end_t

@@ -4,8 +4,9 @@ both feed, so that "the replay reproduces the daemon" holds by construction.
 Each sample goes to the disruption tracker, then to the shutdown tracker, then to the follower
 of client-go's retries (`core.perceived`), then to the connection-age tracker
 (`core.connection_age`, told of each window as it closes), and their events come back in that
-order; at the end of the run open intervals close before open windows, then the retries still
-waiting, and last the connection-age table.
+order, what a client felt of each interval they decided (`perceived.Felt`) before the
+connection-age tracker's; at the end of the run open intervals close before open windows, the
+retries still waiting next, then what was felt, and last the connection-age table.
 A sample that ends a chain of retries made a tracker emit, so the event log keeps it
 (`core.compaction`) and a replay ends the chain on the same sample.
 Both feeders register the run's streams before the first sample (`ShutdownTracker.add_stream`)
@@ -19,10 +20,10 @@ from collections.abc import Callable, Iterable, Sequence
 from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
 from prober.core.models import Interval, Sample, StreamId, Window
-from prober.core.perceived import Retried, RetryFollower
+from prober.core.perceived import Felt, FeltDisruption, Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
-TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Attributed
+TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt | Attributed
 
 
 class Trackers:
@@ -39,6 +40,7 @@ class Trackers:
         self.disruption = DisruptionTracker()
         self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
         self.retries = RetryFollower()
+        self.felt = FeltDisruption()
         self.ages = ConnectionAgeTracker(exact_delay)
         for stream in streams:
             self.shutdown.add_stream(stream)
@@ -47,17 +49,23 @@ class Trackers:
         disruption = self.disruption.feed(sample)
         shutdown = self.shutdown.feed(sample)
         self._closed(shutdown)
-        return [*disruption, *shutdown, *self.retries.feed(sample), *self.ages.feed(sample)]
+        events: list[TrackerEvent] = [*disruption, *shutdown, *self.retries.feed(sample)]
+        return [*events, *self.felt.feed(sample, events), *self.ages.feed(sample)]
 
     def close(
         self, end_t: float, end_ts: str
-    ) -> list[Interval | Window | Retried | ConnectionAges]:
-        """End the run at `end_t`: the intervals still open, the windows, the retries, and
-        the connection-age table."""
+    ) -> list[Interval | Window | Retried | Felt | ConnectionAges]:
+        """End the run at `end_t`: the intervals still open, the windows, the retries, what a
+        client felt of every interval not yet decided, and the connection-age table."""
         intervals = self.disruption.close(end_t, end_ts)
         windows = self.shutdown.close(end_t)
         self._closed(windows)
-        return [*intervals, *windows, *self.retries.close(end_t), self.ages.close(end_t)]
+        closed: list[Interval | Window | Retried | Felt] = [
+            *intervals,
+            *windows,
+            *self.retries.close(end_t),
+        ]
+        return [*closed, *self.felt.take(closed), self.ages.close(end_t)]
 
     def _closed(self, events: Sequence[ShutdownEvent]) -> None:
         for event in events:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import RECORD_TYPES, Interval, Pace, PaceChange, Sample, StreamId, Window
+from prober.core.perceived import Felt, Retried
 from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
 from prober.daemon.pipeline import Event, Observed, Skipped
 from prober.daemon.scheduler import SKIP_REASONS
@@ -66,6 +67,22 @@ class Metrics:
             "prober_disruption_seconds_total",
             "Seconds of closed disruption intervals (first failure to next success).",
             labels(*STREAM_LABELS),
+            registry=registry,
+        )
+        self.felt_seconds = Counter(
+            "prober_felt_disruption_seconds_total",
+            "Seconds of closed disruption intervals a client felt: all of them but those "
+            "whose every failure was an answer with Retry-After that client-go's retries got "
+            "through (which prober_disruption_seconds_total counts, as origin does).",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
+        self.retry_after = Counter(
+            "prober_retry_after_answers_total",
+            "Answers with Retry-After (429, 5xx) followed as client-go retries them, by how "
+            "the retries ended: succeeded, felt (a failure, or out of tries), unresolved "
+            "(the run ended first).",
+            labels(*STREAM_LABELS, "outcome"),
             registry=registry,
         )
         self.disruption_intervals = Counter(
@@ -202,6 +219,7 @@ class Metrics:
             self._child(self.requests, *key, "success")
             self._child(self.duration, *key)
             self._child(self.disruption_seconds, *key)
+            self._child(self.felt_seconds, *key)
             self._child(self.gaps, *key)
             for reason in SKIP_REASONS:
                 self._child(self.skipped, *key, reason)
@@ -293,8 +311,18 @@ class Metrics:
         elif isinstance(event, PaceChange) and self._gaps:
             if event.stream is None or event.stream in self._stream_keys:
                 self._set_pace(event.pace, event.stream)
+        elif isinstance(event, Felt | Retried):
+            self._perceived(event)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length
+
+    def _perceived(self, event: Felt | Retried) -> None:
+        """What a client felt: of an interval, or of an answer with Retry-After."""
+        if isinstance(event, Felt):
+            self._child(self.felt_seconds, *event.interval.stream_id.key).inc(event.seconds)
+            return
+        outcome = "unresolved" if event.by is None else "felt" if event.felt else "succeeded"
+        self._child(self.retry_after, *event.sample.stream_id.key, outcome).inc()
 
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)

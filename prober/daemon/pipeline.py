@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from prober.core.connection_age import Attributed, ConnectionAges
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
-from prober.core.perceived import Retried
+from prober.core.perceived import Felt, Retried
 from prober.core.shutdown import WindowOpened
 
 
@@ -57,6 +57,7 @@ Event = (
     | PaceChange
     | Skipped
     | Retried
+    | Felt
     | Attributed
     | ConnectionAges
     | LogRecord

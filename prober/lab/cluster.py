@@ -34,7 +34,7 @@ from prober.lab.kernel.topology import API_PORT, ETCD, HEALTH_PORT, LabNetwork, 
 from prober.lab.kernel.topology import master_address as address
 from prober.lab.lbstate import LabLB
 from prober.lab.nodeloss import Outage
-from prober.lab.platforms import LBProfile, Platform
+from prober.lab.platforms import PROXY_SYNC_AT, LBProfile, Platform
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
 LISTEN_TIMEOUT = 20.0
@@ -220,7 +220,8 @@ class LabCluster:
         assert server.process is not None
         sent = time.time()
         server.process.send_signal(signal.SIGTERM)
-        self._after(self.platform.lb(LB.SERVICE_NETWORK).sync_delay, lambda: self._remove(server))
+        sync = self.platform.lb(LB.SERVICE_NETWORK).sync_delay * PROXY_SYNC_AT
+        self._after(sync, lambda: self._remove(server))
         return sent
 
     async def kill(self, server: Apiserver, endpoint_ttl: float) -> float:

@@ -24,7 +24,9 @@ __all__ = [
     "CHECK_TIMEOUT_FLOOR",
     "DEFAULT_PROXY_SYNC_DELAY",
     "PLATFORMS",
+    "PROXY_SYNC_AT",
     "SLOW_INTERVAL",
+    "SYNC_DELAY_FLOOR",
     "HealthCheck",
     "LBProfile",
     "Platform",
@@ -39,6 +41,12 @@ __all__ = [
 # and back (flaps) that no cloud LB would. A failing /readyz answers 500 at once, so this
 # changes no shutdown's detection; a vanished node's is up to this much later.
 CHECK_TIMEOUT_FLOOR = 0.5
+# The service network's sync delay, likewise: at 0.05 its 2 s is 0.1 s, of which the lab's own
+# nft transaction on a busy machine takes a fifth or more. The lab's proxies reprogram at
+# PROXY_SYNC_AT of it (`cluster.LabCluster.shutdown`), as kube-proxy does within its worst
+# case, leaving the rest to that transaction.
+SYNC_DELAY_FLOOR = 0.5
+PROXY_SYNC_AT = 0.75
 SLOW_INTERVAL = 0.6  # the slow LB checks every 0.6 x the delay: it marks down after 2.4 x
 
 
@@ -58,13 +66,17 @@ def slow_lb(
     return platform.with_lb(dataclasses.replace(profile, check=slow, reset_on_down=False))
 
 
-def as_built(platform: Platform, floor: float = CHECK_TIMEOUT_FLOOR) -> Platform:
-    """The scaled platform as the lab builds its LBs: no check times out sooner than `floor`.
-    The daemon's budgets come from this too, so that they are the LBs' own, not a tighter
-    promise that the lab never made."""
+def as_built(
+    platform: Platform, floor: float = CHECK_TIMEOUT_FLOOR, sync_floor: float = SYNC_DELAY_FLOOR
+) -> Platform:
+    """The scaled platform as the lab builds its LBs: no check times out sooner than `floor`,
+    no proxy's sync delay is shorter than `sync_floor`. The daemon's budgets come from this
+    too, so that they are the LBs' own, not a tighter promise that the lab never made."""
     for profile in platform.lbs:
         check = profile.check
         if check is not None and check.timeout < floor:
             check = dataclasses.replace(check, timeout=floor)
             platform = platform.with_lb(dataclasses.replace(profile, check=check))
+        elif check is None and profile.sync_delay < sync_floor:
+            platform = platform.with_lb(dataclasses.replace(profile, sync_delay=sync_floor))
     return platform

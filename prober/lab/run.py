@@ -48,7 +48,7 @@ from prober.lab.nodeloss import NodeLoss
 from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
-from prober.lab.scenarios import play
+from prober.lab.scenarios import play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
@@ -214,7 +214,7 @@ async def _measure(run: _Run) -> Load:
     after_first = eviction if options.evict else None
     await play(cluster, options.scenario, options.shutdowns, lambda t: _say(say, t), after_first)
     await cluster.settle()
-    await asyncio.sleep(2.0)  # the restarted server's first answers close its window
+    await wind_down(cluster)
     load = meter.stop()
     snapshot_metrics(cluster, port, out / "metrics.prom")
     for each in (daemon, control):

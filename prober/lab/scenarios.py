@@ -8,11 +8,14 @@ from collections.abc import Awaitable, Callable
 
 from prober.lab.cluster import LabCluster
 from prober.lab.daemons import REQUEST_TIMEOUT, http2_dead_after
+from prober.lab.gracetruth import server_shutdowns
 
 SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss")
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
 OUTAGE = REQUEST_TIMEOUT + 2.0  # node-loss: the least time a node stays gone
 OUTLAST = 2.0  # node-loss: seconds a node stays gone past the HTTP/2 health check's verdict
+CLOSE_WINDOW = 2.0  # after the last restart: its first answers close the server's window
+RETRY_AFTER = 5.0  # the apiserver's Retry-After on its 429s: upstream's, never scaled
 
 
 def outage(time_scale: float) -> float:
@@ -59,3 +62,13 @@ async def play(
             await cluster.wait_exit(server, platform.graceful_termination + 30)
         say(f"{server.hostname}: restarting, waiting until every LB routes to it")
         await cluster.restart(server)
+
+
+async def wind_down(cluster: LabCluster) -> None:
+    """After the scenario, before the daemon stops: long enough for the restarted server's
+    first answers to close its window and, where a server answered 429 with Retry-After
+    while it drained, for client-go's retry of the last of them to be sampled, so that what
+    a client felt of it is known (`core.perceived`), not cut off by the run's end."""
+    paths = [server.truth_path for server in cluster.apiservers]
+    told = any(shutdown.refused for shutdown in server_shutdowns(paths))
+    await asyncio.sleep(CLOSE_WINDOW + (RETRY_AFTER + 1.0 if told else 0.0))

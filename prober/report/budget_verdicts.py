@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Connection
+from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
 from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
-from prober.report.verdicts import Status, Verdict
+from prober.report.verdicts import Status, Verdict, failures_in
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
 WITHIN_BUDGET = (
@@ -44,27 +45,42 @@ HEADER_ROUNDING = 0.5  # the header says the delay in whole seconds
 
 @dataclass(frozen=True, slots=True)
 class Reaction:
-    """One window's reaction of one stream: the measured value and where the truth lies."""
+    """One window's reaction of one stream: the measured value and where the truth lies, with
+    what a reader needs to find it: the window's number in the report, the run's start, and
+    the failures of the stream inside the window by class."""
 
     value: float
     lo: float | None
     hi: float | None
     window: WindowEntry
     stream: WindowStreamEntry
+    number: int  # the window's, from 1 (`anchors.window_anchor`)
+    started: str | None
+    failed: tuple[tuple[str, int], ...] = ()  # (error class, failed requests), most first
 
     @classmethod
-    def of(cls, window: WindowEntry, ws: WindowStreamEntry) -> Reaction | None:
+    def of(cls, summary: SummaryDocument, number: int, ws: WindowStreamEntry) -> Reaction | None:
         if ws["reaction"] is None:
             return None
         value = ws["reaction"]
-        return cls(value, ws.get("reaction_lo", value), ws.get("reaction_hi"), window, ws)
+        window = summary["windows"][number - 1]
+        failed = failures_in(summary, window, ws["stream"]).most_common()
+        return cls(
+            value, ws.get("reaction_lo", value), ws.get("reaction_hi"), window, ws, number,
+            summary.get("started"), tuple(failed),
+        )  # fmt: skip
 
     def text(self) -> str:
         w = self.window
+        when = utc(self.started, w["t0"])
+        t0 = f"T0 {w['t0']:.2f} s" + (f" = {when}" if when else "")
+        failed = ", ".join(f"{error} x{n}" for error, n in self.failed)
         return (
             f"{self.stream['stream']}: apiserver {w['host']} still got requests "
             f"{self.value:.2f} s {bound(self.lo, self.hi)} after its /readyz went false "
-            f"(T0 {w['t0']:.2f} s)"
+            f"({t0}, delay {w['delay']:g} s"
+            + (f"; failed in its window: {failed}" if failed else "")
+            + f"; {link(window_anchor(self.number))})"
         )
 
 
@@ -100,9 +116,9 @@ def judge_budgets(summary: SummaryDocument, profile: Platform | None) -> list[Ve
 
 
 def _reactions(summary: SummaryDocument, key: Key) -> Iterator[Reaction]:
-    for window in summary["windows"]:
+    for number, window in enumerate(summary["windows"], 1):
         for ws in window["streams"]:
-            if entry_key(ws) == key and (reaction := Reaction.of(window, ws)) is not None:
+            if entry_key(ws) == key and (reaction := Reaction.of(summary, number, ws)) is not None:
                 yield reaction
 
 
@@ -236,8 +252,26 @@ def explain(
             if entry_key(ws) == key
         )  # fmt: skip
         parts.append(f"{failures} failed inside the shutdown windows")
+        parts.append(_disruption_text(summary, key))
         lines.append("; ".join(parts))
     return lines
+
+
+def _disruption_text(summary: SummaryDocument, key: Key) -> str:
+    """The key's disruption as a client felt it and raw, with the answers with Retry-After
+    that make the difference (summed over the key's streams: one per target)."""
+    streams = [s for s in summary["streams"] if entry_key(s) == key]
+    raw = sum(s["disruption_seconds"] for s in streams)
+    felt = sum(s.get("felt_disruption_seconds", s["disruption_seconds"]) for s in streams)
+    told = [summary.get("retry_after", {}).get(s["stream"]) for s in streams]
+    answers = sum(t["answers"] for t in told if t is not None)
+    through = sum(t["succeeded"] for t in told if t is not None)
+    text = f"disruption a client felt {felt:.2f} s"
+    if answers:
+        text += f" (raw {raw:.2f} s: {answers} answers with Retry-After, {through} retried through)"
+    elif raw != felt:
+        text += f" (raw {raw:.2f} s)"
+    return text
 
 
 def _reacted(summary: SummaryDocument, key: Key) -> str:

@@ -310,7 +310,9 @@ def recommend_command(
         [
             r.platform,
             _p99(r.new),
-            _delay(r.new),
+            _delay(r.new)
+            if r.new is not None or r.prior is None
+            else f"{r.prior.delay:.0f} s (LB settings)",
             _p99(r.reused),
             _delay(r.reused),
             f"{r.today:.0f} s ({r.today_source})",
@@ -371,6 +373,14 @@ def _recommend_document(found: Sequence[Recommendation], buffer: float) -> Recom
                 "today": r.today,
                 "new": part(r.new),
                 "reused": part(r.reused),
+                "prior": None
+                if r.prior is None
+                else {
+                    "lb": r.prior.lb.value,
+                    "budget": r.prior.budget,
+                    "delay": r.prior.delay,
+                },
+                "recommended": r.delay,
                 "why": r.why,
             }
             for r in found

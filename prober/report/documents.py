@@ -58,6 +58,7 @@ class WindowEntry(TypedDict):
     t0_lo: float
     t0_hi: float
     closed_by: str
+    end_t: NotRequired[float]  # schema 2.5: when it closed
     streams: list[WindowStreamEntry]
 
 
@@ -75,6 +76,9 @@ class IntervalEntry(TypedDict):
     error: str
     detail: str
     samples: int
+    # schema 2.5: false where every failure in it was an answer with Retry-After that
+    # client-go's retries got through: no client felt it (`core.perceived.Felt`)
+    felt: NotRequired[bool]
 
 
 class RetryAfterEntry(TypedDict):
@@ -93,6 +97,9 @@ class StreamEntry(StreamFields):
     retried: NotRequired[dict[str, int]]  # reason -> requests sent again once
     stopped: NotRequired[int]  # requests the daemon's stop cut: among samples, no failure
     disruption_seconds: float
+    # schema 2.5: as a client felt it, less the intervals of answers with Retry-After that
+    # client-go's retries got through (`core.perceived.Felt`); the raw figure is above
+    felt_disruption_seconds: NotRequired[float]
     intervals: list[IntervalEntry]
 
 
@@ -103,6 +110,7 @@ class WorstEntry(KeyFields):
     reaction_lo: NotRequired[float | None]  # v2
     reaction_hi: NotRequired[float | None]  # v2
     disruption_seconds: float
+    felt_disruption_seconds: NotRequired[float]  # schema 2.5: the largest felt disruption
 
 
 class EndedEntry(TypedDict):
@@ -209,11 +217,22 @@ class RecommendationPart(TypedDict):
     delay: float
 
 
+class RecommendationPrior(TypedDict):
+    """What the platform's LB settings ask for (`core.budgets`): the slowest LB's worst case
+    to stop routing new connections, and the delay it needs."""
+
+    lb: str
+    budget: float
+    delay: float
+
+
 class PlatformRecommendation(TypedDict):
     platform: str
     today: float
     new: RecommendationPart | None
     reused: RecommendationPart | None
+    prior: RecommendationPrior | None  # None: a platform the LB table does not know
+    recommended: float | None  # new's delay, or the prior's while the history is thin
     why: str
 
 

@@ -2,15 +2,17 @@
 `bq load --source_format=NEWLINE_DELIMITED_JSON` takes with `deploy/warehouse/rows.schema.json`.
 
 One table, three kinds of row (`row_type`), each carrying the run's labels:
-- `stream`: one per run x stream: its samples and disruption seconds, and how many shutdown
-  windows the run saw (a run with none contributes no reaction to the history);
+- `stream`: one per run x stream: its samples and disruption seconds (raw, and as a client
+  felt them), and how many shutdown windows the run saw (a run with none contributes no
+  reaction to the history);
 - `shutdown`: one per run x apiserver shutdown x stream: the reaction with its bound and what
   set it, late requests, failures, the window's T0 with its bound;
-- `interval`: one per disruption interval, with its edges' bounds.
+- `interval`: one per disruption interval, with its edges' bounds and whether a client felt it.
 `deploy/warehouse/thresholds.sql` turns them into the same percentiles `prober thresholds`
 computes from the summaries (`tests/report/test_warehouse.py` holds the two equal).
 
-Field names are stable; a change to any is a new `schema_version`.
+Field names are stable; a change to any is a new `schema_version`. A field added is no change:
+a summary written before it has none, and its rows carry null there.
 """
 
 from __future__ import annotations
@@ -81,7 +83,9 @@ def _rows(path: Path, doc: Mapping[str, object], run: Row) -> Iterator[Row]:
         yield {**run, **_stream_fields(path, stream, where), "row_type": "stream",
                "samples": _get(path, stream, "samples", where, int),
                "disruption_seconds": _get(path, stream, "disruption_seconds", where, float),
-               "windows": len(windows)}  # fmt: skip
+               "windows": len(windows),
+               "felt_disruption_seconds": _get(path, stream, "felt_disruption_seconds", where,
+                                               float, optional=True)}  # fmt: skip
     for w, window in enumerate(windows):
         yield from _shutdown_rows(path, run, window, f"windows[{w}]")
     for i, entry in enumerate(_list(path, doc, "streams")):
@@ -162,6 +166,7 @@ def _interval_fields(path: Path, entry: object, where: str) -> Row:
     row["error"] = _get(path, entry, "error", where, str)
     row["detail"] = _get(path, entry, "detail", where, str)
     row["interval_samples"] = _get(path, entry, "samples", where, int)
+    row["felt"] = _get(path, entry, "felt", where, bool, optional=True)
     return row
 
 
@@ -191,7 +196,8 @@ def _get(
     if value is None and optional:
         return None
     if isinstance(value, bool):
-        pass
+        if kind is bool:
+            return value
     elif kind is float and isinstance(value, int | float):
         if math.isfinite(value):
             return float(value)
@@ -201,4 +207,10 @@ def _get(
     raise BadInput(f"{path}: {field}: expected {_NAMES[kind]}, got {value!r:.40}")
 
 
-_NAMES = {int: "a whole number", float: "a number", str: "a string", list: "a list"}
+_NAMES = {
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    bool: "true or false",
+}

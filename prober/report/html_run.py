@@ -14,9 +14,10 @@ from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
 from prober.core.watch import WATCH
 from prober.report.age_verdicts import age_statuses
+from prober.report.anchors import interval_anchor, window_anchor
 from prober.report.budget_verdicts import is_budget_test
 from prober.report.connection_ages import ages_html
-from prober.report.documents import SummaryDocument
+from prober.report.documents import SummaryDocument, WorstEntry
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
 from prober.report.run_verdict import abrupt_text
@@ -113,7 +114,7 @@ def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str
         reaction = bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"])
         cells.append(f'<td class="num">{reaction}</td>')
         cells += [_verdict_cells(routing), _verdict_cells(budget)]
-        cells.append(f'<td class="num">{seconds(worst["disruption_seconds"])}</td>')
+        cells.append(f'<td class="num">{_disruption(worst)}</td>')
         cells += [_verdict_cells(available)]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     head = (
@@ -121,11 +122,18 @@ def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str
         "<th>worst reaction [where it truly lies]</th>"
         "<th>should stop routing before the apiserver stops serving</th>"
         "<th>within its health-check budget, covered by the delay</th>"
-        "<th>disruption</th><th>should be available throughout</th></tr>"
+        "<th>disruption a client felt</th><th>should be available throughout</th></tr>"
     )
     explained = "".join(f"<li>{esc(line)}</li>" for line in summary.get("explained", []))
     told = f'<ul class="explained">{explained}</ul>' if explained else ""
     return f"<table>{head}{''.join(rows)}</table>{told}"
+
+
+def _disruption(worst: WorstEntry) -> str:
+    """The largest disruption a client felt, with the raw figure where they differ."""
+    raw = worst["disruption_seconds"]
+    felt = worst.get("felt_disruption_seconds", raw)
+    return seconds(felt) + ("" if felt == raw else f" (raw {seconds(raw)})")
 
 
 def _verdict_cells(verdicts: Sequence[Verdict]) -> str:
@@ -144,7 +152,8 @@ def _windows_table(replay: Replay, colours: dict[str, str]) -> str:
         late = sum(ws.late for ws in w.streams)
         failures = sum(ws.failures for ws in w.streams)
         rows.append(
-            f'<tr><td><span style="color:{colours[w.host]}">■</span> {number}</td>'
+            f'<tr id="{window_anchor(number)}">'
+            f'<td><span style="color:{colours[w.host]}">■</span> {number}</td>'
             f"<td>{esc(w.host)}</td><td>{esc(w.node or '-')}</td>"
             f'<td class="num">{w.t0:.2f} s</td>'
             f'<td class="num">± {(w.t0_hi - w.t0_lo) / 2:.2f} s</td>'
@@ -284,18 +293,26 @@ def _bound_by(ws: WindowStream) -> str:
 def _intervals_table(replay: Replay) -> str:
     if not replay.intervals:
         return "<p>No request failed during the run.</p>"
+    forgiven = {f.interval for f in replay.felt if f.forgiven}
+    numbers: dict[str, int] = {}
+    anchors = {}
+    for i in replay.intervals:  # each stream's own order, as the summary lists them
+        numbers[i.stream] = numbers.get(i.stream, 0) + 1
+        anchors[id(i)] = interval_anchor(i.stream, numbers[i.stream])
     rows = [
-        f"<tr><td>{esc(i.stream)}</td><td>{esc(i.error)}</td>"
+        f'<tr id="{anchors[id(i)]}"><td>{esc(i.stream)}</td><td>{esc(i.error)}</td>'
         f'<td class="num">{i.start_t:.2f} s {bound(i.start_lo, i.start_hi)}</td>'
         f'<td class="num">{i.end_t:.2f} s {bound(i.end_lo, i.end_hi)}</td>'
         f'<td class="num">{_length(i)}</td><td class="num">{i.samples}</td>'
+        f"<td>{'no: retried through' if i in forgiven else 'yes'}</td>"
         f"<td>{esc(i.detail)}</td></tr>"
         for i in sorted(replay.intervals, key=lambda i: (i.start_t, i.stream))
     ]
     head = (
         "<tr><th>stream</th><th>error</th><th>from [where it truly began]</th>"
         "<th>to [where it truly ended]</th><th>length [bound]</th>"
-        "<th>failed requests</th><th>detail</th></tr>"
+        "<th>failed requests</th><th>felt by a client (client-go's retries)</th>"
+        "<th>detail</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
 

@@ -78,6 +78,8 @@ SCHEMA: Final[Mapping[str, AutodlType]] = {
     "error": "string",
     "detail": "string",
     "interval_samples": "int64",
+    "felt_disruption_seconds": "float64",
+    "felt": "bool",
 }
 
 

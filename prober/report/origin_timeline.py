@@ -86,12 +86,18 @@ def disruption_interval(row: Row) -> Interval:
     for name in ("start_lo", "start_hi", "end_lo", "end_hi"):
         if row[name] is not None:  # None: unbounded on that side
             annotations[name.replace("_", "-")] = rfc3339(_moment(row, row[name]))
+    # Raw, as origin counts it, whatever a client felt; the annotation says which it was
+    # (absent for a summary before it was kept).
+    if row.get("felt") is not None:
+        annotations["client-felt"] = "true" if row["felt"] else "false"
     # The client's words, where they say more than the error class.
     detail = f": {row['detail']}" if row["detail"] not in ("", row["error"]) else ""
     human = (
         f"{old_locator(keys)} stopped responding to GET requests over {stream.connection} "
         f"connections: {row['error']}{detail} ({_ms(row['seconds'])}, "
-        f"{row['interval_samples']} failed requests)"
+        f"{row['interval_samples']} failed requests"
+        + ("; client-go's retries of every answer got through" if row.get("felt") is False else "")
+        + ")"
     )
     return interval(
         "Error", SOURCE_DISRUPTION, {"type": LOCATOR_DISRUPTION, "keys": keys},

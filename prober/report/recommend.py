@@ -8,6 +8,11 @@ same rule to the measured history: worst late arrival = the P99 of the reaction 
 platform's LBs and protocols, taken separately for new and for reused connections, plus a
 buffer (10 s, as GCP's), rounded up to 5 s. Only usable history (enough runs) counts.
 
+While the history is thin (no usable key for a platform), the platform's own LB settings are
+the prior (`core.budgets`): the slowest LB's worst case to stop routing new connections stands
+in for the worst late arrival, and the recommendation says so. Once history is usable it
+decides, and a P99 over that worst case is named: an LB slower than its settings promise.
+
 New connections measure the LB itself: each is routed afresh, so their reaction is how long the
 LB took to stop choosing the apiserver; that is the delay's job. Reused connections stay on the
 apiserver they were opened to whatever the LB decides, until the apiserver closes them (HTTP/2
@@ -20,13 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from prober.core.models import Connection
+from prober.core.budgets import DEFAULT_SHUTDOWN_DELAY, PLATFORMS
+from prober.core.models import LB, Connection
 from prober.core.phase import LATE_FRACTION
+from prober.report.budget_verdicts import budget_of
 from prober.report.thresholds import ALL_PLATFORMS, Entry, Thresholds
 
-# Reference section 3 (cluster-kube-apiserver-operator), seconds.
-TODAY = {"aws": 129.0, "gcp": 95.0}
-TODAY_DEFAULT = 70.0
 DEFAULT_BUFFER = 10.0
 STEP = 5.0
 
@@ -40,6 +44,17 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
+class Prior:
+    """The recommendation from the platform's LB settings: what stands in while the history
+    is thin. `budget` is the slowest LB's worst case to stop routing new connections."""
+
+    lb: LB
+    budget: float
+    how: str  # the settings that give it, in words
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
 class Recommendation:
     platform: str
     today: float
@@ -47,6 +62,14 @@ class Recommendation:
     new: Part | None
     reused: Part | None
     why: str
+    prior: Prior | None = None  # None: a platform the LB table does not know
+
+    @property
+    def delay(self) -> float | None:
+        """What is recommended: the history's, or the prior's while the history is thin."""
+        if self.new is not None:
+            return self.new.delay
+        return None if self.prior is None else self.prior.delay
 
 
 def delay_for(worst_late: float, buffer: float = DEFAULT_BUFFER) -> float:
@@ -55,9 +78,22 @@ def delay_for(worst_late: float, buffer: float = DEFAULT_BUFFER) -> float:
 
 
 def today(platform: str) -> tuple[float, str]:
-    if platform in TODAY:
-        return TODAY[platform], f"OpenShift's {platform.upper()} value"
-    return TODAY_DEFAULT, "OpenShift's default"
+    """OpenShift's shutdown delay for the platform (cluster-kube-apiserver-operator)."""
+    known = PLATFORMS.get(platform)
+    if known is None or known.shutdown_delay == DEFAULT_SHUTDOWN_DELAY:
+        return DEFAULT_SHUTDOWN_DELAY, "OpenShift's default"
+    return known.shutdown_delay, f"OpenShift's {platform.upper()} value"
+
+
+def prior(platform: str, buffer: float = DEFAULT_BUFFER) -> Prior | None:
+    """What the platform's LB settings ask for: the slowest LB's worst case to stop routing
+    new connections, as the worst late arrival; None for a platform the table lacks."""
+    known = PLATFORMS.get(platform)
+    if known is None:
+        return None
+    budgets = [(*budget_of(known, p.lb, Connection.NEW), p.lb) for p in known.lbs]
+    budget, how, lb = max(budgets, key=lambda b: b[0])
+    return Prior(lb, budget, how, delay_for(budget, buffer))
 
 
 def recommend(thresholds: Thresholds, buffer: float = DEFAULT_BUFFER) -> list[Recommendation]:
@@ -69,8 +105,13 @@ def recommend(thresholds: Thresholds, buffer: float = DEFAULT_BUFFER) -> list[Re
         parts = {c: _part(thresholds, platform, c, buffer) for c in Connection}
         current, source = today(platform)
         new, reused = parts[Connection.NEW], parts[Connection.REUSED]
-        why = _why(thresholds, platform, current, new, reused)
-        out.append(Recommendation(platform, current, source, new, reused, why))
+        settings = prior(platform, buffer)
+        why = (
+            _thin(thresholds, platform, settings)
+            if new is None
+            else _why(current, new, reused, settings)
+        )
+        out.append(Recommendation(platform, current, source, new, reused, why, settings))
     return out
 
 
@@ -91,14 +132,19 @@ def _part(
     return Part(worst, delay_for(worst.p99, buffer))
 
 
-def _why(
-    thresholds: Thresholds, platform: str, current: float, new: Part | None, reused: Part | None
-) -> str:
-    if new is None:
-        runs = max((e.runs for e in thresholds.entries if e.platform == platform), default=0)
-        return (
-            f"not enough history: at most {runs} runs per key, fewer than the thresholds' minimum"
-        )
+def _thin(thresholds: Thresholds, platform: str, settings: Prior | None) -> str:
+    runs = max((e.runs for e in thresholds.entries if e.platform == platform), default=0)
+    thin = f"not enough history: at most {runs} runs per key, fewer than the thresholds' minimum"
+    if settings is None:
+        return f"{thin}; no LB settings known for {platform!r} to stand in"
+    return (
+        f"{thin}; from the LB settings instead, until the history is usable: the slowest "
+        f"LB, {settings.lb}, stops routing to a not-ready apiserver within "
+        f"{settings.budget:g} s at worst ({settings.how}), which needs {settings.delay:.0f} s"
+    )
+
+
+def _why(current: float, new: Part, reused: Part | None, settings: Prior | None) -> str:
     e = new.entry
     worst = f"P99 new-connection reaction {e.p99:.1f} s ({e.lb} {e.protocol}, {e.runs} runs)"
     if new.delay < current:
@@ -114,6 +160,11 @@ def _why(
         )
     else:
         why = f"{worst}: today's value is what the data asks for"
+    if settings is not None and e.p99 > settings.budget:
+        why += (
+            f"; over the {settings.budget:g} s its LB settings promise at worst ({settings.lb}):"
+            " an LB is slower than its health checks say"
+        )
     if reused is not None and reused.delay > new.delay:
         why += (
             f"; reused connections stay on the old apiserver longer (P99 {reused.entry.p99:.1f} s"

@@ -32,7 +32,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
-from prober.core.perceived import Retried
+from prober.core.perceived import Felt, Retried
 from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
@@ -53,6 +53,9 @@ class Replay:
     # How client-go's retries of each `Retry-After` answer ended (`core.perceived`); empty
     # for a log without samples.
     retries: tuple[Retried, ...] = ()
+    # What a client felt of each interval (`core.perceived.Felt`), in the order decided;
+    # empty for a log without samples, whose intervals are then all felt.
+    felt: tuple[Felt, ...] = ()
     # Failures, late answers and resends by the phase their connection was opened in
     # (`core.connection_age`); a log without samples has the daemon's, if it stopped cleanly.
     ages: ConnectionAges | None = None
@@ -77,6 +80,7 @@ def replay(log: RunLog) -> Replay:
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []
+    felt: list[Felt] = []
     for sample in log.samples:
         for event in trackers.feed(sample):
             if isinstance(event, Interval):
@@ -85,9 +89,12 @@ def replay(log: RunLog) -> Replay:
                 windows.append(event)
             elif isinstance(event, Retried):
                 retries.append(event)
+            elif isinstance(event, Felt):
+                felt.append(event)
     end_t, end_ts = run_end(log)
     closed = trackers.close(end_t, end_ts)
     retries += [r for r in closed if isinstance(r, Retried)]
+    felt += [r for r in closed if isinstance(r, Felt)]
     ages = next(r for r in closed if isinstance(r, ConnectionAges))
     closed_intervals = [r for r in closed if isinstance(r, Interval)]
     closed_windows = [r for r in closed if isinstance(r, Window)]
@@ -107,6 +114,7 @@ def replay(log: RunLog) -> Replay:
         warnings=tuple(warnings),
         others=_others(log),
         retries=tuple(retries),
+        felt=tuple(felt),
         ages=ages,
     )
 

@@ -62,7 +62,6 @@ from prober.core import strictjson
 from prober.core.models import (
     LB,
     Connection,
-    ErrorClass,
     Interval,
     LogRecord,
     Protocol,
@@ -117,6 +116,8 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     seconds: dict[str, float] = defaultdict(float)
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
+    felt = felt_seconds(result)
+    forgiven = {f.interval for f in result.felt if f.forgiven}
     stream_entries: list[StreamEntry] = [
         {
             **_ids(s),
@@ -124,7 +125,10 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
             "retried": dict(sorted(retried[s.name].items())),
             "stopped": stopped[s.name],
             "disruption_seconds": seconds[s.name],
-            "intervals": [_interval(i) for i in result.intervals if i.stream == s.name],
+            "felt_disruption_seconds": felt[s.name],
+            "intervals": [
+                _interval(i, i not in forgiven) for i in result.intervals if i.stream == s.name
+            ],
         }
         for s in streams
     ]
@@ -136,7 +140,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "platform": platform,
         "windows": windows,
         "streams": stream_entries,
-        "worst": worst_entries(streams, windows, seconds),
+        "worst": worst_entries(streams, windows, seconds, felt),
     }
     watched = result.of_kind(WATCH)
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
@@ -145,8 +149,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     for retry in result.retries:
         told[retry.sample.stream].append(retry)
     summary["retry_after"] = {
-        name: retry_after_entry(told[name], [i for i in result.intervals if i.stream == name])
-        for name in sorted(told)
+        name: retry_after_entry(told[name], felt[name]) for name in sorted(told)
     }
     ages = ages_section(result.ages, len(result.windows))
     if ages is not None:
@@ -155,28 +158,29 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     return micro_floats(summary), warnings
 
 
-def retry_after_entry(told: Sequence[Retried], intervals: Sequence[Interval]) -> RetryAfterEntry:
-    """One stream's answers with Retry-After (`told`), and its disruption as a client felt
-    it: less each interval of such answers that every retry got through. An interval has
-    one class, so no other failure hides in one of them."""
+def felt_seconds(result: Replay) -> defaultdict[str, float]:
+    """Per stream, the disruption a client felt: the raw seconds less each interval whose
+    every failure was an answer with Retry-After that client-go's retries got through."""
+    felt: defaultdict[str, float] = defaultdict(float)
+    for interval in result.intervals:
+        felt[interval.stream] += interval.seconds
+    for decided in result.felt:
+        if decided.forgiven:
+            felt[decided.interval.stream] -= decided.interval.seconds
+    return felt
+
+
+def retry_after_entry(told: Sequence[Retried], felt: float) -> RetryAfterEntry:
+    """One stream's answers with Retry-After (`told`), and its disruption as a client felt it
+    (`felt_seconds`)."""
     ended = [r for r in told if r.by is not None]
-    through = {r.sample.audit_id for r in ended if not r.felt}
-    unfelt = 0.0
-    for interval in intervals:
-        inside = [r for r in told if interval.start_t <= r.sample.t < interval.end_t]
-        if (
-            interval.error is ErrorClass.RETRY_AFTER
-            and inside
-            and all(r.sample.audit_id in through for r in inside)
-        ):
-            unfelt += interval.seconds
     return {
         "answers": len(told),
-        "succeeded": len(through),
+        "succeeded": sum(not r.felt for r in ended),
         "felt": sum(r.felt for r in ended),
         "unresolved": len(told) - len(ended),
         "max_waited": round(max((r.waited for r in ended), default=0.0), 6),
-        "felt_disruption_seconds": round(sum(i.seconds for i in intervals) - unfelt, 6),
+        "felt_disruption_seconds": round(felt, 6),
     }
 
 
@@ -201,7 +205,7 @@ _INTERVAL_FIELDS = (
     "start_t", "end_t", "start_lo", "start_hi", "end_lo", "end_hi", "start_ts", "end_ts",
     "error", "detail", "samples",
 )  # fmt: skip
-_WINDOW_FIELDS = ("host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by")
+_WINDOW_FIELDS = ("host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by", "end_t")
 _WINDOW_STREAM_FIELDS = (
     "late", "max_elapsed", "reaction", "reaction_lo", "reaction_hi", "bound_by", "failures",
 )  # fmt: skip
@@ -212,8 +216,8 @@ def _copied(record: object, names: tuple[str, ...]) -> dict[str, Any]:
     return {k: v.value if isinstance(v, Enum) else v for k, v in values.items()}
 
 
-def _interval(i: Interval) -> IntervalEntry:
-    return cast(IntervalEntry, _copied(i, _INTERVAL_FIELDS))
+def _interval(i: Interval, felt: bool) -> IntervalEntry:
+    return cast(IntervalEntry, {**_copied(i, _INTERVAL_FIELDS), "felt": felt})
 
 
 def _window(w: Window) -> WindowEntry:
@@ -257,16 +261,21 @@ def _sample_counts(log: RunLog, streams: list[StreamId]) -> tuple[dict[str, int]
 
 
 def worst_entries(
-    streams: list[StreamId], windows: list[WindowEntry], seconds: dict[str, float]
+    streams: list[StreamId],
+    windows: list[WindowEntry],
+    seconds: Mapping[str, float],
+    felt: Mapping[str, float],
 ) -> list[WorstEntry]:
     # The window stream entry with the largest reaction per key: its bound goes with it.
     # Strictly larger replaces, so a tie keeps the first, as the routing verdict does.
     reaction: dict[Key, tuple[float, WindowStreamEntry] | None] = {}
     disruption: dict[Key, float] = {}
+    felt_most: dict[Key, float] = {}
     for s in streams:
         key = s.key
         reaction.setdefault(key, None)
         disruption[key] = max(disruption.get(key, 0.0), seconds[s.name])
+        felt_most[key] = max(felt_most.get(key, 0.0), felt[s.name])
     for window in windows:
         for ws in window["streams"]:
             key = entry_key(ws)
@@ -287,6 +296,7 @@ def worst_entries(
                 "reaction_lo": worst.get("reaction_lo") if worst else None,
                 "reaction_hi": worst.get("reaction_hi") if worst else None,
                 "disruption_seconds": disruption.get(key, 0.0),
+                "felt_disruption_seconds": felt_most.get(key, 0.0),
             }
         )
     return out

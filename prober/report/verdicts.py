@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from prober.core.models import LB, Protocol, StreamId
+from prober.report.anchors import interval_anchor, link, utc, window_anchor
 from prober.report.documents import (
     IntervalEntry,
     Metric,
+    RetryAfterEntry,
     StreamEntry,
     SummaryDocument,
     WindowEntry,
@@ -94,15 +96,18 @@ def judge(
     keys = [entry_key(w) for w in summary["worst"]]
     verdicts = [_routing(summary, key, lookup(key, "reaction")) for key in keys]
     per_key = Counter(entry_key(s) for s in summary["streams"])
+    told = summary.get("retry_after", {})
     for stream in summary["streams"]:
         key = entry_key(stream)
         target = StreamId.parse(stream["stream"]).target if per_key[key] > 1 else None
-        verdicts.append(_availability(stream, key, target, lookup(key, "disruption")))
+        history = lookup(key, "disruption")
+        verdicts.append(_availability(stream, key, target, history, told.get(stream["stream"])))
     return verdicts
 
 
-# The window stream with the worst reaction seen so far, its reaction first.
-Worst = tuple[float, WindowEntry, WindowStreamEntry]
+# The window stream with the worst reaction seen so far, its reaction first, then its window
+# and that window's number (from 1, `anchors.window_anchor`).
+Worst = tuple[float, WindowEntry, WindowStreamEntry, int]
 
 
 def _apiserver(window: WindowEntry) -> str:
@@ -118,19 +123,16 @@ def _routing(summary: SummaryDocument, key: Key, history: Lookup) -> Verdict:
         return Verdict(name, key, stream_name, Status.SKIPPED, LOCALHOST_REASON)
     failed: list[str] = []
     worst: Worst | None = None
-    for window in summary["windows"]:
+    for number, window in enumerate(summary["windows"], 1):
         for ws in window["streams"]:
             if entry_key(ws) != key:
                 continue
             if ws["failures"]:
-                failed.append(
-                    f"{ws['stream']}: {ws['failures']} requests failed inside the shutdown window "
-                    f"of {_apiserver(window)}, T0 at {window['t0']:.2f} s"
-                )
+                failed.append(_failed_text(summary, number, ws))
             reaction = ws["reaction"]
             if reaction is not None and (worst is None or reaction > worst[0]):
-                worst = (reaction, window, ws)
-    late = _late_text(worst)
+                worst = (reaction, window, ws, number)
+    late = _late_text(worst, summary.get("started"))
     if not summary["windows"]:
         return Verdict(
             name, key, stream_name, Status.SKIPPED, "no kube-apiserver shut down during the run"
@@ -151,18 +153,48 @@ def _routing(summary: SummaryDocument, key: Key, history: Lookup) -> Verdict:
     return Verdict(name, key, stream_name, Status.PASSED, message, (), observed, allowed)
 
 
-def _late_text(worst: Worst | None) -> str:
+def failures_in(summary: SummaryDocument, window: WindowEntry, stream: str) -> Counter[str]:
+    """The stream's failed requests by class in the intervals that began inside the window
+    (from T0's lower bound to its close; to the run's end in a summary without it)."""
+    end = window.get("end_t", float("inf"))
+    failed: Counter[str] = Counter()
+    for entry in summary["streams"]:
+        if entry["stream"] != stream:
+            continue
+        for i in entry["intervals"]:
+            if window["t0_lo"] <= i["start_t"] <= end:
+                failed[i["error"]] += i["samples"]
+    return failed
+
+
+def _failed_text(summary: SummaryDocument, number: int, ws: WindowStreamEntry) -> str:
+    """Failures inside a window, as a reader acts on them: by class, when, where to look."""
+    window = summary["windows"][number - 1]
+    when = utc(summary.get("started"), window["t0"])
+    classes = failures_in(summary, window, ws["stream"]).most_common()
+    said = ", ".join(f"{error} x{n}" for error, n in classes)
+    return (
+        f"{ws['stream']}: {ws['failures']} requests failed inside the shutdown window "
+        f"of {_apiserver(window)}" + (f" ({said})" if said else "")
+        + f", T0 at {window['t0']:.2f} s" + (f" = {when}" if when else "")
+        + f" ({link(window_anchor(number))})"
+    )  # fmt: skip
+
+
+def _late_text(worst: Worst | None, started: str | None) -> str:
     if worst is None:
         return "no request reached a shutting-down apiserver after its /readyz went false"
-    reaction, window, ws = worst
+    reaction, window, ws, number = worst
+    when = utc(started, window["t0"])
     spread = (window["t0_hi"] - window["t0_lo"]) / 2
     sampled = ""
     if "reaction_lo" in ws:  # a v1 summary has no bound to state
         sampled = within(ws["reaction_lo"], ws["reaction_hi"]) + "; "
     return (
         f"{ws['stream']}: {_apiserver(window)} still got requests {reaction:.2f} s after its "
-        f"/readyz went false ({sampled}T0 {window['t0']:.2f} s ± {spread:.2f} s, "
-        f"{ws['late']} late)"
+        f"/readyz went false ({sampled}T0 {window['t0']:.2f} s ± {spread:.2f} s"
+        + (f" = {when}" if when else "")
+        + f", {ws['late']} late; {link(window_anchor(number))})"
     )
 
 
@@ -187,26 +219,54 @@ def within(lo: float | None, hi: float | None) -> str:
     return "no bound from the sampling"
 
 
-def _availability(stream: StreamEntry, key: Key, target: str | None, history: Lookup) -> Verdict:
+def _availability(
+    stream: StreamEntry,
+    key: Key,
+    target: str | None,
+    history: Lookup,
+    retried: RetryAfterEntry | None = None,
+) -> Verdict:
+    """Judged on the disruption a client felt (`felt_disruption_seconds`, schema 2.5; the
+    raw figure in a summary before it): client-go waits out an answer with Retry-After and
+    tries again, so where a try got through, no client failed."""
     name, stream_name = _name(AVAILABLE, key, target), stream["stream"]
-    seconds = stream["disruption_seconds"]
+    raw = stream["disruption_seconds"]
     intervals = stream["intervals"]
-    errors = Counter(i["error"] for i in intervals)
-    sampled = disruption_bound(intervals)
+    felt_intervals = [i for i in intervals if i.get("felt", True)]
+    seconds = stream.get("felt_disruption_seconds", raw)
+    errors = Counter(i["error"] for i in felt_intervals)
+    sampled = disruption_bound(felt_intervals)
     figure = f"{seconds:.2f} s" + ("" if sampled is None else f" ({within(*sampled)})")
-    what = f"{stream['stream']}: {figure} of disruption in {len(intervals)} intervals"
+    what = f"{stream['stream']}: {figure} of disruption a client felt"
+    what += f" in {len(felt_intervals)} intervals"
     if errors:
         what += " (" + ", ".join(f"{e} x{n}" for e, n in errors.most_common()) + ")"
+    if len(felt_intervals) < len(intervals) or retried is not None:
+        what += f"; {_raw_text(raw, retried)}"
     allowed = history.allowed
     if allowed is None:
         return Verdict(name, key, stream_name, Status.SKIPPED, history.source, (), seconds)
     message = f"{what}; allowed {allowed:.0f} s ({history.source})"
     if seconds > allowed:
-        details = tuple(_interval_text(i) for i in intervals)
+        numbered = [(n, i) for n, i in enumerate(intervals, 1) if i.get("felt", True)]
+        details = tuple(_interval_text(i, stream_name, n) for n, i in numbered)
         return Verdict(
             name, key, stream_name, Status.FAILED, message, (message, *details), seconds, allowed
         )
     return Verdict(name, key, stream_name, Status.PASSED, message, (), seconds, allowed)
+
+
+def _raw_text(raw: float, retried: RetryAfterEntry | None) -> str:
+    """The raw figure, as origin counts it, and the answers with Retry-After in it."""
+    text = f"raw {raw:.2f} s, as origin counts it"
+    if retried is None:
+        return text
+    answers = retried["answers"]
+    return (
+        f"{text}: {answers} {'answer' if answers == 1 else 'answers'} with Retry-After, "
+        f"{retried['succeeded']} retried through, {retried['felt']} felt, "
+        f"{retried['unresolved']} unresolved"
+    )
 
 
 def disruption_bound(intervals: Sequence[IntervalEntry]) -> tuple[float, float | None] | None:
@@ -236,7 +296,8 @@ def interval_bound(
     return lo, None if end_hi is None or start_lo is None else end_hi - start_lo
 
 
-def _interval_text(i: IntervalEntry) -> str:
+def _interval_text(i: IntervalEntry, stream: str, number: int) -> str:
+    """One interval: its class, edges with their bounds and UTC times, length, and anchor."""
     start, end = f"{i['start_t']:.2f} s", f"{i['end_t']:.2f} s"
     facts = [f"{i['end_t'] - i['start_t']:.2f} s"]
     length = disruption_bound([i])
@@ -245,6 +306,8 @@ def _interval_text(i: IntervalEntry) -> str:
         end += f" {bound(i['end_lo'], i['end_hi'])}"
         facts.append(within(*length))
     facts.append(f"{i['samples']} failed requests")
+    facts.append(f"{i['start_ts']} to {i['end_ts']}")
+    facts.append(link(interval_anchor(stream, number)))
     return f"{i['error']} from {start} to {end} ({', '.join(facts)}): {i['detail']}"
 
 

@@ -12,7 +12,7 @@ from prober.core.compaction import Compactor
 from prober.core.connection_age import Attributed, ConnectionAgeTracker
 from prober.core.disruption import DisruptionTracker
 from prober.core.models import ErrorClass, Sample, Window
-from prober.core.perceived import RetryFollower
+from prober.core.perceived import FeltDisruption, RetryFollower
 from prober.core.shutdown import ShutdownTracker
 from tests.factories import ok, sample
 from tests.support.synthetic import stream_ids
@@ -24,13 +24,14 @@ HOSTS = ["A", "B"]
 def replay(samples: list[Sample], compactor: Compactor | None = None):
     """Feed the trackers; return their outputs and, with a compactor, what it kept."""
     disruption, shutdown = DisruptionTracker(), ShutdownTracker(grace=5.0)
-    retries, ages = RetryFollower(), ConnectionAgeTracker()
+    retries, felt, ages = RetryFollower(), FeltDisruption(), ConnectionAgeTracker()
     for stream in STREAMS:
         shutdown.add_stream(stream)
     outputs, kept = [], []
     for s in samples:
         windows = shutdown.feed(s)
         events = [*disruption.feed(s), *windows, *retries.feed(s)]
+        events += felt.feed(s, events)
         for window in windows:
             if isinstance(window, Window):
                 ages.closed(window)
@@ -38,11 +39,11 @@ def replay(samples: list[Sample], compactor: Compactor | None = None):
         outputs += [_comparable(e) for e in events]
         if compactor is not None:
             kept += compactor.select(s, events, shutdown.open_hosts)
-    outputs += disruption.close(1000.0, "end")
-    for window in shutdown.close(1000.0):
+    intervals, windows = disruption.close(1000.0, "end"), shutdown.close(1000.0)
+    for window in windows:
         ages.closed(window)
-        outputs.append(window)
-    outputs += retries.close(1000.0)
+    closed = [*intervals, *windows, *retries.close(1000.0)]
+    outputs += closed + felt.take(closed)
     outputs.append(ages.close(1000.0))
     return outputs, kept, shutdown.stragglers
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from prober.core.clientgo import retry_after_detail, retry_after_value
-from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample, StreamId
-from prober.core.perceived import RetryFollower, wait_of
+from prober.core.models import LB, Connection, ErrorClass, Interval, Protocol, Sample, StreamId
+from prober.core.perceived import Felt, RetryFollower, wait_of
+from prober.core.trackers import Trackers
 from tests.factories import STREAM, sample
 
 KEPT = StreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, Connection.REUSED)
@@ -119,3 +120,67 @@ def test_the_wait_is_read_back_from_the_detail_the_probe_wrote(
 def test_no_other_class_waits() -> None:
     assert wait_of(sample(0.0, error=ErrorClass.HTTP_5XX, status=503, detail="HTTP 503")) is None
     assert wait_of(ok(0.0)) is None
+
+
+# What a client felt of each interval (`FeltDisruption`, through the trackers' own wiring):
+# the sequence, then per closed interval (start, end, forgiven, answers retried through).
+FELT_CASES = {
+    "every answer retried through: none of it felt": (
+        [told(0.0), told(0.2), ok(0.4), ok(1.3)],
+        [(0.0, 0.4, True, 2)],
+    ),
+    # The interval closes at 0.4, before any retry ends: it waits for them to be decided.
+    # The refused request stands in for the first answer's retry, the success for the second's.
+    "an answer whose retries failed: all of it felt": (
+        [told(0.0), told(0.2), ok(0.4), sample(1.1, error=REFUSED), ok(1.3)],
+        [(0.0, 0.4, False, 1), (1.1, 1.3, False, 0)],
+    ),
+    "a failure of another class joined it: felt": (
+        [told(0.0), told(0.5), sample(0.2, error=REFUSED), ok(0.6), ok(2.0)],
+        [(0.0, 0.6, False, 2)],
+    ),
+    "a wait client-go cannot read is no retry: felt": (
+        [told(0.0, "soon"), ok(0.4), ok(2.0)],
+        [(0.0, 0.4, False, 0)],
+    ),
+    "the run ends before the retry would go: felt": (
+        [told(0.0, "5"), ok(0.4)],
+        [(0.0, 0.4, False, 0)],
+    ),
+    "any other interval is felt whole, at once": (
+        [sample(0.0, error=REFUSED), ok(0.4)],
+        [(0.0, 0.4, False, 0)],
+    ),
+    # A retry that succeeds only after being told again is still a success for the client.
+    "told again by the stand-in, then through": (
+        [told(0.0), ok(0.3), told(1.0), ok(1.2), ok(2.0)],
+        [(0.0, 0.3, True, 1), (1.0, 1.2, True, 1)],
+    ),
+}
+
+
+@pytest.mark.parametrize(("samples", "intervals"), FELT_CASES.values(), ids=FELT_CASES.keys())
+def test_what_a_client_felt_of_each_interval(
+    samples: list[Sample], intervals: list[tuple[float, float, bool, int]]
+) -> None:
+    trackers = Trackers([STREAM])
+    events = [e for s in samples for e in trackers.feed(s)]
+    events += trackers.close(10.0, "2026-11-30T00:00:10.000000Z")
+    felt = [e for e in events if isinstance(e, Felt)]
+    got = [(f.interval.start_t, f.interval.end_t, f.forgiven, f.retried_through) for f in felt]
+    assert got == intervals
+    raw = sum(e.seconds for e in events if isinstance(e, Interval))
+    assert sum(f.seconds for f in felt) == pytest.approx(
+        raw - sum(f.interval.seconds for f in felt if f.forgiven)
+    )
+
+
+def test_an_interval_is_decided_once_the_last_retry_inside_it_ends() -> None:
+    trackers = Trackers([STREAM])
+    assert not [
+        e for s in (told(0.0, "2"), ok(0.4)) for e in trackers.feed(s) if isinstance(e, Felt)
+    ]
+    assert not [e for e in trackers.feed(ok(1.0)) if isinstance(e, Felt)]  # before the wait
+    (decided,) = [e for e in trackers.feed(ok(2.1)) if isinstance(e, Felt)]
+    assert decided.forgiven
+    assert decided.seconds == 0.0

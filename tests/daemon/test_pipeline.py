@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from prober.common.statusserver import StatusServer
+from prober.core.clientgo import retry_after_detail
 from prober.core.connection_age import ConnectionAges
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
@@ -106,6 +107,30 @@ def test_metrics_count_what_the_trackers_saw(tmp_path: Path) -> None:
 
 def pipeline_windows(tmp_path: Path) -> list[Window]:
     return read_log(tmp_path / "events.jsonl").of(Window)
+
+
+def test_the_felt_disruption_leaves_out_what_client_gos_retries_got_through(
+    tmp_path: Path,
+) -> None:
+    # A 429 told the client to wait 1 s; the next fresh request of that LB and protocol,
+    # sent after the wait, succeeded: raw disruption 0.5 s, none felt. A refused request
+    # afterwards is felt whole.
+    told = retry_after_detail(429, "1")
+    samples = [
+        sample(0.0, error=ErrorClass.RETRY_AFTER, status=429, detail=told),
+        ok(0.5),
+        ok(1.2),
+        fail(2.0),
+        ok(2.25),
+    ]
+    registry, _, _, _ = run_pipeline(tmp_path, samples, end=5.0)
+    new = {"lb": "internal-lb", "protocol": "http2", "connection": "new"}
+    assert value(registry, "prober_disruption_seconds_total", **new) == 0.75
+    assert value(registry, "prober_felt_disruption_seconds_total", **new) == 0.25
+    assert value(registry, "prober_retry_after_answers_total", **new, outcome="succeeded") == 1
+    assert value(registry, "prober_retry_after_answers_total", **new, outcome="felt") is None
+    reused = {"lb": "external-lb", "protocol": "http1", "connection": "reused"}
+    assert value(registry, "prober_felt_disruption_seconds_total", **reused) == 0.0
 
 
 def test_the_event_log_replays_to_the_same_intervals_and_windows(tmp_path: Path) -> None:

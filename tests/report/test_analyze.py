@@ -13,6 +13,7 @@ from junitparser import Failure, JUnitXml, Skipped
 
 from prober.cli import main
 from prober.core.clientgo import retry_after_detail
+from prober.core.durations import parse_go_duration
 from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
@@ -136,6 +137,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "t0_lo",
         "t0_hi",
         "closed_by",
+        "end_t",
         "streams",
     ]
     assert list(doc["windows"][0]["streams"][0]) == [
@@ -160,6 +162,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "retried",
         "stopped",
         "disruption_seconds",
+        "felt_disruption_seconds",
         "intervals",
     ]
     assert list(doc["worst"][0]) == [
@@ -170,6 +173,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "reaction_lo",
         "reaction_hi",
         "disruption_seconds",
+        "felt_disruption_seconds",
     ]
     failing = next(s for s in doc["streams"] if s["intervals"])
     assert list(failing["intervals"][0]) == [
@@ -184,6 +188,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "error",
         "detail",
         "samples",
+        "felt",
     ]
     # The types name exactly what is written: their v2 keys are NotRequired (a v1 summary
     # lacks them), so only this tells that the writer forgot none.
@@ -237,7 +242,8 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     found = re.fullmatch(
         r"kube-api-http1-internal-lb-reused-connections: apiserver (apiserver-\w+) "
         r"\(node master-\d\) still got requests 11\.79 s after its /readyz went false "
-        r"\((.*); T0 \d+\.99 s ± 0\.03 s, 48 late\); allowed 5 s \(P99 of 100 aws runs\)",
+        r"\((.*); T0 \d+\.99 s ± 0\.03 s = 2026-11-30T10:0\d:\d\d\.990000Z, 48 late; "
+        r"report\.html#window-\d\); allowed 5 s \(P99 of 100 aws runs\)",
         message,
     )
     assert found is not None
@@ -262,14 +268,16 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     assert outcome(AVAILABLE.format("external-lb", "http1", "reused")) == ("passed", "")
     assert cases[AVAILABLE.format("external-lb", "http1", "reused")].system_out == (
         f"kube-api-http1-external-lb-reused-connections: 9.00 s ({_within(lo, hi)}) of "
-        "disruption in 3 intervals (connect_refused x3); allowed 10 s (P99 of 100 aws runs)"
+        "disruption a client felt in 3 intervals (connect_refused x3); allowed 10 s "
+        "(P99 of 100 aws runs)"
     )
     # external-lb reused: 20 s against 25 s, but 12 requests failed in each window
     kind, message = outcome(ROUTING.format("external-lb", "http2", "reused"))
     assert kind == "failed"
     assert message.startswith(
         "kube-api-http2-external-lb-reused-connections: 12 requests failed inside the shutdown "
-        "window of apiserver apiserver-aaaa (node master-0), T0 at 29.99 s (and 2 more)"
+        "window of apiserver apiserver-aaaa (node master-0) (connect_refused x12), T0 at 29.99 s "
+        "= 2026-11-30T10:00:29.990000Z (report.html#window-1) (and 2 more)"
     )
     failure_text = cases[ROUTING.format("external-lb", "http2", "reused")].result[0].text
     assert failure_text.count("requests failed inside") == 3
@@ -534,6 +542,29 @@ def test_answers_with_retry_after_are_raw_disruption_and_followed_as_client_go_w
     (stream,) = [s for s in summary["streams"] if s["stream"] == told.stream]
     assert stream["disruption_seconds"] > 0  # the raw figure, as origin counts it
     assert [i["error"] for i in stream["intervals"]] == ["retry_after"]
+    assert stream["felt_disruption_seconds"] == 0.0
+    assert [i["felt"] for i in stream["intervals"]] == [False]
+    # OpenShift CI's files: the raw figure stays the one ci-tools sums; the felt one rides
+    # beside it in the warehouse rows and the interval's annotations.
+    origin = tmp_path / "origin"
+    assert main(["origin", str(tmp_path / "out" / "summary.json"), "--out", str(origin)]) == 0
+    [backend] = origin.glob("backend-disruption_*.json")
+    entry = json.loads(backend.read_text())["BackendDisruptions"]["prober-" + told.stream]
+    assert parse_go_duration(entry["DisruptedDuration"]) == pytest.approx(
+        stream["disruption_seconds"]
+    )
+    [timeline] = origin.glob("e2e-timelines_*.json")
+    backend_name = "prober-" + told.stream
+    items = json.loads(timeline.read_text())["items"]
+    [item] = [
+        i for i in items if i["locator"]["keys"].get("backend-disruption-name") == backend_name
+    ]
+    assert item["message"]["annotations"]["client-felt"] == "false"
+    assert "client-go's retries of every answer got through" in item["message"]["humanMessage"]
+    rows = {r["row_type"]: r for f in origin.glob("*-autodl.json")
+            for r in json.loads(f.read_text())["rows"] if r["stream"] == told.stream}  # fmt: skip
+    assert rows["stream"]["felt_disruption_seconds"] == "0.0"
+    assert rows["interval"]["felt"] == "false"
 
 
 def test_retries_that_fail_are_felt_disruption(tmp_path) -> None:

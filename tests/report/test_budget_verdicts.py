@@ -73,7 +73,7 @@ NAME = (
 SAID = "budget 30 s on aws (interval 10 s, 2 unhealthy checks, timeout 10 s)"
 TEXT = (
     "kube-api-http1-external-lb-new-connections: apiserver h0 still got requests {} s {} after "
-    "its /readyz went false (T0 10.00 s)"
+    "its /readyz went false (T0 10.00 s, delay 129 s; report.html#window-1)"
 )
 
 
@@ -158,3 +158,23 @@ def test_a_run_without_a_shutdown_judges_nothing() -> None:
     summary = _summary(stream(), [])
     verdicts = judge_budgets(summary, AWS)
     assert {v.message for v in verdicts} == {"no kube-apiserver shut down during the run"}
+
+
+def test_a_failure_says_where_to_look_when_and_what_failed() -> None:
+    # A reader of junit.xml gets the UTC time of T0, the delay, the failures of that stream
+    # inside the window by class, and the report's anchor of the window.
+    summary = _summary(stream(), [(31.0, 30.2, 31.3)])
+    summary["started"] = "2026-12-05T07:00:00.000000Z"
+    summary["windows"][0]["end_t"] = 60.0
+    refused = {"start_t": 41.0, "end_t": 42.0, "error": "connect_refused", "samples": 7}
+    reset = {"start_t": 43.0, "end_t": 43.5, "error": "connection_reset", "samples": 2}
+    before = {"start_t": 5.0, "end_t": 6.0, "error": "timeout", "samples": 1}  # not in it
+    summary["streams"] = [{"stream": stream().name, "intervals": [refused, before, reset]}]
+    budget, _ = judge_budgets(summary, AWS)
+    assert budget.status is Status.FAILED
+    assert budget.message == (
+        "kube-api-http1-external-lb-new-connections: apiserver h0 still got requests 31.00 s "
+        "[30.20, 31.30] after its /readyz went false (T0 10.00 s = 2026-12-05T07:00:10.000000Z, "
+        "delay 129 s; failed in its window: connect_refused x7, connection_reset x2; "
+        f"report.html#window-1): its lower bound is over the {SAID}"
+    )

@@ -93,7 +93,8 @@ def test_the_text_the_html_and_junit_show_it(rollout_log, tmp_path: Path) -> Non
     )
     header = text[start + 1].split()
     assert header == ["lb", "protocol", "connection", "opened", "late", "failed", "resent"]
-    failing = [line for line in text[start:] if "connect_refused" in line]
+    end = next(i for i in range(start, len(text)) if text[i].startswith("opened: "))
+    failing = [line for line in text[start:end] if "connect_refused" in line]
     assert len(failing) == sum(
         1 for r in analysis.summary["connection_ages"]["rows"] if r["failed"]
     )

@@ -26,6 +26,7 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
+from prober.report.anchors import interval_anchor
 from prober.report.svg import Scale
 from prober.report.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
 from tests.report.browser import open_page
@@ -287,3 +288,21 @@ def test_an_unbounded_disruption_start_runs_to_the_view_edge() -> None:
     assert end == pytest.approx((scale(15.75), scale(16.25)), abs=0.11)
     assert "start of the disruption (timeout, start at 15.00 s): within [?, 15.50] s" in svg
     assert _band(_draw(window, 30.0, 40.0, [interval]), "disruption-bound") == []
+
+
+def test_every_anchor_a_verdict_names_is_on_the_page(outputs: Path) -> None:
+    # A failed test's message points into report.html: the window or the interval it rests on.
+    junit = (outputs / "junit.xml").read_text()
+    named = set(re.findall(r"report\.html#([\w.-]+)", junit))
+    assert any(a.startswith("window-") for a in named)
+    ids = set(re.findall(r'\bid="([^"]+)"', (outputs / "report.html").read_text()))
+    assert named <= ids, f"anchors named in junit.xml but not on the page: {named - ids}"
+    # and every interval an availability message may name: each stream's, in its own order
+    summary = json.loads((outputs / "summary.json").read_text())
+    intervals = {
+        interval_anchor(s["stream"], n)
+        for s in summary["streams"]
+        for n in range(1, len(s["intervals"]) + 1)
+    }
+    assert intervals
+    assert intervals <= ids

@@ -135,3 +135,40 @@ def test_help_has_an_example(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["recommend", "--help"])
     assert "prober recommend --thresholds thresholds.json" in capsys.readouterr().out
+
+
+def test_thin_history_falls_back_on_the_lb_settings_and_says_so() -> None:
+    history = [
+        _reaction("azure", LB.INTERNAL, Protocol.HTTP2, Connection.NEW, 30.0, runs=12),
+        _reaction("ibmcloud", LB.INTERNAL, Protocol.HTTP2, Connection.NEW, 30.0, runs=12),
+        _reaction("aws", LB.EXTERNAL, Protocol.HTTP1, Connection.NEW, 42.0),  # over 30 s
+    ]
+    by = {r.platform: r for r in recommend(Thresholds(history))}
+    azure = by["azure"]
+    # Azure's LB: interval 5 s, 2 probes, timeout 5 s: 15 s at worst; 15 / 0.8 + 10 -> 30 s.
+    assert azure.new is None
+    assert azure.prior is not None
+    assert (azure.prior.lb, azure.prior.budget, azure.prior.delay) == (LB.EXTERNAL, 15.0, 30.0)
+    assert azure.delay == 30.0
+    assert azure.why == (
+        "not enough history: at most 12 runs per key, fewer than the thresholds' minimum; "
+        "from the LB settings instead, until the history is usable: the slowest LB, "
+        "external-lb, stops routing to a not-ready apiserver within 15 s at worst (interval "
+        "5 s, 2 unhealthy checks, timeout 5 s), which needs 30 s"
+    )
+    assert by["ibmcloud"].delay is None
+    assert by["ibmcloud"].why.endswith("no LB settings known for 'ibmcloud' to stand in")
+    aws = by["aws"]
+    assert aws.delay == aws.new.delay == 65.0  # the history decides once it is usable
+    assert "over the 30 s its LB settings promise at worst (external-lb)" in aws.why
+
+
+def test_the_document_carries_the_prior_and_what_is_recommended(tmp_path: Path) -> None:
+    path = tmp_path / "thresholds.json"
+    write_json(path, to_document(HISTORY))
+    assert main(["recommend", "--thresholds", str(path), "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "recommendations.json").read_text())
+    by = {p["platform"]: p for p in doc["platforms"]}
+    assert by["azure"]["prior"] == {"lb": "external-lb", "budget": 15.0, "delay": 30.0}
+    assert by["azure"]["recommended"] == 30.0
+    assert by["aws"]["recommended"] == by["aws"]["new"]["delay"] == 40.0

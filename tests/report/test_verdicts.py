@@ -102,7 +102,7 @@ def _routing_summary(reaction: float, lo: float | None, hi: float | None) -> dic
 
 LATE = (
     "kube-api-http1-internal-lb-new-connections: apiserver h (node m0) still got requests "
-    "{} s after its /readyz went false ({}T0 1.00 s ± 0.10 s, 3 late); "
+    "{} s after its /readyz went false ({}T0 1.00 s ± 0.10 s, 3 late; report.html#window-1); "
     "allowed 5 s (P99 of 150 aws runs)"
 )
 
@@ -172,6 +172,8 @@ def _interval(start: float, end: float, edges: tuple[float | None, ...]) -> dict
         "start_hi": start_hi,
         "end_lo": end_lo,
         "end_hi": end_hi,
+        "start_ts": f"2026-12-05T07:00:{start:06.3f}Z",
+        "end_ts": f"2026-12-05T07:00:{end:06.3f}Z",
         "error": "connect_refused",
         "detail": "refused",
         "samples": 4,
@@ -196,16 +198,20 @@ def test_availability_messages_state_the_bound_of_the_disruption() -> None:
     assert verdict.status is Status.FAILED  # 1.5 s against 1 s: the point decides
     message = (
         "kube-api-http1-internal-lb-new-connections: 1.50 s (true value within [0.96, 2.04] s "
-        "given the sampling) of disruption in 2 intervals (connect_refused x2); "
+        "given the sampling) of disruption a client felt in 2 intervals (connect_refused x2); "
         "allowed 1 s (P99 of 150 aws runs)"
     )
     assert verdict.message == message
     assert verdict.details == (
         message,
         "connect_refused from 10.00 s [9.75, 10.02] to 11.00 s [10.75, 11.02] (1.00 s, true "
-        "value within [0.73, 1.27] s given the sampling, 4 failed requests): refused",
+        "value within [0.73, 1.27] s given the sampling, 4 failed requests, "
+        "2026-12-05T07:00:10.000Z to 2026-12-05T07:00:11.000Z, "
+        "report.html#kube-api-http1-internal-lb-new-connections-interval-1): refused",
         "connect_refused from 20.00 s [19.75, 20.02] to 20.50 s [20.25, 20.52] (0.50 s, true "
-        "value within [0.23, 0.77] s given the sampling, 4 failed requests): refused",
+        "value within [0.23, 0.77] s given the sampling, 4 failed requests, "
+        "2026-12-05T07:00:20.000Z to 2026-12-05T07:00:20.500Z, "
+        "report.html#kube-api-http1-internal-lb-new-connections-interval-2): refused",
     )
 
 
@@ -216,7 +222,7 @@ def test_an_unbounded_edge_leaves_the_disruption_unbounded_above() -> None:
     assert verdict.status is Status.PASSED
     assert verdict.message.startswith(
         "kube-api-http1-internal-lb-new-connections: 0.50 s (true value at least 0.00 s given "
-        "the sampling, which sets no upper bound) of disruption in 1 intervals"
+        "the sampling, which sets no upper bound) of disruption a client felt in 1 intervals"
     )
 
 
@@ -227,6 +233,36 @@ def test_no_intervals_or_a_v1_summary_give_no_disruption_bound() -> None:
         del v1[name]
     assert disruption_bound([v1]) is None
     assert _availability([v1]).details[1] == (
-        "connect_refused from 10.00 s to 11.50 s (1.50 s, 4 failed requests): refused"
+        "connect_refused from 10.00 s to 11.50 s (1.50 s, 4 failed requests, "
+        "2026-12-05T07:00:10.000Z to 2026-12-05T07:00:11.500Z, "
+        "report.html#kube-api-http1-internal-lb-new-connections-interval-1): refused"
     )
     assert "(true value" not in _availability([v1]).message
+
+
+def test_availability_judges_what_a_client_felt_and_states_the_raw_figure() -> None:
+    # 1.5 s raw, over the allowed 1 s; the 1 s interval of 429s was retried through by every
+    # answer in it, so a client felt 0.5 s: the test passes, the raw figure is in its message.
+    told = {**_interval(10.0, 11.0, (9.75, 10.02, 10.75, 11.02)), "error": "retry_after"}
+    told["felt"] = False
+    refused = {**_interval(20.0, 20.5, (19.75, 20.02, 20.25, 20.52)), "felt": True}
+    stream = {
+        "stream": STREAM.name,
+        **KEY,
+        "disruption_seconds": 1.5,
+        "felt_disruption_seconds": 0.5,
+        "intervals": [told, refused],
+    }
+    retried = {"answers": 4, "succeeded": 4, "felt": 0, "unresolved": 0, "max_waited": 1.2,
+               "felt_disruption_seconds": 0.5}  # fmt: skip
+    summary = {"platform": "aws", "windows": [], "streams": [stream], "worst": [],
+               "retry_after": {STREAM.name: retried}}  # fmt: skip
+    [verdict] = judge(summary, HISTORY)
+    assert verdict.status is Status.PASSED
+    assert (verdict.observed, verdict.allowed) == (0.5, 1.0)
+    assert verdict.message == (
+        "kube-api-http1-internal-lb-new-connections: 0.50 s (true value within [0.23, 0.77] s "
+        "given the sampling) of disruption a client felt in 1 intervals (connect_refused x1); "
+        "raw 1.50 s, as origin counts it: 4 answers with Retry-After, 4 retried through, "
+        "0 felt, 0 unresolved; allowed 1 s (P99 of 150 aws runs)"
+    )

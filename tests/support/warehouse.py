@@ -69,7 +69,7 @@ def summary(
             }
             for s in streams
         ],
-        "worst": worst_entries(streams, windows, seconds),
+        "worst": worst_entries(streams, windows, seconds, seconds),
     }
 
 

@@ -10,7 +10,13 @@ import pytest
 
 from prober.core.models import LB
 from prober.lab.haproxy import Backend, HaproxyLB, free_port, parse_state_line, render_config
-from prober.lab.platforms import PLATFORMS, slow_lb
+from prober.lab.platforms import (
+    CHECK_TIMEOUT_FLOOR,
+    PLATFORMS,
+    SYNC_DELAY_FLOOR,
+    as_built,
+    slow_lb,
+)
 from prober.lab.processes import ProcessGroup
 
 DOWN = (
@@ -100,6 +106,17 @@ def test_slow_lb_cannot_mark_a_target_down_within_the_shutdown_delay() -> None:
         check = slow_lb(platform).lb(LB.EXTERNAL).check
         assert check is not None
         assert check.worst_detection > platform.shutdown_delay
+
+
+def test_as_built_floors_what_a_python_actor_cannot_keep_and_nothing_else() -> None:
+    gcp = PLATFORMS["gcp"]
+    built = as_built(gcp.scaled(0.05))
+    check = built.lb(LB.INTERNAL).check
+    assert check is not None
+    assert check.timeout == CHECK_TIMEOUT_FLOOR  # 2 s x 0.05 = 0.1 s, floored
+    assert check.interval == pytest.approx(0.1)  # the rest as scaled
+    assert built.lb(LB.SERVICE_NETWORK).sync_delay == SYNC_DELAY_FLOOR  # 0.1 s, floored
+    assert as_built(gcp) == gcp  # real durations need no floor
 
 
 async def test_haproxy_logs_state_changes_and_obeys_the_runtime_api(tmp_path: Path) -> None:
