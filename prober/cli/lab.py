@@ -24,6 +24,7 @@ examples:
   prober lab --platform gcp --scenario upgrade --time-scale 0.05 --check
   prober lab --scenario node-loss --check       # a master vanishes: every packet dropped
   prober lab --platform aws --lb haproxy       # HAProxy in place of the pass-through LBs
+  prober lab --platform gcp --prober-on master-0 --check   # GCP's hairpin, from a master
   prober lab --platform aws,gcp --compare-watch-grace 0s,25s --time-scale 0.2
 
 Stands up three fake kube-apiservers behind real load balancers configured like the
@@ -32,6 +33,8 @@ runs `prober run` against them through every LB, plays the scenario, and holds w
 daemon measured against the ground truth (the apiservers' own records and the LBs' logs of
 state changes). --scenario upgrade runs the probers as pods through a rollout, node drains and
 reboots, and judges only what a gather step could read of them (OUT/gathered/).
+--prober-on runs a second daemon on a master, whose hairpin LBs it reaches through its own
+apiserver, and judges its same-node results apart from its LB results (OUT/<master>/).
 --compare-watch-grace runs the scenario once per watch grace period (OUT/grace-<d>/, each a
 whole lab run) and prints per LB x protocol what the watches met, also in
 OUT/watch-grace.json.
@@ -101,6 +104,13 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="run a second daemon beside, with witness bursts and the rising rate off, and "
         "print both policies' bounds and requests side by side",
+    )
+    parser.add_argument(
+        "--prober-on",
+        metavar="MASTER",
+        help="also run a daemon on this master (kernel path; master-0 is the one the rollout "
+        "takes down first): on gcp its internal LB hairpins to the master's own apiserver; "
+        "its same-node results are judged apart, never as the LB's",
     )
     parser.add_argument(
         "--slow-lb",
@@ -198,6 +208,7 @@ def _run(args: argparse.Namespace) -> int:
         watch_grace=args.watch_grace,
         slow_lb=LB(args.slow_lb),
         slow_interval=args.slow_lb_interval,
+        prober_on=args.prober_on,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     if args.compare_watch_grace is not None:

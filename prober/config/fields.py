@@ -166,6 +166,24 @@ def target_name(value: object) -> str:
     return name
 
 
+# A Kubernetes node name is a DNS subdomain (RFC 1123): lowercase labels joined by dots.
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NODE_NAME_MAX = 253
+
+
+def node_name(value: object) -> str:
+    """The name of a Kubernetes node, as `spec.nodeName` holds it."""
+    name = text(value)
+    if len(name) > _NODE_NAME_MAX:
+        raise Invalid(f"a node name has at most {_NODE_NAME_MAX} characters, got {len(name)}")
+    if _NODE_NAME.fullmatch(name) is None:
+        raise Invalid(
+            f"{shown(name)} is not a node name: lowercase letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
 def readable_file(value: object) -> str | None:
     if value is None or value == "":
         return None

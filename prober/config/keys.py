@@ -189,6 +189,9 @@ KEYS: tuple[Key, ...] = (
         flag=Flag.SWITCH),
     Key("node_refresh", f.duration(minimum=1.0), "how often to re-read the identity Leases",
         show=_seconds),
+    Key("node", f.node_name, "the node this prober runs on (the downward API's "
+        "spec.nodeName): its own apiserver's answers through an LB are same-node, reported "
+        "apart from the LB's"),
     Key("log_format", f.choice(FORMATS), f"{' or '.join(FORMATS)}"),
     Key("log_level", f.choice(tuple(LEVELS)), ", ".join(LEVELS)),
     Key("event_loop", f.choice(("uvloop", "asyncio")),

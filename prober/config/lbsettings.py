@@ -6,6 +6,7 @@ not its platform's row of `core.budgets` (an LB set up by hand, a changed delay)
       graceful_termination: 194s
       external-lb: {interval: 10s, timeout: 10s, unhealthy: 2, healthy: 2, connections: reset}
       service-network: {sync_delay: 2s}   # its proxies' reprogramming after T0
+      internal-lb: {hairpin: true}  # a master's requests to it are answered by the master
 
 Every field is optional; what is left out is the row's. The daemon writes the settings into
 its run record, so that `prober analyze` judges each LB by them.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from prober.common.values import Invalid, duration, shown, whole
+from prober.config.fields import boolean
 from prober.core.budgets import Flows
 from prober.core.models import LB, CheckSettings, LBSettings
 
@@ -28,6 +30,7 @@ _CHECK: dict[str, Callable[[object], Any]] = {
     "healthy": whole(1),
     "fastinter": duration(),
     "sync_delay": duration(allow_zero=True),
+    "hairpin": boolean,
 }
 _LBS = tuple(str(lb) for lb in LB if lb is not LB.LOCALHOST)
 

@@ -137,6 +137,11 @@ def _check(config: Config, values: Mapping[str, _Value]) -> Config:
         )
     if config.localhost and not config.discovers:
         problems.append(f"{where('localhost')}: only applies with --in-cluster or --kubeconfig")
+    if config.node is not None and not config.discovers:
+        problems.append(
+            f"{where('node')}: which apiserver runs on it comes from the identity Leases: "
+            "needs --in-cluster or --kubeconfig"
+        )
     if problems:
         raise ConfigError(*problems)
     # The service account's files and the kubeconfig's CA are defaults only discovery brings

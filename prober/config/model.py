@@ -78,6 +78,9 @@ class Config:
     kubeconfig: str | None = None
     localhost: bool = False  # with discovery: also probe https://localhost:6443
     node_refresh: float = 60.0  # how often the identity Leases are re-read
+    # The node this prober runs on (the downward API's spec.nodeName, PROBER_NODE): a sample
+    # its own node's apiserver answered through an LB is same-node (`core.samenode`).
+    node: str | None = None
     log_format: str = "json"
     log_level: str = "info"
     event_loop: str = "uvloop"  # or "asyncio" (`bench/daemon_cpu.py` measures the two)

@@ -73,6 +73,10 @@ class LBProfile:
     reset_on_down: bool = False  # reset established connections when a target goes down
     slowstart: float | None = None
     sync_delay: float = 0.0  # managed membership: removal takes effect after this
+    # From a master, a request to this LB's address never reaches the LB: the master answers
+    # it itself, whatever the LB's health (`core.samenode`). So a master-side prober's
+    # requests through it measure the master's own apiserver, not the LB.
+    hairpin: bool = False
 
     def scaled(self, factor: float) -> LBProfile:
         check = None if self.check is None else self.check.scaled(factor)
@@ -175,13 +179,23 @@ def build_platforms(sync_delay: float = DEFAULT_PROXY_SYNC_DELAY) -> dict[str, P
     # (openshift-docs modules/installation-load-balancing-user-infra.adoc).
     none = HealthCheck(interval=10, timeout=10, fall=2, rise=3)
     svc = _service_network(sync_delay)
+    # GCP's passthrough LBs keep the VIP as the destination, so a backend must take the VIP as
+    # its own: the guest agent routes it locally, and OpenShift's gcp-routes DNATs it to the
+    # local apiserver (machine-config-operator's openshift-gcp-routes.sh and
+    # cmd/apiserver-watcher/README.md). A master reaching api-int is answered by its own
+    # apiserver whatever the LB's health (OCPBUGS-100298, openshift/origin #31466,
+    # cluster-api-provider-gcp #1407; `../shared/reference.md` section 12). gcp-routes can
+    # withdraw the internal VIP while the local apiserver is down (the apiserver-watcher's
+    # downfile), which the table does not model.
+    gcp_lbs = _cloud(gcp, reset=False, external=gcp_external)
+    gcp_lbs = tuple(dataclasses.replace(p, hairpin=p.lb is LB.INTERNAL) for p in gcp_lbs)
     metal_lbs = tuple(dataclasses.replace(p, slowstart=60.0) for p in _cloud(metal, reset=True))
     # Delays: cluster-kube-apiserver-operator observe_termination_duration.go and
     # bindata/assets/config/defaultconfig.yaml (`../shared/reference.md` section 3).
     default = (DEFAULT_SHUTDOWN_DELAY, DEFAULT_GRACEFUL_TERMINATION)
     return {
         "aws": Platform("aws", 129, 194, (*_cloud(aws, reset=True), svc)),
-        "gcp": Platform("gcp", 95, 160, (*_cloud(gcp, reset=False, external=gcp_external), svc)),
+        "gcp": Platform("gcp", 95, 160, (*gcp_lbs, svc)),
         "azure": Platform("azure", *default, (*_cloud(azure, reset=False), svc)),
         "metal": Platform("metal", *default, (*metal_lbs, svc)),
         "none": Platform("none", *default, (*_cloud(none, reset=False), svc)),
@@ -212,8 +226,9 @@ def _with_check(profile: LBProfile, given: CheckSettings) -> LBProfile:
     if given.connections is not None:
         reset = Flows(given.connections) is Flows.RESET
     sync = profile.sync_delay if given.sync_delay is None else given.sync_delay
+    hairpin = profile.hairpin if given.hairpin is None else given.hairpin
     if profile.check is None:
-        return dataclasses.replace(profile, reset_on_down=reset, sync_delay=sync)
+        return dataclasses.replace(profile, reset_on_down=reset, sync_delay=sync, hairpin=hairpin)
     c = profile.check
     fast = c.fastinter if given.interval in (None, c.interval) else None
     check = dataclasses.replace(
@@ -224,7 +239,9 @@ def _with_check(profile: LBProfile, given: CheckSettings) -> LBProfile:
         rise=c.rise if given.healthy is None else given.healthy,
         fastinter=fast if given.fastinter is None else given.fastinter,
     )
-    return dataclasses.replace(profile, check=check, reset_on_down=reset, sync_delay=sync)
+    return dataclasses.replace(
+        profile, check=check, reset_on_down=reset, sync_delay=sync, hairpin=hairpin
+    )
 
 
 def settings_of(platform: Platform) -> LBSettings:
@@ -234,8 +251,20 @@ def settings_of(platform: Platform) -> LBSettings:
         flows = str(Flows.RESET if p.reset_on_down else Flows.KEPT)
         c = p.check
         lbs[p.lb] = (
-            CheckSettings(connections=flows, sync_delay=p.sync_delay)
+            CheckSettings(connections=flows, sync_delay=p.sync_delay, hairpin=p.hairpin)
             if c is None
-            else CheckSettings(c.interval, c.timeout, c.fall, c.rise, flows, c.fastinter)
+            else CheckSettings(
+                c.interval, c.timeout, c.fall, c.rise, flows, c.fastinter, hairpin=p.hairpin
+            )
         )
     return LBSettings(platform.shutdown_delay, platform.graceful_termination, lbs)
+
+
+def hairpins(platform: str, settings: LBSettings | None) -> frozenset[LB]:
+    """The LBs that hairpin from a master (`LBProfile.hairpin`): the platform's row with the
+    cluster's own settings laid over it; a platform with no row, only what they say."""
+    row = PLATFORMS.get(platform)
+    if row is not None:
+        return frozenset(p.lb for p in with_settings(row, settings).lbs if p.hairpin)
+    given = settings.lbs.items() if settings is not None else ()
+    return frozenset(lb for lb, check in given if check.hairpin)

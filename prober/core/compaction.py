@@ -41,6 +41,7 @@ from prober.core.connection_age import Attributed
 from prober.core.disruption import HORIZON, DisruptionStarted
 from prober.core.models import Sample
 from prober.core.shutdown import WindowOpened
+from prober.core.trackers import Trackers
 
 
 class Compactor:
@@ -133,6 +134,19 @@ class Compactor:
             self._held.pop(host, None)  # the log already has the newest
         else:
             self._held[host] = sample
+
+
+class Compactors:
+    """A `Compactor` per path of `core.trackers` (through an LB, same-node): each path's
+    trackers depend on that path's samples only, and a held witness of one path must not
+    stand in for another's."""
+
+    def __init__(self) -> None:
+        self._paths = {False: Compactor(), True: Compactor()}  # by `Sample.same_node`
+
+    def select(self, sample: Sample, events: Iterable[object], trackers: Trackers) -> list[Sample]:
+        open_hosts = trackers.path_of(sample).shutdown.open_hosts
+        return self._paths[sample.same_node].select(sample, events, open_hosts)
 
 
 class _WrittenSuccesses:

@@ -66,6 +66,7 @@ class DisruptionStarted(OfStream):
     # A success sent after the failure and fed before it, which closes the interval at once:
     # logged too, so that a replay meets it first.
     closer: Sample | None = field(default=None, compare=False)
+    same_node: bool = False  # of the same-node tracker (`core.trackers`)
 
 
 @dataclass(slots=True)
@@ -92,6 +93,7 @@ class _Open:
             start_hi=_at_least(s.start_hi, s.start_t),
             end_lo=self.last_failure_t,
             end_hi=_at_least(end_hi, end_t),
+            same_node=s.same_node,
         )
 
 
@@ -128,9 +130,11 @@ class _Successes:
 
 
 class DisruptionTracker:
-    """Disruption intervals and seconds for every stream it is fed."""
+    """Disruption intervals and seconds for every stream it is fed. `same_node`: it is fed the
+    same-node samples (`core.samenode`) and marks what it makes so."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, same_node: bool = False) -> None:
+        self._same_node = same_node
         self._open: dict[str, _Open] = {}
         self._last_end: dict[str, float] = {}
         self._seconds: dict[str, float] = {}
@@ -216,6 +220,7 @@ class DisruptionTracker:
             start_hi=sample.end,
             after=newest,
             closer=closer,
+            same_node=self._same_node,
         )
         self._open[sample.stream] = _Open(started, last_failure_t=sample.t)
         return started

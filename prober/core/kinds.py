@@ -42,6 +42,7 @@ def run_record(
     version: str,
     streams: Mapping[str, Sequence[str]],
     lb_settings: LBSettings | None = None,
+    node: str | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind: the request streams where every
     schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
@@ -55,4 +56,5 @@ def run_record(
         version=version,
         kind_streams={kind: names for kind, names in others.items() if names},
         lb_settings=lb_settings,
+        node=node,
     )

@@ -215,6 +215,9 @@ class CheckSettings:
     connections: str | None = None  # `core.budgets.Flows`: reset or kept
     fastinter: float | None = None  # HAProxy's interval while a state change is in progress
     sync_delay: float | None = None  # the service network's: its proxies' reprogramming
+    # A master's own requests to this LB's address are answered by its own apiserver
+    # (`core.budgets.LBProfile.hairpin`); None: the row's.
+    hairpin: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +244,22 @@ class RunRecord:
     kind_streams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Left out while None: a run without them keeps its bytes, and older readers skip it.
     lb_settings: LBSettings | None = field(default=None, metadata=OMIT_EMPTY)
+    # The node the prober runs on (config `node`, the downward API's spec.nodeName); None:
+    # not known, and no sample is same-node (`core.samenode`).
+    node: str | None = field(default=None, metadata=OMIT_EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiserverNode:
+    """The daemon learnt which node an apiserver runs on: its APIServerID (the `host` of the
+    shutdown header) and the node its identity Lease names (`k8s.discovery.HostDecoder`), at
+    run time `t`. Written once per host, when first learnt."""
+
+    KIND: ClassVar[str] = "apiserver"
+    t: float
+    ts: str
+    host: str
+    node: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +309,10 @@ class Sample(OfStream):
     # after `t` (`connected`: TCP and TLS up, one step in asyncio; `sent`: the request
     # written). Empty for every other sample, and then not written at all.
     phases: Mapping[str, float] = field(default_factory=dict, metadata=OMIT_EMPTY)
+    # Answered by the apiserver on the prober's own node through an LB, or failed unanswered
+    # through an LB that hairpins from there (`core.samenode`): no evidence of the LB, so its
+    # own trackers take it (`core.trackers`). Left out of the line while false.
+    same_node: bool = field(default=False, metadata=OMIT_EMPTY)
     # How old its connection was: seconds from the start of that connection's TCP connect to
     # `t` (0 for the request that opened it). None where it had none (the connect failed),
     # and in logs written before it was recorded, which keep their bytes.
@@ -333,6 +356,7 @@ class Interval(OfStream):
     start_hi: float | None = None
     end_lo: float | None = None
     end_hi: float | None = None
+    same_node: bool = field(default=False, metadata=OMIT_EMPTY)  # of same-node samples only
 
     @property
     def seconds(self) -> float:
@@ -372,6 +396,7 @@ class Window:
     closed_by: ClosedBy
     end_t: float
     streams: tuple[WindowStream, ...]
+    same_node: bool = field(default=False, metadata=OMIT_EMPTY)  # of same-node samples only
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +413,8 @@ class StreamCounters:
     gap_p99: float | None = None
     gap_max: float | None = None
     skipped: Mapping[str, int] = field(default_factory=dict)
+    # How many of `samples` were same-node (`core.samenode`); left out of the line while 0.
+    same_node: int = field(default=0, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,14 +137,15 @@ class _Failures:
 class FeltDisruption:
     """Of every closed disruption interval, how much a client felt (`Felt`), once the retries
     of every answer inside it have ended: fed each sample with the events the trackers made of
-    it, in the order they made them (`core.trackers`)."""
+    it, in the order they made them (`core.trackers`). A stream's same-node samples make
+    intervals of their own (`core.samenode`): each path of a stream is followed apart."""
 
     def __init__(self) -> None:
-        self._streams: dict[str, _Failures] = {}
+        self._streams: dict[tuple[str, bool], _Failures] = {}
 
     def feed(self, sample: Sample, events: Sequence[object]) -> list[Felt]:
         if sample.failed and not sample.held:
-            failures = self._of(sample.stream)
+            failures = self._of(sample.stream, sample.same_node)
             if sample.t <= failures.decided_to:
                 pass  # a straggler inside an interval already decided: it changed nothing
             elif wait_of(sample) is None:
@@ -155,21 +156,23 @@ class FeltDisruption:
 
     def take(self, events: Sequence[object]) -> list[Felt]:
         """The intervals and ended chains among `events`; what they decide."""
-        touched: dict[str, None] = {}
+        touched: dict[tuple[str, bool], None] = {}
         for event in events:
             if isinstance(event, Interval):
-                self._of(event.stream).held.append(event)
-                touched[event.stream] = None
+                path = (event.stream, event.same_node)
+                self._of(*path).held.append(event)
+                touched[path] = None
             elif isinstance(event, Retried):
-                failures = self._of(event.sample.stream)
+                path = (event.sample.stream, event.sample.same_node)
+                failures = self._of(*path)
                 t = failures.told.pop(event.sample.audit_id, None)
                 if t is not None:
                     (failures.felt if event.felt else failures.through).append(t)
-                    touched[event.sample.stream] = None
-        return [felt for stream in touched for felt in self._decide(self._streams[stream])]
+                    touched[path] = None
+        return [felt for path in touched for felt in self._decide(self._streams[path])]
 
-    def _of(self, stream: str) -> _Failures:
-        return self._streams.setdefault(stream, _Failures())
+    def _of(self, stream: str, same_node: bool) -> _Failures:
+        return self._streams.setdefault((stream, same_node), _Failures())
 
     def _decide(self, f: _Failures) -> list[Felt]:
         decided = []

@@ -78,13 +78,17 @@ class WindowOpened:
     first_seen_t: float
     stream: str
     elapsed: float
+    same_node: bool = False  # of the same-node tracker (`core.trackers`)
 
 
 ShutdownEvent = WindowOpened | Window
 
 
 class ShutdownTracker:
-    """Shutdown windows for every host, fed every sample of every stream."""
+    """Shutdown windows for every host, fed every sample of every stream. `same_node`: it is
+    fed the same-node samples (`core.samenode`) and marks its windows so; `on_own_node`:
+    whether a host runs on the prober's own node, whose windows no LB's sample bounds on the
+    path that is fed the others."""
 
     def __init__(
         self,
@@ -92,7 +96,12 @@ class ShutdownTracker:
         node_of: Callable[[str], str | None] | None = None,
         failure_lookback: float = DEFAULT_FAILURE_LOOKBACK,
         max_open: int = DEFAULT_MAX_OPEN,
+        *,
+        same_node: bool = False,
+        on_own_node: Callable[[str], bool] | None = None,
     ) -> None:
+        self._same_node = same_node
+        self._on_own_node = on_own_node or (lambda _host: False)
         self._grace = grace
         self._max_open = max_open
         self._node_of = node_of or (lambda _host: None)
@@ -152,6 +161,11 @@ class ShutdownTracker:
         header = sample.shutdown
         for window in self._open.values():
             if header is not None and header.host == window.host:
+                continue
+            if sample.lb is not LB.LOCALHOST and self._on_own_node(window.host):
+                # Through an LB, the prober's own node's apiserver answers same-node samples
+                # only (`core.samenode`), which this path never sees: nothing here shows
+                # whether the LB still sent to it, so nothing bounds the LB's reaction.
                 continue
             seen, rotation = window.stream(sample)
             if sample.replaced_port is not None:
@@ -239,7 +253,13 @@ class ShutdownTracker:
             node = self._node_of(header.host)
             events.append(
                 WindowOpened(
-                    header.host, node, header.delay, sample.t, sample.stream, header.elapsed
+                    header.host,
+                    node,
+                    header.delay,
+                    sample.t,
+                    sample.stream,
+                    header.elapsed,
+                    self._same_node,
                 )
             )
         window.first_seen_t = min(window.first_seen_t, sample.t)
@@ -298,6 +318,7 @@ class ShutdownTracker:
             streams=tuple(
                 self._stream_result(name, window, (lo, t0, hi), end_t) for name in self._streams
             ),
+            same_node=self._same_node,
         )
 
     def _stream_result(

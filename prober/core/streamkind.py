@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from prober.core.models import (
     LB,
+    ApiserverNode,
     LogRecord,
     Protocol,
     RunEnd,
@@ -117,7 +118,10 @@ class KindTable:
 
     def __init__(self, specs: Iterable[KindSpec] = ()) -> None:
         self._specs: dict[str, KindSpec] = {}
-        self._types: dict[str, type[LogRecord]] = {RunRecord.KIND: RunRecord, RunEnd.KIND: RunEnd}
+        # The run's own records, of no kind of stream.
+        self._types: dict[str, type[LogRecord]] = {
+            record.KIND: record for record in (RunRecord, RunEnd, ApiserverNode)
+        }
         self._owner: dict[str, str] = {}  # record kind -> kind of stream
         for spec in specs:
             self.add(spec)

@@ -11,19 +11,35 @@ A sample that ends a chain of retries made a tracker emit, so the event log keep
 (`core.compaction`) and a replay ends the chain on the same sample.
 Both feeders register the run's streams before the first sample (`ShutdownTracker.add_stream`)
 so that every window lists the same streams whichever samples the event log kept.
+
+Same-node samples (`core.samenode`: answered by the prober's own node through an LB, or lost
+through an LB that hairpins from it) go to trackers of their own (`same_node`), whose
+intervals and windows are marked `same_node`: they measure the node, so none of them is the
+LB's (`lb`), and no sample of one path is a witness of the other's. Client-go's retries are
+followed over every sample, as a client meets them. The connection-age tracker takes the LB
+path's samples and windows only: its 20 % rule is each LB's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
-from prober.core.models import Interval, Sample, StreamId, Window
+from prober.core.models import LB, Interval, Sample, StreamId, Window
 from prober.core.perceived import Felt, FeltDisruption, Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
 TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt | Attributed
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """The trackers of one path a sample may take: through an LB, or same-node."""
+
+    disruption: DisruptionTracker
+    shutdown: ShutdownTracker
 
 
 class Trackers:
@@ -33,45 +49,82 @@ class Trackers:
         *,
         node_of: Callable[[str], str | None] | None = None,
         max_open: int = DEFAULT_MAX_OPEN,
+        on_own_node: Callable[[str], bool] | None = None,
         exact_delay: float | None = None,
     ) -> None:
-        """`exact_delay`: the apiservers' `--shutdown-delay-duration` where the run's settings
+        """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`);
+        `exact_delay`: the apiservers' `--shutdown-delay-duration` where the run's settings
         say it (`LBSettings.shutdown_delay`); the header's rounded one is used otherwise."""
-        self.disruption = DisruptionTracker()
-        self.shutdown = ShutdownTracker(node_of=node_of, max_open=max_open)
+        lb_shutdown = ShutdownTracker(node_of=node_of, max_open=max_open, on_own_node=on_own_node)
+        self.lb = Path(DisruptionTracker(), lb_shutdown)
+        self.same_node = Path(
+            DisruptionTracker(same_node=True),
+            ShutdownTracker(node_of=node_of, max_open=max_open, same_node=True),
+        )
+        self.disruption, self.shutdown = self.lb.disruption, self.lb.shutdown
         self.retries = RetryFollower()
         self.felt = FeltDisruption()
         self.ages = ConnectionAgeTracker(exact_delay)
         for stream in streams:
             self.shutdown.add_stream(stream)
+            if stream.lb is not LB.LOCALHOST:  # never same-node: the node's own path by name
+                self.same_node.shutdown.add_stream(stream)
+
+    def path_of(self, sample: Sample) -> Path:
+        return self.same_node if sample.same_node else self.lb
 
     def feed(self, sample: Sample) -> list[TrackerEvent]:
-        disruption = self.disruption.feed(sample)
-        shutdown = self.shutdown.feed(sample)
-        self._closed(shutdown)
+        path = self.path_of(sample)
+        disruption = path.disruption.feed(sample)
+        shutdown = path.shutdown.feed(sample)
+        through_lb = path is self.lb
+        if through_lb:
+            self._closed(shutdown)
         events: list[TrackerEvent] = [*disruption, *shutdown, *self.retries.feed(sample)]
-        return [*events, *self.felt.feed(sample, events), *self.ages.feed(sample)]
+        ages = self.ages.feed(sample) if through_lb else []
+        return [*events, *self.felt.feed(sample, events), *ages]
 
     def close(
         self, end_t: float, end_ts: str
     ) -> list[Interval | Window | Retried | Felt | ConnectionAges]:
         """End the run at `end_t`: the intervals still open, the windows, the retries, what a
         client felt of every interval not yet decided, and the connection-age table."""
-        intervals = self.disruption.close(end_t, end_ts)
-        windows = self.shutdown.close(end_t)
-        self._closed(windows)
+        paths = (self.lb, self.same_node)
+        intervals = [i for p in paths for i in p.disruption.close(end_t, end_ts)]
+        lb_windows = self.lb.shutdown.close(end_t)
+        self._closed(lb_windows)
         closed: list[Interval | Window | Retried | Felt] = [
             *intervals,
-            *windows,
+            *lb_windows,
+            *self.same_node.shutdown.close(end_t),
             *self.retries.close(end_t),
         ]
         return [*closed, *self.felt.take(closed), self.ages.close(end_t)]
 
     def _closed(self, events: Sequence[ShutdownEvent]) -> None:
+        """The LB path's windows, as they close, to the connection-age tracker."""
         for event in events:
             if isinstance(event, Window):
                 self.ages.closed(event)
 
     @property
     def open_hosts(self) -> frozenset[str]:
-        return self.shutdown.open_hosts
+        """Hosts with a window open on either path."""
+        return self.lb.shutdown.open_hosts | self.same_node.shutdown.open_hosts
+
+    def disrupted(self, stream: str) -> bool:
+        return self.lb.disruption.is_open(stream) or self.same_node.disruption.is_open(stream)
+
+    def calm(self, stream: str) -> tuple[bool, tuple[float, float] | None]:
+        """Whether the stream is settled on both paths (`ShutdownTracker.settled`), and else
+        from when until when it rests on every path where it is not (`ShutdownTracker.rests`):
+        what `core.pace` lets a stream go quiet by. A prober with no same-node samples gets
+        its LB path's answers unchanged."""
+        trackers = (self.lb.shutdown, self.same_node.shutdown)
+        unsettled = [tracker for tracker in trackers if not tracker.settled(stream)]
+        if not unsettled:
+            return True, None
+        spans = [span for tracker in unsettled if (span := tracker.rests(stream)) is not None]
+        if len(spans) < len(unsettled):
+            return False, None
+        return False, (max(lo for lo, _ in spans), min(hi for _, hi in spans))

@@ -13,6 +13,7 @@ import contextlib
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Protocol
 
 import structlog
@@ -24,7 +25,7 @@ from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.kinds import run_record
-from prober.core.models import RunEnd, RunRecord, rfc3339
+from prober.core.models import ApiserverNode, RunEnd, RunRecord, rfc3339
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
@@ -46,6 +47,10 @@ class HostNames(Protocol):
     """APIServerID -> node name, refreshed now and then (the identity Leases)."""
 
     def node_of(self, host: str) -> str | None: ...
+
+    @property
+    def nodes(self) -> Mapping[str, str]:
+        """Every name learnt so far, a live view."""
 
     async def refresh(self) -> None: ...
 
@@ -79,6 +84,7 @@ class Daemon:
         self.pipeline: Pipeline | None = None
         self.metrics: Metrics | None = None
         self.run_id = str(uuid.uuid4())
+        self._told: dict[str, str] = {}  # the apiservers' nodes written to the log so far
 
     def stop(self, reason: str = "stopped") -> None:
         self._stop_reason = reason
@@ -93,6 +99,7 @@ class Daemon:
             version=__version__,
             streams={kind: [s.name for s in named] for kind, named in self._streams.items()},
             lb_settings=self.config.lb_settings,
+            node=self.config.node,
         )
         config = self.config
         metrics = self.metrics = Metrics(
@@ -131,6 +138,7 @@ class Daemon:
             emit=pipeline.submit,
             out=pipeline.out,
             now=pipeline.now,
+            apiservers=self._hosts.nodes if self._hosts else {},
         )
         runs = [kind.prepare(context) for kind in self.kinds]
         for run in runs:
@@ -160,6 +168,7 @@ class Daemon:
 
     def _start_tasks(self, pipeline: Pipeline, runs: list[KindRun]) -> None:
         spawn = self.supervisor.spawn
+        self._tell_apiservers()  # before any sample: what the names known at start were
         spawn("pipeline", pipeline.consume)
         for run in runs:
             run.start()
@@ -260,3 +269,15 @@ class Daemon:
         while True:
             await self._clock.sleep_until(self._clock.monotonic() + self.config.node_refresh)
             await self._hosts.refresh()
+            self._tell_apiservers()
+
+    def _tell_apiservers(self) -> None:
+        """An `apiserver` record for each APIServerID -> node learnt since the last, so that
+        the log names every apiserver's node as the daemon knew it."""
+        if self._hosts is None or self.pipeline is None:
+            return
+        for host, node in self._hosts.nodes.items():
+            if self._told.get(host) != node:
+                self._told[host] = node
+                now = self.pipeline.now()
+                self.pipeline.submit(ApiserverNode(now, rfc3339(time.time()), host, node))

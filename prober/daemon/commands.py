@@ -40,13 +40,19 @@ async def _run(config: Config) -> int:
 
 
 async def discover(config: Config) -> tuple[Config, HostDecoder]:
-    """Targets and platform from the Infrastructure object, node names from the Leases."""
+    """Targets and platform from the Infrastructure object, node names from the Leases. A
+    config that names its targets and its platform needs nothing of the Infrastructure
+    (configured ones win): it is not read, and the cluster is asked for node names only (a
+    cluster that is not OpenShift, the lab's apiservers)."""
     # The kubernetes client costs 0.2 s and tens of MB: only load it when discovery is asked.
-    from prober.k8s.cluster import ClusterAccess  # noqa: PLC0415
+    from prober.k8s.cluster import ClusterAccess, Infrastructure  # noqa: PLC0415
     from prober.k8s.discovery import HostDecoder, discover_targets  # noqa: PLC0415
 
     access = await asyncio.to_thread(ClusterAccess.connect, config.in_cluster, config.kubeconfig)
-    infrastructure = await asyncio.to_thread(access.infrastructure)
+    if config.targets and config.platform:
+        infrastructure = Infrastructure(None, None, None)
+    else:
+        infrastructure = await asyncio.to_thread(access.infrastructure)
     targets = discover_targets(infrastructure, localhost=config.localhost)
     discovered = Credentials(ca_file=access.ca_file)  # the CA the kubeconfig trusts
     resolved = with_discovered(

@@ -23,7 +23,7 @@ of any kind (import-linter holds both).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry
@@ -52,6 +52,9 @@ class KindContext:
     emit: Callable[[LogRecord], None]  # a record made: to the pipeline's queue
     out: Sink  # every sink, for a feed to tell what it makes of the records
     now: Callable[[], float]  # run time now
+    # APIServerID -> node as known so far, a live view (the identity Leases): what tells a
+    # same-node sample (`core.samenode`); empty without discovery.
+    apiservers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Named(Protocol):

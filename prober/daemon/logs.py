@@ -47,6 +47,7 @@ class LogSink:
                 error=event.error.value,
                 detail=event.detail,
                 t=event.start_t,
+                **_same_node(event.same_node),
             )
         elif isinstance(event, Interval):
             self._log.warning(
@@ -57,6 +58,7 @@ class LogSink:
                 samples=event.samples,
                 start_t=event.start_t,
                 end_t=event.end_t,
+                **_same_node(event.same_node),
             )
         elif isinstance(event, WindowOpened):
             self._log.warning(
@@ -67,6 +69,7 @@ class LogSink:
                 first_seen_t=event.first_seen_t,
                 stream=event.stream,
                 elapsed=event.elapsed,
+                **_same_node(event.same_node),
             )
         elif isinstance(event, Window):
             self._window_closed(event)
@@ -116,4 +119,11 @@ class LogSink:
             late=sum(s.late for s in window.streams),
             worst_reaction=round(max(reactions), 3) if reactions else None,
             streams=streams,
+            **_same_node(window.same_node),
         )
+
+
+def _same_node(same_node: bool) -> dict[str, bool]:
+    """On the lines of the same-node path (`core.trackers`) only: the prober's own node's
+    apiserver, not an LB's doing."""
+    return {"same_node": True} if same_node else {}

@@ -6,6 +6,7 @@ increment.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,7 +14,16 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
-from prober.core.models import RECORD_TYPES, Interval, Pace, PaceChange, Sample, StreamId, Window
+from prober.core.models import (
+    LB,
+    RECORD_TYPES,
+    Interval,
+    Pace,
+    PaceChange,
+    Sample,
+    StreamId,
+    Window,
+)
 from prober.core.perceived import Felt, Retried
 from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
 from prober.daemon.pipeline import Event, Observed, Skipped
@@ -146,6 +156,21 @@ class Metrics:
             labels(*STREAM_LABELS),
             registry=registry,
         )
+        self.same_node = Counter(
+            "prober_same_node_requests_total",
+            "Requests answered by the apiserver on the prober's own node through an LB, or "
+            "failed unanswered through an LB that hairpins from it: the node's, not the LB's "
+            "(also counted in prober_requests_total).",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
+        self.same_node_disruption = Counter(
+            "prober_same_node_disruption_seconds_total",
+            "Disruption of same-node requests: the prober's own node's apiserver, not the "
+            "LB's (never in prober_disruption_seconds_total).",
+            labels(*STREAM_LABELS),
+            registry=registry,
+        )
         self.interval = Gauge(
             "prober_sampling_interval_seconds",
             "A stream's mean gap between requests now: the window gap while an apiserver "
@@ -200,6 +225,7 @@ class Metrics:
         self._keys: list[tuple[str, str, str]] = []
         self._stream_keys: dict[str, tuple[str, str, str]] = {}
         self._gaps: dict[Pace, float] = {}
+        self._open_windows: collections.Counter[str] = collections.Counter()  # per host
         for kind in record_kinds:  # exported at zero, so an alert can watch it from the start
             self._child(self.event_log_dropped, kind)
 
@@ -221,6 +247,8 @@ class Metrics:
             self._child(self.disruption_seconds, *key)
             self._child(self.felt_seconds, *key)
             self._child(self.gaps, *key)
+            if stream.lb is not LB.LOCALHOST:  # never same-node
+                self._child(self.same_node, *key)
             for reason in SKIP_REASONS:
                 self._child(self.skipped, *key, reason)
 
@@ -280,6 +308,8 @@ class Metrics:
             self._child(self.retried, *key, sample.retried).inc()
         if sample.burst is not None:
             self._child(self.bursts, *key).inc()
+        if sample.same_node:
+            self._child(self.same_node, *key).inc()
         if observed.gaps:
             gaps = self._child(self.gaps, *key)
             for gap in observed.gaps:
@@ -293,21 +323,12 @@ class Metrics:
             key = event.stream.key
             self._child(self.skipped, *key, event.reason).inc(event.count)
         elif isinstance(event, Interval):
-            key = event.stream_id.key
-            self._child(self.disruption_seconds, *key).inc(event.seconds)
-            self._child(self.disruption_intervals, *key, event.error).inc()
+            self._interval(event)
         elif isinstance(event, WindowOpened):
+            self._open_windows[event.host] += 1
             self._child(self.shutting_down, self._apiserver(event.host)).set(1)
         elif isinstance(event, Window):
-            self._child(self.shutting_down, self._apiserver(event.host)).set(0)
-            self._child(self.windows, self._apiserver(event.host), event.closed_by).inc()
-            for seen in event.streams:
-                key = seen.stream_id.key
-                if seen.reaction is not None:
-                    self._child(self.readiness_violation, *key).observe(seen.reaction)
-                for side, value in (("lo", seen.reaction_lo), ("hi", seen.reaction_hi)):
-                    if value is not None and seen.reaction is not None:
-                        self._child(self.violation_bound, *key, side).observe(value)
+            self._window(event)
         elif isinstance(event, PaceChange) and self._gaps:
             if event.stream is None or event.stream in self._stream_keys:
                 self._set_pace(event.pace, event.stream)
@@ -319,10 +340,39 @@ class Metrics:
     def _perceived(self, event: Felt | Retried) -> None:
         """What a client felt: of an interval, or of an answer with Retry-After."""
         if isinstance(event, Felt):
-            self._child(self.felt_seconds, *event.interval.stream_id.key).inc(event.seconds)
+            if not event.interval.same_node:  # the prober's own node's, never the LB's
+                self._child(self.felt_seconds, *event.interval.stream_id.key).inc(event.seconds)
+            return
+        if event.sample.same_node:
             return
         outcome = "unresolved" if event.by is None else "felt" if event.felt else "succeeded"
         self._child(self.retry_after, *event.sample.stream_id.key, outcome).inc()
+
+    def _interval(self, interval: Interval) -> None:
+        key = interval.stream_id.key
+        if interval.same_node:  # the prober's own node's, never the LB's
+            self._child(self.same_node_disruption, *key).inc(interval.seconds)
+            return
+        self._child(self.disruption_seconds, *key).inc(interval.seconds)
+        self._child(self.disruption_intervals, *key, interval.error).inc()
+
+    def _window(self, window: Window) -> None:
+        # A host may have a window on each path (`core.trackers`): it shuts down until both
+        # closed; only the LB path's window is the LB's to count.
+        self._open_windows[window.host] -= 1
+        if self._open_windows[window.host] <= 0:
+            del self._open_windows[window.host]
+            self._child(self.shutting_down, self._apiserver(window.host)).set(0)
+        if window.same_node:
+            return
+        self._child(self.windows, self._apiserver(window.host), window.closed_by).inc()
+        for seen in window.streams:
+            key = seen.stream_id.key
+            if seen.reaction is not None:
+                self._child(self.readiness_violation, *key).observe(seen.reaction)
+            for side, value in (("lo", seen.reaction_lo), ("hi", seen.reaction_hi)):
+                if value is not None and seen.reaction is not None:
+                    self._child(self.violation_bound, *key, side).observe(value)
 
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)

@@ -20,10 +20,12 @@ from collections.abc import Mapping, Sequence
 import structlog
 
 from prober.config import Config
+from prober.core.budgets import hairpins
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.kinds import REQUESTS
 from prober.core.models import StreamId
 from prober.core.pace import PaceTracker
+from prober.core.samenode import Placement
 from prober.core.streamkind import KindSpec
 from prober.daemon.bursts import BurstSender
 from prober.daemon.kinds import KindContext
@@ -78,6 +80,7 @@ class RequestRun:
             bursts=BurstPlanner() if config.burst_parallel else None,
             on_burst=self._send_burst,
             rise=config.rise > 1,
+            placement=placement(config, context.apiservers),
             exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
         )
         self._probers: dict[StreamId, list[Prober]] = {}
@@ -172,6 +175,14 @@ class RequestRun:
             run_start = self._context.run_start
             out[stream] = [Prober(stream, probe_target, run_start) for _ in range(config.workers)]
         return out
+
+
+def placement(config: Config, apiservers: Mapping[str, str]) -> Placement | None:
+    """Where the prober runs, if it knows its node (`node`): what labels same-node samples."""
+    if config.node is None:
+        return None
+    lbs = hairpins(config.platform_name, config.lb_settings)
+    return Placement(config.node, apiservers, lbs)
 
 
 def _token_event(event: str, detail: str) -> None:

@@ -12,6 +12,11 @@ the sampling rate (`core.pace`), and what `close()` closes at the end of the run
 intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
 witness burst it asks for goes to `on_burst` (`daemon.bursts`).
 
+Each sample is labelled same-node or not first (`core.samenode`, by the `Placement` given:
+none, no sample is), and everything after sees the label: the trackers take a same-node sample
+on a path of their own (`core.trackers`), and each path's samples are compacted apart
+(`core.compaction.Compactors`).
+
 A sample the daemon's stop cut (`ErrorClass.STOPPED`) is counted (samples, `results`) and
 logged like any other, so that every request started is a sample recorded; the trackers, the
 pace, the planner and the gap statistics pass over it (`Sample.stopped`): it is no failure.
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from prober.core.burst import Burst, BurstPlanner
-from prober.core.compaction import Compactor
+from prober.core.compaction import Compactors
 from prober.core.gaps import GapStats
 from prober.core.models import (
     PaceChange,
@@ -39,6 +44,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.pace import PaceTracker
+from prober.core.samenode import Placement
 from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
 from prober.core.trackers import Trackers
 from prober.daemon.pipeline import Event, Fanout, Observed, Sink, Skipped
@@ -52,6 +58,7 @@ class _Counts:
     late: int = 0
     results: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    same_node: int = 0
 
 
 class SampleFeed:
@@ -71,19 +78,23 @@ class SampleFeed:
         bursts: BurstPlanner | None = None,
         on_burst: Callable[[Burst], None] | None = None,
         rise: bool = False,
+        placement: Placement | None = None,
         exact_delay: float | None = None,
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
+        `placement`: where the prober runs, which tells same-node samples (None: none is);
         `exact_delay`: the configured `lb_settings.shutdown_delay`, which the run record
         carries for the replay."""
         # Defaults otherwise: analyze replays the same trackers.
+        own = placement.on_own_node if placement is not None else None
         self.trackers = Trackers(
-            streams, node_of=node_of, max_open=max_open, exact_delay=exact_delay
+            streams, node_of=node_of, max_open=max_open, on_own_node=own, exact_delay=exact_delay
         )
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown
-        self._compactor = Compactor()
+        self._placement = placement
+        self._compactors = Compactors()
         self._sinks = Fanout(sinks)
         self._wall_start = wall_start
         self._gap_horizon = gap_horizon  # longer than any request lasts (the timeout)
@@ -97,8 +108,10 @@ class SampleFeed:
         self.final: Summary | None = None  # the last summary, once closed
 
     def feed(self, sample: Sample) -> None:
+        if self._placement is not None:
+            sample = self._placement.label(sample)
         events = self.trackers.feed(sample)
-        kept = self._compactor.select(sample, events, self.trackers.open_hosts)
+        kept = self._compactors.select(sample, events, self.trackers)
         gaps = self._count(sample)
         self.fed += 1
         self._sinks.observe(Observed(sample, gaps))
@@ -123,13 +136,14 @@ class SampleFeed:
 
     def _pace_after(self, sample: Sample, events: Sequence[object]) -> None:
         assert self._pace is not None
+        settled, rests = self.trackers.calm(sample.stream)
         changes = self._pace.feed(
             sample,
-            windows_open=bool(self.shutdown.open_hosts),
+            windows_open=bool(self.trackers.open_hosts),
             opened=any(isinstance(e, WindowOpened) for e in events),
-            settled=self.shutdown.settled(sample.stream),
-            disrupted=self.disruption.is_open(sample.stream),
-            rests=self.shutdown.rests(sample.stream),
+            settled=settled,
+            disrupted=self.trackers.disrupted(sample.stream),
+            rests=rests,
             rising=self._rise and self.shutdown.rising(sample.stream_id),
         )
         for change in changes:
@@ -167,6 +181,7 @@ class SampleFeed:
             gap_p99=_rounded(gaps.p99),
             gap_max=_rounded(gaps.max),
             skipped=dict(sorted(c.skipped.items())),
+            same_node=c.same_node,
         )
 
     def _new_counts(self) -> _Counts:
@@ -179,6 +194,7 @@ class SampleFeed:
         counts.samples += 1
         counts.failures += sample.failed
         counts.late += sample.late
+        counts.same_node += sample.same_node
         counts.results[sample.error.value if sample.error else "success"] += 1
         if sample.burst is not None:
             return ()  # sent beside the ticks: no sampling gap of the stream's

@@ -17,6 +17,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from prober import __version__
 from prober.k8s.errors import ClusterError
 
 IDENTITY_NAMESPACE = "kube-system"
@@ -58,6 +59,8 @@ class ClusterAccess:
             raise ClusterError(f"{source}: {_one_line(exc)}") from None
         configuration.retries = 1
         api = kubernetes.client.ApiClient(configuration)
+        # The apiservers' audit logs name the prober's reads of the cluster as its own.
+        api.user_agent = f"prober/{__version__} discovery"
         return cls(api, configuration.ssl_ca_cert, configuration.host)
 
     def infrastructure(self) -> Infrastructure:

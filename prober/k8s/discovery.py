@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import structlog
 
@@ -54,11 +55,19 @@ def discover_targets(
 
 class HostDecoder:
     """APIServerID -> node name from the identity Leases. Names are kept once learnt: a
-    server's Lease may vanish while it is down, and its window still needs the node."""
+    server's Lease may vanish while it is down, and its window still needs the node.
+
+    A refresh that cannot read the Leases (no permission to list them, the API unreachable
+    while an apiserver restarts) keeps what was learnt and goes on: the first such failure is
+    one `apiserver_identity_unavailable` warning, and another is said only when the reason
+    changes, or once the Leases were read again in between. The names only label outputs and
+    tell same-node samples (`core.samenode`): without them the prober measures as before."""
 
     def __init__(self, access: ClusterAccess) -> None:
         self._access = access
         self._nodes: dict[str, str] = {}
+        self.nodes: Mapping[str, str] = MappingProxyType(self._nodes)
+        self._failing: str | None = None  # the reason last said, while refreshes fail
 
     def node_of(self, host: str) -> str | None:
         return self._nodes.get(host)
@@ -67,7 +76,20 @@ class HostDecoder:
         return dict(self._nodes)
 
     async def refresh(self) -> None:
-        leases = await asyncio.to_thread(self._access.identity_leases)
+        try:
+            leases = await asyncio.to_thread(self._access.identity_leases)
+        except ClusterError as exc:
+            if str(exc) != self._failing:
+                self._failing = str(exc)
+                log.warning(
+                    "apiserver_identity_unavailable",
+                    error=str(exc),
+                    known=len(self._nodes),
+                    effect="apiservers without a known node: no node in the outputs, "
+                    "no same-node samples",
+                )
+            return
+        self._failing = None
         for host, node in leases.items():
             if self._nodes.get(host) != node:
                 log.info("apiserver_identity", host=host, node=node)

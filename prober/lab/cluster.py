@@ -28,7 +28,7 @@ from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
 from prober.lab.kernel import nftables
 from prober.lab.kernel.checker import Target
-from prober.lab.kernel.lbs import kernel_lb
+from prober.lab.kernel.lbs import KernelService, kernel_lb
 from prober.lab.kernel.netns import Namespace
 from prober.lab.kernel.topology import API_PORT, ETCD, HEALTH_PORT, LabNetwork, lab_addresses
 from prober.lab.kernel.topology import master_address as address
@@ -161,12 +161,36 @@ class LabCluster:
             return socket.socket()
         return self.network.client.socket()
 
-    def url(self, lb: LB) -> str:
+    def url(self, lb: LB, on: Apiserver | None = None) -> str:
+        """Where a prober reaches this LB; localhost: `on`'s apiserver (the client's
+        stand-in is master-0's)."""
         if lb is LB.LOCALHOST:
-            first = self.apiservers[0]
-            return f"https://{first.address}:{first.port}"
+            local = on or self.apiservers[0]
+            return f"https://{local.address}:{local.port}"
         host, port = self.lbs[lb].address
         return f"https://{host}:{port}"
+
+    def kubeconfig(self) -> Path:
+        """A kubeconfig for the lab's daemons, through the service network as a pod's is:
+        what they read the identity Leases with (`k8s.discovery.HostDecoder`)."""
+        path = self.workdir / "kubeconfig"
+        if not path.exists():
+            path.write_text(
+                kubeconfig(self.url(LB.SERVICE_NETWORK), self.ca_file, TOKEN), encoding="utf-8"
+            )
+        return path
+
+    async def host_prober(self, server: Apiserver) -> Namespace:
+        """Ready a master's network to run a prober on it (the kernel path): its hairpin LBs
+        answered by itself, the service network programmed there too."""
+        if self.network is None or server.node is None:
+            raise ProcessError("a prober runs on a master only on the kernel path")
+        hairpins = [p.lb for p in self.platform.lbs if p.hairpin]
+        node = await self.network.host_prober(self.apiservers.index(server), hairpins)
+        service = self.lbs.get(LB.SERVICE_NETWORK)
+        if isinstance(service, KernelService):
+            await service.also_on(node)
+        return node
 
     async def _launch(self, server: Apiserver) -> None:
         assert self._cert is not None
@@ -296,6 +320,22 @@ class LabCluster:
         """Wait for scheduled membership changes; their failures surface here."""
         if self._pending:
             await asyncio.gather(*self._pending)
+
+
+def kubeconfig(server: str, ca_file: Path, token: str) -> str:
+    """A kubeconfig document (JSON is YAML) for one server, CA and bearer token."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "lab", "cluster": {"server": server,
+                                                      "certificate-authority": str(ca_file)}}],
+            "users": [{"name": "prober", "user": {"token": token}}],
+            "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "prober"}}],
+            "current-context": "lab",
+        },
+        indent=2,
+    ) + "\n"  # fmt: skip
 
 
 def _listening(line: str) -> bool:

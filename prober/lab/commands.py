@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from prober.common.exits import ExitCode
 from prober.lab import lossblind, nodeloss, watchcheck
 from prober.lab.compare import ShutdownResult
+from prober.lab.onnode import NodeResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
@@ -78,10 +79,16 @@ def verdict_line(result: LabResult) -> str:
     verdicts = result.analysis.verdicts
     lbs = [v for v in verdicts if v.key is not None and v.status is Status.FAILED]
     judged = [v for v in verdicts if v.key is not None and v.status is not Status.SKIPPED]
-    return (
+    line = (
         f"measurement against truth: {measured}; LB verdicts: {len(lbs)} failed of "
         f"{len(judged)} judged"
     )
+    if result.node is None:
+        return line
+    verdicts = result.node.analysis.verdicts
+    lbs = [v for v in verdicts if v.key is not None and v.status is Status.FAILED]
+    judged = [v for v in verdicts if v.key is not None and v.status is not Status.SKIPPED]
+    return f"{line}; on {result.node.hostname}: {len(lbs)} failed of {len(judged)} judged"
 
 
 def _printer(stdout: TextIO) -> Any:
@@ -135,6 +142,8 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print("", file=stdout)
         print("both policies on the same shutdowns (--control):", file=stdout)
         print("\n".join(result.comparison), file=stdout)
+    if result.node is not None:
+        _node(result.node, result.tolerance, stdout)
     if result.fates:
         print("", file=stdout)
         print(
@@ -152,6 +161,40 @@ def report(result: LabResult, stdout: TextIO) -> None:
     logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
     for written in (*result.written, path, *logs, result.out / "logs"):
         print(f"wrote {written}", file=stdout)
+
+
+def _node(node: NodeResult, tolerance: float, stdout: TextIO) -> None:
+    """The daemon on a master (`--prober-on`): what it measured, path by path, against the
+    truth, and what charging its same-node results to the LB would have said."""
+    hairpin = ", ".join(str(lb) for lb in node.hairpins)
+    print("", file=stdout)
+    print(
+        f"the prober on {node.hostname} ({hairpin} hairpins there: its requests to it reach "
+        f"{node.hostname}'s own apiserver whatever the LB's health); {node.labelled} "
+        "same-node samples in its log:",
+        file=stdout,
+    )
+    print("\n".join(describe(node.analysis)), file=stdout)
+    print("", file=stdout)
+    print(f"its LB path against the truth (no {hairpin}: it never reached the LB):", file=stdout)
+    print("\n".join(table(HEADERS, _rows(node.results, tolerance))), file=stdout)
+    print("", file=stdout)
+    print(
+        f"its same-node path against the truth ({node.hostname}'s apiserver answers it until it "
+        "stops listening; through another LB, as that LB routes):",
+        file=stdout,
+    )
+    print("\n".join(table(HEADERS, _rows(node.same_node, tolerance))), file=stdout)
+    if node.charged:
+        print("", file=stdout)
+        print(
+            "charged to the LB instead, as a prober that knows no node would, the same-node "
+            "results would say:",
+            file=stdout,
+        )
+        for verdict in node.charged:
+            print(f"  {verdict.status.value.upper()} {verdict.name}: {verdict.message}",
+                  file=stdout)  # fmt: skip
 
 
 def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:
@@ -270,33 +313,51 @@ def to_json(result: LabResult) -> dict[str, Any]:
             }
             for s in result.streams
         ],
-        "shutdowns": [
-            {
-                "apiserver": r.truth.hostname,
-                "host": r.truth.apiserver,
-                "seen": r.window is not None,
-                "t0_error": r.t0_error,
-                "t0_uncertainty": None
-                if r.window is None
-                else (r.window.t0_hi - r.window.t0_lo) / 2,
-                "streams": [
-                    {
-                        "lb": str(row.lb),
-                        "protocol": row.protocol,
-                        "connection": str(row.connection),
-                        "measured": row.measured,
-                        "lo": row.lo,
-                        "hi": row.hi,
-                        "truth": row.truth,
-                        "truth_until": row.truth_until,
-                        "error": row.error,
-                        "late": row.late,
-                        "failures": row.failures,
-                        "failures_expected": row.failures_expected,
-                    }
-                    for row in r.rows
-                ],
-            }
-            for r in result.results
+        "node": None if result.node is None else node_json(result.node),
+        "shutdowns": shutdowns_json(result.results),
+    }
+
+
+def node_json(node: NodeResult) -> dict[str, Any]:
+    """The daemon on a master (`--prober-on`): its paths against the truth."""
+    return {
+        "hostname": node.hostname,
+        "hairpins": [str(lb) for lb in node.hairpins],
+        "same_node_samples": node.labelled,
+        "problems": list(node.problems),
+        "lb_path": shutdowns_json(node.results),
+        "same_node_path": shutdowns_json(node.same_node),
+        "charged": [
+            {"name": v.name, "status": v.status.value, "message": v.message} for v in node.charged
         ],
     }
+
+
+def shutdowns_json(results: Sequence[ShutdownResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiserver": r.truth.hostname,
+            "host": r.truth.apiserver,
+            "seen": r.window is not None,
+            "t0_error": r.t0_error,
+            "t0_uncertainty": None if r.window is None else (r.window.t0_hi - r.window.t0_lo) / 2,
+            "streams": [
+                {
+                    "lb": str(row.lb),
+                    "protocol": row.protocol,
+                    "connection": str(row.connection),
+                    "measured": row.measured,
+                    "lo": row.lo,
+                    "hi": row.hi,
+                    "truth": row.truth,
+                    "truth_until": row.truth_until,
+                    "error": row.error,
+                    "late": row.late,
+                    "failures": row.failures,
+                    "failures_expected": row.failures_expected,
+                }
+                for row in r.rows
+            ],
+        }
+        for r in results
+    ]

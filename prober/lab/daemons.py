@@ -18,7 +18,7 @@ from prober.lab.platforms import PLATFORMS, as_built
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 
 if TYPE_CHECKING:
-    from prober.lab.cluster import LabCluster
+    from prober.lab.cluster import Apiserver, LabCluster
 
 READY_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 5.0  # the daemon's per-request timeout in the lab, never scaled
@@ -120,7 +120,7 @@ def settings_config(settings: LBSettings) -> dict[str, object]:
         for name in ("interval", "timeout", "fastinter", "sync_delay"):
             if (value := getattr(check, name)) is not None:
                 fields[name] = format_go_duration(value)
-        for name in ("unhealthy", "healthy", "connections"):
+        for name in ("unhealthy", "healthy", "connections", "hairpin"):
             if (value := getattr(check, name)) is not None:
                 fields[name] = value
         spelled[str(lb)] = fields
@@ -136,8 +136,10 @@ def daemon_config(
     stdout: str = "all",
     quiet_floor: float = 0.0,
     default_workers: int = 2,
+    on: Apiserver | None = None,
 ) -> dict[str, object]:
-    """`quiet_floor` and `default_workers` apply where the options say nothing."""
+    """`quiet_floor` and `default_workers` apply where the options say nothing; `on`: the
+    master the daemon runs on (its node, its localhost), else the client's stand-in."""
     lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
     scale = cluster.platform.time_scale
     quiet = options.quiet_interval
@@ -157,6 +159,9 @@ def daemon_config(
         "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
+        # The apiservers' nodes from their identity Leases, as in a cluster.
+        "kubeconfig": str(cluster.kubeconfig()),
+        **({} if on is None else {"node": on.hostname}),
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged
         # by its platform's settings, which it breaks.
@@ -167,7 +172,7 @@ def daemon_config(
             {
                 "name": "kube-api",
                 "lb": str(lb),
-                "url": cluster.url(lb),
+                "url": cluster.url(lb, on),
                 "ca_file": str(cluster.ca_file),
                 "token_file": str(cluster.token_file),
             }

@@ -42,16 +42,17 @@ from prober.lab.daemons import (
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
-from prober.lab.lbstate import ServerEvent
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
+from prober.lab.onnode import NodeResult, NodeRun, check_prober_on, judge_node, start_node_prober
+from prober.lab.onnode import hairpins as hairpins_of
 from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.scenarios import play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
-from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
+from prober.lab.truth import LbTruth, ShutdownTruth, lab_truth
 from prober.lab.upgrade import (
     QUIET_FLOOR,
     UPGRADE_BURSTS,
@@ -86,6 +87,7 @@ class LabOptions:
     watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
     slow_lb: LB = LB.EXTERNAL  # slow-lb: which LB is slow
     slow_interval: float = SLOW_INTERVAL  # slow-lb: its check's interval, x the delay
+    prober_on: str | None = None  # a second daemon on this master (`lab.onnode`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,7 @@ class LabResult:
     comparison: tuple[str, ...] = ()  # --control: both policies side by side, as printed
     losses: tuple[NodeLoss, ...] = ()  # node-loss: what each stream saw while a node was gone
     watches: WatchCheck | None = None  # the watch streams against the truth
+    node: NodeResult | None = None  # --prober-on: the daemon on a master, against the truth
 
 
 def default_scale(platform: Platform) -> float:
@@ -149,6 +152,8 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     kernel, note = choose(options.platform, options.lb)
     if options.scenario == "node-loss" and not kernel:
         raise LabError("--scenario node-loss: a node can vanish only on the kernel path")
+    if options.prober_on is not None:
+        check_prober_on(options, hairpins_of(platform), kernel=kernel)
     out.mkdir(parents=True, exist_ok=True)
     if note is not None:
         _say(say, note)
@@ -160,11 +165,22 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             platform, out / "cluster", group, options.servers, options.goaway_chance, kernel=kernel
         )
         pods: list[Pod] = []
+        nodes: list[NodeRun] = []
         try:
-            load = await _measure(_Run(options, cluster, group, out, say, pods))
+            load = await _measure(_Run(options, cluster, group, out, say, pods, nodes))
         finally:
             cluster.close()
-    return _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
+    result = _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
+    for node in nodes:  # --prober-on
+        judged = judge_node(node, cluster, tolerance=options.tolerance)
+        result = dataclasses.replace(
+            result,
+            node=judged,
+            problems=(*result.problems, *judged.problems),
+            findings=(*result.findings, *judged.findings),
+            written=(*result.written, *judged.written),
+        )
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +193,7 @@ class _Run:
     out: Path
     say: object
     pods: list[Pod]  # the upgrade's prober pods, filled as they start
+    nodes: list[NodeRun]  # --prober-on: the daemon on a master, once it started
 
 
 async def _measure(run: _Run) -> Load:
@@ -201,6 +218,8 @@ async def _measure(run: _Run) -> Load:
         control = await start_control(
             control_config, group, control_event_log(out), enter=cluster.enter_client
         )
+    if options.prober_on is not None:
+        run.nodes.append(await start_node_prober(cluster, options, group, out, options.prober_on))
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
@@ -217,7 +236,7 @@ async def _measure(run: _Run) -> Load:
     await wind_down(cluster)
     load = meter.stop()
     snapshot_metrics(cluster, port, out / "metrics.prom")
-    for each in (daemon, control):
+    for each in (daemon, control, *(node.process for node in run.nodes)):
         if each is not None:
             each.send_signal(signal.SIGTERM)
             code = await each.wait(30)
@@ -269,16 +288,7 @@ def _judge(
     load: Load,
     pods: Sequence[Pod],
 ) -> LabResult:
-    shutdowns: list[ShutdownTruth] = []
-    for server in cluster.apiservers:
-        shutdowns += read_shutdowns(server.truth_path)
-    lbs = {
-        kind: _lb_truth(kind, lb.events, lb.profile.reset_on_down)
-        for kind, lb in cluster.lbs.items()
-    }
-    first = frozenset({cluster.apiservers[0].hostname})
-    lbs[LB.LOCALHOST] = LbTruth(LB.LOCALHOST, (), reset_on_down=False, reaches=first)
-    shutdowns.sort(key=lambda s: s.t0)
+    shutdowns, lbs = lab_truth(cluster)
     if options.evict:
         return _judge_evicted(options, platform, out, shutdowns, load)
     if options.scenario == "upgrade":
@@ -289,7 +299,8 @@ def _judge(
     # Tearing the lab down may start shutdowns of its own after the daemon stopped.
     during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
     shutdowns = sorted(during, key=lambda s: s.t0)
-    results = compare(shutdowns, analysis.log.windows, lbs, offset)
+    windows = [w for w in analysis.log.windows if not w.same_node]  # the LBs' (`core.trackers`)
+    results = compare(shutdowns, windows, lbs, offset)
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     truths = [server.truth_path for server in cluster.apiservers]
     watches = check_run(truths, analysis, offset, options.tolerance)
@@ -398,7 +409,3 @@ def _judge_gathered(
         tolerance=options.tolerance,
         fates=tuple(fates),
     )
-
-
-def _lb_truth(kind: LB, events: list[ServerEvent], reset: bool) -> LbTruth:
-    return LbTruth(kind, tuple(events), reset_on_down=reset)

@@ -26,6 +26,7 @@ from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
 from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
+from prober.report.samenode import add_same_node, same_node_lines
 from prober.report.summary import build_summary, write_json
 from prober.report.tables import bounded, seconds, table
 from prober.report.thresholds import Thresholds
@@ -64,6 +65,7 @@ def analyze_runs(
         result = replay(log)
         run_platform = platform or log.run.platform
         summary, warnings = build_summary(log, result, run_platform)
+        add_same_node(summary, log, result)
         warnings = [*result.warnings, *warnings]
         if thresholds is not None and not thresholds.covers(run_platform):
             warnings.append(
@@ -189,6 +191,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     ]
     lines += table(headers, rows)
     lines.append(BOUND_NOTE)
+    lines += same_node_lines(s)
     resent: Counter[str] = Counter()
     for stream in s["streams"]:
         resent.update(stream.get("retried", {}))

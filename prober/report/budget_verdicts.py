@@ -29,6 +29,7 @@ from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Connection
 from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
+from prober.report.samenode import same_node_only
 from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
 from prober.report.verdicts import Status, Verdict, failures_in
@@ -131,10 +132,10 @@ def _precondition(
     summary: SummaryDocument, key: Key, profile: Platform | None, name: str
 ) -> Verdict | None:
     """The skip that comes before any judging, or None."""
-    reason = None
-    if profile is None:
+    reason = same_node_only(summary, key)  # nothing of the LB was measured from its node
+    if reason is None and profile is None:
         reason = f"no LB settings known for platform {summary['platform']!r}"
-    elif not summary["windows"]:
+    elif reason is None and not summary["windows"]:
         reason = "no kube-apiserver shut down during the run"
     return None if reason is None else Verdict(name, key, None, Status.SKIPPED, reason)
 
@@ -275,6 +276,9 @@ def _disruption_text(summary: SummaryDocument, key: Key) -> str:
 
 
 def _reacted(summary: SummaryDocument, key: Key) -> str:
+    only = same_node_only(summary, key)
+    if only is not None:
+        return only
     reactions = list(_reactions(summary, key))
     if not reactions:
         return (

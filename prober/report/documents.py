@@ -96,11 +96,29 @@ class StreamEntry(StreamFields):
     samples: int
     retried: NotRequired[dict[str, int]]  # reason -> requests sent again once
     stopped: NotRequired[int]  # requests the daemon's stop cut: among samples, no failure
+    same_node: NotRequired[int]  # schema 2.5: among samples, the prober's own node's
     disruption_seconds: float
     # schema 2.5: as a client felt it, less the intervals of answers with Retry-After that
     # client-go's retries got through (`core.perceived.Felt`); the raw figure is above
     felt_disruption_seconds: NotRequired[float]
     intervals: list[IntervalEntry]
+
+
+class SameNodeStreamEntry(StreamFields):
+    """A stream's same-node requests (`core.samenode`): its own node's apiserver."""
+
+    samples: int
+    disruption_seconds: float
+    intervals: list[IntervalEntry]
+
+
+class SameNodeEntry(TypedDict):
+    """What reached the prober's own node's apiserver through an LB: never an LB's result."""
+
+    node: str | None  # the prober's node; None: not known, and nothing is same-node
+    hairpins: list[str]  # LBs that hairpin from this node: their lost requests are its
+    windows: list[WindowEntry]
+    streams: list[SameNodeStreamEntry]  # the streams that had same-node requests
 
 
 class WorstEntry(KeyFields):
@@ -174,7 +192,9 @@ class SummaryDocument(TypedDict):
     verdicts: NotRequired[list[VerdictEntry]]  # schema 2.3: every test junit.xml reports
     explained: NotRequired[list[str]]  # schema 2.3: one line per LB, why its numbers are so
     retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream
-    connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.5 (`report.connection_ages`)
+    apiservers: NotRequired[dict[str, str]]  # schema 2.5: APIServerID -> node, as learnt
+    same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
+    connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`report.connection_ages`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

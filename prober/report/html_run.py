@@ -22,6 +22,7 @@ from prober.report.page import page, status_cell
 from prober.report.replay import Replay
 from prober.report.run_verdict import abrupt_text
 from prober.report.runs import ReadStats, RunLog
+from prober.report.samenode import same_node_table
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
 from prober.report.timeline import StreamMarks, View, lb_timeline, views, window_title
@@ -97,6 +98,8 @@ def render_run_report(report: RunReport) -> str:
         ages_html(report.summary.get("connection_ages"), age_statuses(report.verdicts)),
         "<h2>Disruption intervals</h2>",
         _intervals_table(report.replay),
+        "<h2>Same-node requests</h2>",
+        same_node_table(report.summary),
         _notes(report),
     ]
     return page(f"prober report: run {run.run_id}", "\n".join(body), _SCRIPT)

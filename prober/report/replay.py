@@ -19,7 +19,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from prober.core.connection_age import ConnectionAges
 from prober.core.models import (
@@ -33,6 +33,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.perceived import Felt, Retried
+from prober.core.samenode import Placement
 from prober.core.trackers import Trackers
 from prober.report.errors import BadInput
 from prober.report.runs import RunLog
@@ -43,7 +44,7 @@ _Record = TypeVar("_Record", Interval, Window)
 @dataclass(frozen=True, slots=True)
 class Replay:
     run: RunRecord
-    intervals: tuple[Interval, ...]
+    intervals: tuple[Interval, ...]  # the LBs' (`core.trackers`): every report judges these
     windows: tuple[Window, ...]
     end_t: float
     stragglers: int
@@ -56,9 +57,26 @@ class Replay:
     # What a client felt of each interval (`core.perceived.Felt`), in the order decided;
     # empty for a log without samples, whose intervals are then all felt.
     felt: tuple[Felt, ...] = ()
+    # The same-node path's records (`core.samenode`): the prober's own node, not an LB's,
+    # reported apart and never judged as an LB's.
+    same_node_intervals: tuple[Interval, ...] = ()
+    same_node_windows: tuple[Window, ...] = ()
     # Failures, late answers and resends by the phase their connection was opened in
     # (`core.connection_age`); a log without samples has the daemon's, if it stopped cleanly.
     ages: ConnectionAges | None = None
+
+    @classmethod
+    def split(
+        cls, intervals: Sequence[Interval], windows: Sequence[Window], **fields: Any
+    ) -> Replay:
+        """A replay of these records, the same-node ones apart from the LBs'."""
+        return cls(
+            intervals=tuple(i for i in intervals if not i.same_node),
+            windows=tuple(w for w in windows if not w.same_node),
+            same_node_intervals=tuple(i for i in intervals if i.same_node),
+            same_node_windows=tuple(w for w in windows if w.same_node),
+            **fields,
+        )
 
     def of_kind(self, kind: str) -> tuple[LogRecord, ...]:
         return self.others.get(kind, ())
@@ -73,10 +91,11 @@ def replay(log: RunLog) -> Replay:
             raise BadInput(f"{log.source}: run record: {exc}") from None
     if not log.samples:
         return measured(log)
-    nodes = {w.host: w.node for w in log.windows if w.node}
+    nodes = {**log.apiservers, **{w.host: w.node for w in log.windows if w.node}}
+    own = None if log.run.node is None else Placement(log.run.node, log.apiservers).on_own_node
     settings = log.run.lb_settings
     exact_delay = settings.shutdown_delay if settings is not None else None
-    trackers = Trackers(streams, node_of=nodes.get, exact_delay=exact_delay)
+    trackers = Trackers(streams, node_of=nodes.get, on_own_node=own, exact_delay=exact_delay)
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []
@@ -105,10 +124,10 @@ def replay(log: RunLog) -> Replay:
         warnings += _compare(log, intervals + closed_intervals, windows + closed_windows)
     if log.ages is not None and log.ages != ages:
         warnings.append(f"{log.source}: the connection-age table differs from the daemon's")
-    return Replay(
+    return Replay.split(
+        intervals + closed_intervals,
+        windows + closed_windows,
         run=log.run,
-        intervals=tuple(intervals + closed_intervals),
-        windows=tuple(windows + closed_windows),
         end_t=end_t,
         stragglers=trackers.shutdown.stragglers,
         warnings=tuple(warnings),
@@ -126,10 +145,10 @@ def measured(log: RunLog) -> Replay:
     A full log always holds samples where it holds a window or an interval (each rests on
     late or failed samples, which the daemon always keeps), so the two never mix up."""
     end_t, _ = run_end(log)
-    return Replay(
+    return Replay.split(
+        log.intervals,
+        log.windows,
         run=log.run,
-        intervals=tuple(log.intervals),
-        windows=tuple(log.windows),
         end_t=end_t,
         stragglers=0,
         warnings=(),

@@ -22,6 +22,7 @@ from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
+    ApiserverNode,
     Interval,
     LogRecord,
     PaceChange,
@@ -56,6 +57,7 @@ class RunLog:
     # The records of every other kind of stream, by kind, as the daemon wrote them.
     others: dict[str, list[LogRecord]] = field(default_factory=dict)
     ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
+    apiservers: dict[str, str] = field(default_factory=dict)  # host -> node, as the daemon learnt
     ages: ConnectionAges | None = None  # the daemon's connection-age table, made at its stop
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
@@ -63,6 +65,8 @@ class RunLog:
         under their kind."""
         if isinstance(record, RunEnd):
             self.ended = record
+        elif isinstance(record, ApiserverNode):
+            self.apiservers[record.host] = record.node
         elif isinstance(record, ConnectionAges):
             self.ages = record
         elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):

@@ -42,6 +42,12 @@ that failed too is the failure it met. `stopped` counts the requests the daemon'
 cut (class `stopped`): among `samples`, so that every request started is counted, and no
 disruption, no failure and no witness of any window (`core.models.Sample.stopped`).
 
+`same_node` counts the requests among `samples` that reached the prober's own node's
+apiserver through the LB, or were lost through an LB that hairpins from it
+(`core.samenode`). None of them is the LB's: the windows, intervals, `worst` and
+`retry_after` here are the LB path's alone, and `report.samenode` adds what they measured
+apart (`same_node`, with `apiservers`: each APIServerID's node).
+
 Schema v1 is v2 without the bound fields; the reader here accepts both. The shape as types,
 checked wherever a summary is built or read: `documents.SummaryDocument`.
 """
@@ -117,22 +123,24 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     for interval in result.intervals:
         seconds[interval.stream] += interval.seconds
     felt = felt_seconds(result)
-    forgiven = {f.interval for f in result.felt if f.forgiven}
+    forgiven = forgiven_intervals(result)
+    same = same_node_counts(log)
     stream_entries: list[StreamEntry] = [
         {
             **_ids(s),
             "samples": samples[s.name],
             "retried": dict(sorted(retried[s.name].items())),
             "stopped": stopped[s.name],
+            "same_node": same[s.name],
             "disruption_seconds": seconds[s.name],
             "felt_disruption_seconds": felt[s.name],
             "intervals": [
-                _interval(i, i not in forgiven) for i in result.intervals if i.stream == s.name
+                interval_entry(i, i not in forgiven) for i in result.intervals if i.stream == s.name
             ],
         }
         for s in streams
     ]
-    windows = [_window(w) for w in result.windows]
+    windows = [window_entry(w) for w in result.windows]
     summary: SummaryDocument = {
         "v": SUMMARY_VERSION,
         "run_id": log.run.run_id,
@@ -147,7 +155,8 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     summary["ended"] = ended_entry(log)
     told: dict[str, list[Retried]] = defaultdict(list)
     for retry in result.retries:
-        told[retry.sample.stream].append(retry)
+        if not retry.sample.same_node:  # the prober's own node's answer, not the LB's
+            told[retry.sample.stream].append(retry)
     summary["retry_after"] = {
         name: retry_after_entry(told[name], felt[name]) for name in sorted(told)
     }
@@ -158,15 +167,27 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     return micro_floats(summary), warnings
 
 
+def same_node_counts(log: RunLog) -> Counter[str]:
+    """Per stream, its same-node requests (`core.samenode`): the newest summary's count, or
+    the logged ones where there are more (a log cut before its next summary)."""
+    logged = Counter(s.stream for s in log.samples if s.same_node)
+    return logged | Counter({name: c.same_node for name, c in log.counters.items()})
+
+
+def forgiven_intervals(result: Replay) -> set[Interval]:
+    """The intervals no client felt: every failure in each was an answer with Retry-After
+    that client-go's retries got through (`core.perceived.Felt`), of either path."""
+    return {f.interval for f in result.felt if f.forgiven}
+
+
 def felt_seconds(result: Replay) -> defaultdict[str, float]:
-    """Per stream, the disruption a client felt: the raw seconds less each interval whose
-    every failure was an answer with Retry-After that client-go's retries got through."""
+    """Per stream, the disruption a client felt through its LB: the raw seconds less each
+    interval no client felt."""
     felt: defaultdict[str, float] = defaultdict(float)
+    forgiven = forgiven_intervals(result)
     for interval in result.intervals:
-        felt[interval.stream] += interval.seconds
-    for decided in result.felt:
-        if decided.forgiven:
-            felt[decided.interval.stream] -= decided.interval.seconds
+        if interval not in forgiven:
+            felt[interval.stream] += interval.seconds
     return felt
 
 
@@ -216,11 +237,12 @@ def _copied(record: object, names: tuple[str, ...]) -> dict[str, Any]:
     return {k: v.value if isinstance(v, Enum) else v for k, v in values.items()}
 
 
-def _interval(i: Interval, felt: bool) -> IntervalEntry:
+def interval_entry(i: Interval, felt: bool = True) -> IntervalEntry:
+    """`felt`: whether a client felt it (`core.perceived.Felt`)."""
     return cast(IntervalEntry, {**_copied(i, _INTERVAL_FIELDS), "felt": felt})
 
 
-def _window(w: Window) -> WindowEntry:
+def window_entry(w: Window) -> WindowEntry:
     streams = [{**_ids(ws.stream_id), **_copied(ws, _WINDOW_STREAM_FIELDS)} for ws in w.streams]
     return cast(WindowEntry, {**_copied(w, _WINDOW_FIELDS), "streams": streams})
 

@@ -33,6 +33,7 @@ from prober.report.documents import (
     WindowEntry,
     WindowStreamEntry,
 )
+from prober.report.samenode import same_node_only
 from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
 from prober.report.thresholds import Lookup, Thresholds
@@ -94,15 +95,28 @@ def judge(
         return thresholds.lookup(platform, key, metric)
 
     keys = [entry_key(w) for w in summary["worst"]]
-    verdicts = [_routing(summary, key, lookup(key, "reaction")) for key in keys]
+    verdicts = [
+        _unless_same_node(summary, key, _routing(summary, key, lookup(key, "reaction")))
+        for key in keys
+    ]
     per_key = Counter(entry_key(s) for s in summary["streams"])
     told = summary.get("retry_after", {})
     for stream in summary["streams"]:
         key = entry_key(stream)
         target = StreamId.parse(stream["stream"]).target if per_key[key] > 1 else None
         history = lookup(key, "disruption")
-        verdicts.append(_availability(stream, key, target, history, told.get(stream["stream"])))
+        verdict = _availability(stream, key, target, history, told.get(stream["stream"]))
+        verdicts.append(_unless_same_node(summary, key, verdict))
     return verdicts
+
+
+def _unless_same_node(summary: SummaryDocument, key: Key, verdict: Verdict) -> Verdict:
+    """Skipped where every request of its key reached the prober's own node: nothing of the
+    LB was measured (`report.samenode`)."""
+    reason = same_node_only(summary, key)
+    if reason is None:
+        return verdict
+    return Verdict(verdict.name, verdict.key, verdict.stream, Status.SKIPPED, reason)
 
 
 # The window stream with the worst reaction seen so far, its reaction first, then its window

@@ -208,7 +208,9 @@ INVALID = [
      "lb_settings.shutdown_delay: expected a Go duration such as 100ms or 5s, got 129"),
     ("lb_settings: {localhost: {}}", "lb_settings.localhost: unknown key 'localhost'"),
     ("lb_settings: {external-lb: 10s}", "lb_settings.external-lb: expected a mapping of "
-     "interval, timeout, unhealthy, healthy, fastinter, sync_delay, connections"),
+     "interval, timeout, unhealthy, healthy, fastinter, sync_delay, hairpin, connections"),
+    ("lb_settings: {internal-lb: {hairpin: maybe}}",
+     "lb_settings.internal-lb.hairpin: expected true or false, got 'maybe'"),
     ("lb_settings: {external-lb: {interval: 0s}}",
      "lb_settings.external-lb.interval: '0s' must be longer than 0s"),
     ("lb_settings: {internal-lb: {unhealthy: 0}}",
@@ -216,6 +218,10 @@ INVALID = [
     ("lb_settings: {internal-lb: {connections: drop}}",
      "lb_settings.internal-lb.connections: expected reset or kept, got 'drop'"),
     ("lb_settings: {internal-lb: {rise: 2}}", "lb_settings.internal-lb.rise: unknown key 'rise'"),
+    ("node: Master_0", "node: 'Master_0' is not a node name: lowercase letters, digits, '-' "
+     "and '.', starting and ending with a letter or digit"),
+    ("node: " + "m" * 254, "node: a node name has at most 253 characters, got 254"),
+    ("node: ''", "node: expected a non-empty string, got ''"),
 ]  # fmt: skip
 
 
@@ -322,6 +328,17 @@ def test_cross_field_rules(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "localhost: true\n")
     with pytest.raises(ConfigError, match=r"localhost: only applies with --in-cluster"):
         load_config(path, env={})
+    path = write(tmp_path, MINIMAL + "node: master-0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value) == (
+        f"{path}:5: node: which apiserver runs on it comes from the identity Leases: "
+        "needs --in-cluster or --kubeconfig"
+    )
+    config = load_config(path, env={}, flags={"kubeconfig": kube})
+    assert config.node == "master-0"
+    assert load_config(env={"PROBER_NODE": "ip-10-0-1-7.ec2.internal"}, flags={
+        "in_cluster": True}).node == "ip-10-0-1-7.ec2.internal"  # fmt: skip
 
 
 @pytest.mark.parametrize(

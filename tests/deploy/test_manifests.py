@@ -306,6 +306,7 @@ def test_the_daemon_accepts_its_arguments_and_configuration(
     config = _loaded(rendered[overlay], tmp_path, monkeypatch)
     assert {(str(t.lb), t.url) for t in config.targets} == targets
     assert config.in_cluster
+    assert config.node == FIELDS["spec.nodeName"]  # the downward API: same-node results
     assert dict(config.labels) == {"vantage": overlay}
     assert (config.interval, config.workers) == (0.1, 2)  # the rate the resources are sized for
 

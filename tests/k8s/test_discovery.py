@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,14 +13,16 @@ from prometheus_client import CollectorRegistry
 
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
-from prober.core.models import LB, Window
+from prober.core.kinds import standard_kinds
+from prober.core.models import LB, ApiserverNode, RunRecord, Sample, Window
 from prober.daemon.app import Daemon
 from prober.daemon.commands import discover
 from prober.k8s.cluster import ClusterAccess, Infrastructure
 from prober.k8s.discovery import HostDecoder, discover_targets
 from prober.k8s.errors import ClusterError
 from tests.support.certs import Certs
-from tests.support.kube_api import KubeAPI, infrastructure, lease
+from tests.support.kube_api import INFRASTRUCTURE, LEASES, KubeAPI, infrastructure, lease
+from tests.support.logcapture import log_line
 from tests.support.replay import read_log
 from tests.support.tls_server import HOST_ID, TLSServer
 
@@ -76,6 +79,44 @@ async def test_node_names_are_kept_once_learnt(kube: KubeAPI, certs: Certs, tmp_
     await decoder.refresh()
     assert decoder.node_of(HOST_ID) == "master-0"
     assert decoder.node_of("apiserver-unknown") is None
+
+
+async def test_without_permission_to_read_leases_it_says_so_once(
+    kube: KubeAPI, certs: Certs, tmp_path: Path, log_output: io.StringIO
+) -> None:
+    access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
+    decoder = HostDecoder(access)
+    await decoder.refresh()  # learnt
+    kube.forbidden.add(LEASES)
+    await decoder.refresh()
+    await decoder.refresh()
+    warning = log_line(log_output, "apiserver_identity_unavailable")  # one, not two
+    assert warning["level"] == "warning"
+    assert warning["error"] == "leases in kube-system: HTTP 403 Forbidden"
+    assert decoder.node_of(HOST_ID) == "master-0"  # what was learnt stays
+    fresh = HostDecoder(access)
+    await fresh.refresh()  # never allowed: nothing known, and no error
+    assert dict(fresh.nodes) == {}
+
+
+async def test_targets_and_platform_configured_read_only_the_leases(
+    kube: KubeAPI, certs: Certs, tls_server: TLSServer, tmp_path: Path
+) -> None:
+    """A cluster that is not OpenShift (the lab's apiservers) has no Infrastructure object:
+    a config that names its targets and platform never asks for it."""
+    kube.forbidden.add(INFRASTRUCTURE)
+    config = load_config(
+        env={},
+        flags={
+            "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
+            "platform": "gcp",
+            "targets": [{"lb": "internal-lb", "url": tls_server.url}],
+        },
+    )
+    config, hosts = await discover(config)
+    assert [t.url for t in config.targets] == [tls_server.url]
+    assert hosts.node_of(HOST_ID) == "master-0"
+    assert not any(r.startswith(INFRASTRUCTURE) for r in kube.requests)
 
 
 def test_client_faults_are_one_line(kube: KubeAPI, certs: Certs, tmp_path: Path) -> None:
@@ -137,3 +178,51 @@ async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
     (window,) = read_log(events).of(Window)
     assert (window.host, window.node, window.closed_by) == (HOST_ID, "master-0", "end")
     assert {s.lb for s in window.streams if s.late} == {LB.INTERNAL, LB.EXTERNAL}
+
+
+async def test_a_prober_on_a_master_labels_its_own_apiservers_answers_same_node(
+    kube: KubeAPI, tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path
+) -> None:
+    """The node comes from the config (the downward API), the apiservers' nodes from the
+    Leases; both are in the event log, and every answer of master-0's apiserver is labelled."""
+    events = tmp_path / "events.jsonl"
+    config = load_config(
+        env={"PROBER_NODE": "master-0"},
+        flags={
+            "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
+            "platform": "gcp",
+            "targets": [{"lb": "internal-lb", "url": tls_server.url}],
+            "token_file": str(token_file),
+            "protocols": "http2",
+            "connections": "reused",
+            "interval": "20ms",
+            "listen": "127.0.0.1:0",
+            "watches": "false",
+            "event_log": str(events),
+            "duration": "600ms",
+        },
+    )
+    config, hosts = await discover(config)
+    went_down = time.monotonic()
+    tls_server.plan.header = lambda: format_shutdown_header(
+        True, 70, time.monotonic() - went_down, HOST_ID
+    )
+    registry = CollectorRegistry()
+    daemon = Daemon(config, registry=registry, hosts=hosts, install_signals=False)
+    assert await asyncio.wait_for(daemon.run(), 15) == 0
+    labels = {"platform": "gcp", "lb": "internal-lb", "protocol": "http2", "connection": "reused"}
+    requests = registry.get_sample_value("prober_requests_total", {**labels, "result": "success"})
+    assert registry.get_sample_value("prober_same_node_requests_total", labels) == requests
+    # Not the LB's: its window is no readiness violation of the internal LB.
+    assert not registry.get_sample_value("prober_readiness_violation_seconds_count", labels)
+    log = read_log(events, types=standard_kinds().record_types)
+    (run,) = log.of(RunRecord)
+    assert run.node == "master-0"
+    told = {(r.host, r.node) for r in log.of(ApiserverNode)}
+    assert told == {(HOST_ID, "master-0"), ("apiserver-other", "master-1")}
+    samples = log.of(Sample)
+    assert samples
+    assert all(s.same_node for s in samples)
+    # Its window is master-0's own, kept apart: the internal LB's shows nothing of it.
+    (window,) = log.of(Window)
+    assert (window.node, window.same_node) == ("master-0", True)

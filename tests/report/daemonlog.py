@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prober.core.compaction import Compactor
+from prober.core.compaction import Compactors
 from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import encode
 from prober.core.models import (
+    ApiserverNode,
     Interval,
     Record,
     RunEnd,
@@ -32,6 +33,7 @@ from prober.core.models import (
     parse_rfc3339,
     rfc3339,
 )
+from prober.core.samenode import Placement
 from prober.core.trackers import Trackers
 
 START = "2026-11-30T10:00:00.000000Z"
@@ -51,7 +53,7 @@ class RotatingWriter:
         self._size = 0
         self.write(run)
 
-    def write(self, record: Record | RunEnd | ConnectionAges) -> None:
+    def write(self, record: Record | RunEnd | ApiserverNode | ConnectionAges) -> None:
         line = encode(record) + "\n"
         if self.rotate_bytes and self._size + len(line) > self.rotate_bytes and self._size:
             self._rotate()
@@ -93,13 +95,20 @@ def write_daemon_log(
     summary_every: float = 10.0,
     rotate_bytes: int | None = None,
     clean_end: bool = True,
+    placement: Placement | None = None,
 ) -> LiveOutput:
-    """Feed `samples` (in completion order) as the daemon does and write its event log."""
+    """Feed `samples` (in completion order) as the daemon does and write its event log;
+    `placement`: a prober that knows its node labels its samples (`core.samenode`), and
+    logs the apiservers' nodes it knows first."""
     node_map = nodes or {}
-    trackers = Trackers(map(StreamId.parse, run.streams), node_of=node_map.get)
+    own = None if placement is None else placement.on_own_node
+    trackers = Trackers(map(StreamId.parse, run.streams), node_of=node_map.get, on_own_node=own)
     disruption = trackers.disruption
-    compactor = Compactor()
+    compactor = Compactors()
     writer = RotatingWriter(path, run, rotate_bytes)
+    if placement is not None:
+        for host, node in placement.nodes.items():
+            writer.write(ApiserverNode(0.0, run.ts, host, node))
     out = LiveOutput()
     counts: dict[str, Counter[str]] = {name: Counter() for name in run.streams}
     next_summary = summary_every
@@ -114,6 +123,7 @@ def write_daemon_log(
                 late=c["late"],
                 disruption_seconds=disruption.seconds(name),
                 results={k[2:]: v for k, v in c.items() if k.startswith("r:")},
+                same_node=c["same_node"],
             )
             for name, c in counts.items()
         )
@@ -131,13 +141,14 @@ def write_daemon_log(
                 out.ages = event
                 writer.write(event)
 
-    for s in samples:
+    labelled = samples if placement is None else map(placement.label, samples)
+    for s in labelled:
         now = max(now, s.end)
         while now >= next_summary:
             writer.write(summary(next_summary))
             next_summary += summary_every
         events = trackers.feed(s)
-        for kept in compactor.select(s, events, trackers.open_hosts):
+        for kept in compactor.select(s, events, trackers):
             writer.write(kept)
             out.logged_samples += 1
         emit(events)
@@ -145,6 +156,7 @@ def write_daemon_log(
         c["samples"] += 1
         c["failures"] += s.failed
         c["late"] += s.late
+        c["same_node"] += s.same_node
         c["r:" + (s.error.value if s.error else "success")] += 1
     if clean_end:
         end = end_t if end_t is not None else now + 0.5

@@ -117,9 +117,11 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "connection_ages", "verdicts", "explained",
+        "retry_after", "connection_ages", "apiservers", "same_node", "verdicts", "explained",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
+    # A prober that knows no node: nothing of it is same-node.
+    assert doc["same_node"] == {"node": None, "hairpins": [], "windows": [], "streams": []}
     assert len(doc["verdicts"]) == 31  # every test junit.xml reports
     assert len(doc["explained"]) == 10  # one line per LB key, and the 20 % rule's per LB
     assert doc["ended"]["abruptly"] is False
@@ -161,6 +163,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "samples",
         "retried",
         "stopped",
+        "same_node",
         "disruption_seconds",
         "felt_disruption_seconds",
         "intervals",
@@ -202,6 +205,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         (doc["connection_ages"], documents.ConnectionAgesSection),
         (doc["connection_ages"]["rows"][0], documents.AgeRowEntry),
         (doc["connection_ages"]["findings"][0], documents.AgeFindingEntry),
+        (doc["same_node"], documents.SameNodeEntry),
     ]:
         assert set(entry) == shape.__required_keys__ | shape.__optional_keys__, shape.__name__
     facts = load_run_facts(tmp_path / "out" / "summary.json")

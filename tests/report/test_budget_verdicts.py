@@ -169,7 +169,9 @@ def test_a_failure_says_where_to_look_when_and_what_failed() -> None:
     refused = {"start_t": 41.0, "end_t": 42.0, "error": "connect_refused", "samples": 7}
     reset = {"start_t": 43.0, "end_t": 43.5, "error": "connection_reset", "samples": 2}
     before = {"start_t": 5.0, "end_t": 6.0, "error": "timeout", "samples": 1}  # not in it
-    summary["streams"] = [{"stream": stream().name, "intervals": [refused, before, reset]}]
+    summary["streams"] = [{"stream": stream().name, "lb": "external-lb", "protocol": "http1",
+                           "connection": "new", "samples": 100,
+                           "intervals": [refused, before, reset]}]  # fmt: skip
     budget, _ = judge_budgets(summary, AWS)
     assert budget.status is Status.FAILED
     assert budget.message == (

@@ -39,6 +39,7 @@ class KubeAPI:
     def __init__(self, context: ssl.SSLContext, token: str) -> None:
         self.infrastructure: dict[str, Any] | None = None
         self.leases: list[dict[str, Any]] = []
+        self.forbidden: set[str] = set()  # paths RBAC does not let this token read: 403
         self.token = token
         self.requests: list[str] = []
         api = self
@@ -80,6 +81,8 @@ class KubeAPI:
         if authorization != f"Bearer {self.token}":
             return 401, status(401, "Unauthorized")
         parts = urlsplit(target)
+        if parts.path in self.forbidden:
+            return 403, status(403, "Forbidden")
         if parts.path == INFRASTRUCTURE and self.infrastructure is not None:
             return 200, self.infrastructure
         if parts.path == LEASES:

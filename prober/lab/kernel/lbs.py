@@ -133,20 +133,27 @@ class KernelLB:
 
 @dataclass(frozen=True, slots=True)
 class KernelService:
-    """The service network: the ClusterIP DNATed on the client's own node."""
+    """The service network: the ClusterIP DNATed on the client's own node, and on each
+    master a prober runs on (`also_on`), as kube-proxy does on every node."""
 
     profile: LBProfile
     targets: Sequence[Target]
     client: Namespace
     changes: StateChanges
     serving: dict[str, bool]
+    nodes: list[Namespace]  # the other nodes whose proxies program it
 
     @classmethod
     def make(
         cls, profile: LBProfile, targets: Sequence[Target], client: Namespace
     ) -> KernelService:
         serving = {t.name: True for t in targets}
-        return cls(profile, targets, client, StateChanges(str(profile.lb)), serving)
+        return cls(profile, targets, client, StateChanges(str(profile.lb)), serving, [])
+
+    async def also_on(self, node: Namespace) -> None:
+        """Program the ClusterIP on this node too, from now on."""
+        self.nodes.append(node)
+        await self._apply()
 
     @property
     def address(self) -> tuple[str, int]:
@@ -172,7 +179,9 @@ class KernelService:
 
     async def _apply(self) -> None:
         endpoints = [t.address for t in self.targets if self.serving[t.name]]
-        await self.client.run("nft", "-f", "-", stdin=self.dispatch.script(endpoints))
+        script = self.dispatch.script(endpoints)
+        for node in (self.client, *self.nodes):
+            await node.run("nft", "-f", "-", stdin=script)
 
     async def set_serving(self, server: str, serving: bool) -> None:
         """The endpoint in or out; conntrack keeps the flows it already carries."""

@@ -15,6 +15,7 @@ client's address (client IP preservation) and see the whole flow, as a pass-thro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prober.core.models import LB
@@ -97,6 +98,26 @@ class LabNetwork:
 
     def node(self, index: int) -> Namespace:
         return self.nodes[index]
+
+    async def host_prober(self, index: int, hairpins: Sequence[LB]) -> Namespace:
+        """Ready master `index` to run a prober: its connections tracked as the client's
+        are, and each hairpin LB's VIP answered by the master itself, as GCP's guest agent
+        and OpenShift's gcp-routes make a master take the VIP as its own: a request from the
+        master to it never leaves the node, whatever the LB's health (`core.budgets`)."""
+        node = self.nodes[index]
+        for key, value in TRACKING.items():
+            await node.sysctl(key, value)
+        for lb in hairpins:
+            local = nftables.Dispatch(
+                table=f"hairpin_{lb.name.lower()}",
+                hook="output",
+                vip=VIPS[lb],
+                port=API_PORT,
+                target_port=API_PORT,
+                seed=0,
+            )
+            await node.run("nft", "-f", "-", stdin=local.script([master_address(index)]))
+        return node
 
     def close(self) -> None:
         for ns in (*self.nodes, self.router, self.client):
