@@ -23,6 +23,9 @@ only depend on:
 * the success that closed a late failure's interval the moment the failure arrived (sent after
   it, answered before it): written, `held`, just before that failure, so that a replay has it,
   unless the log has it already (it was kept when it came, or it is also the witness).
+* per kept connection, the newest-sent answer, when a failure or a resend on that connection
+  is put down to its server (`core.connection_age.Attributed`): written, `held`, just before
+  it, unless the log has it already.
 
 Everything else is a success that moved no state, and is counted by the `summary` records
 instead. `tests/core/test_compaction.py` checks the claim over generated runs.
@@ -34,6 +37,7 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterable
 
+from prober.core.connection_age import Attributed
 from prober.core.disruption import HORIZON, DisruptionStarted
 from prober.core.models import Sample
 from prober.core.shutdown import WindowOpened
@@ -92,7 +96,19 @@ class Compactor:
                 closer = event.closer
                 if closer is not None and not self._has(closer, out):
                     out.append(dataclasses.replace(closer, held=True))
+            elif isinstance(event, Attributed):
+                out.extend(self._answer(event.by, out))
         return out
+
+    def _answer(self, by: Sample, pending: list[Sample]) -> list[Sample]:
+        """The answer a failure or resend on its connection was put down to, unless the log
+        has it: a failed one always is."""
+        if by.failed or self._has(by, pending):
+            return []
+        header = by.shutdown
+        if header is not None and self._held.get(header.host) is by:
+            del self._held[header.host]  # in the log now, early enough for the T0 it bounds
+        return [dataclasses.replace(by, held=True)]
 
     def _has(self, sample: Sample, pending: list[Sample]) -> bool:
         """Whether the log has `sample` already, or is about to (it is also the witness)."""

@@ -3,7 +3,8 @@
 One generic encoder and decoder serve every record kind: a record's dataclass fields *are* its
 JSON fields, and decoding follows the field annotations (str, int, float, bool, enums, nested
 dataclasses, tuples, mappings, optionals), so adding a field to a model is the whole change;
-a field marked `models.OMIT_EMPTY` is left out of the line while empty.
+a field marked `models.OMIT_EMPTY` is left out of the line while empty, one marked
+`models.OMIT_NONE` while None.
 Readers are lenient where a crash or a newer writer leaves marks (a truncated last line,
 unknown kinds, unknown fields) and strict where data is wrong. The record types of other kinds
 of stream (`core.streamkind`) decode alike once a reader is given them (`types`); a kind it was
@@ -62,6 +63,8 @@ def _to_json(value: Any) -> Any:
             keys = f.metadata.get("keys")
             if f.metadata.get("omit_empty") and not getattr(value, f.name):
                 continue  # read back as its default (`models.OMIT_EMPTY`)
+            if f.metadata.get("omit_none") and getattr(value, f.name) is None:
+                continue  # read back as None (`models.OMIT_NONE`)
             if keys is None:
                 body[f.name] = _to_json(getattr(value, f.name))
             else:  # a stream identity, written as its name and the fields beside it

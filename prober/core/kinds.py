@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from prober.core.connection_age import ConnectionAges
 from prober.core.models import (
     Interval,
     LBSettings,
@@ -23,7 +24,9 @@ from prober.core.streamkind import KindSpec, KindTable
 from prober.core.watch import WATCHES
 
 REQUEST = "request"
-REQUESTS = KindSpec(REQUEST, records=(Sample, Interval, Window, Summary, PaceChange))
+REQUESTS = KindSpec(
+    REQUEST, records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges)
+)
 
 
 def standard_kinds() -> KindTable:

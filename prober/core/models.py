@@ -120,6 +120,8 @@ WITHOUT_TARGET: dict[str, tuple[str, ...]] = {"keys": ("stream", "lb", "protocol
 # A field left out of its line while empty: a reader takes its default, and the samples of a
 # run that never stopped mid-request keep their bytes.
 OMIT_EMPTY: dict[str, bool] = {"omit_empty": True}
+# A field left out of its line while None, for a field whose empty values (0) mean something.
+OMIT_NONE: dict[str, bool] = {"omit_none": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +313,10 @@ class Sample(OfStream):
     # through an LB that hairpins from there (`core.samenode`): no evidence of the LB, so its
     # own trackers take it (`core.trackers`). Left out of the line while false.
     same_node: bool = field(default=False, metadata=OMIT_EMPTY)
+    # How old its connection was: seconds from the start of that connection's TCP connect to
+    # `t` (0 for the request that opened it). None where it had none (the connect failed),
+    # and in logs written before it was recorded, which keep their bytes.
+    connection_age: float | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def end(self) -> float:

@@ -2,9 +2,11 @@
 both feed, so that "the replay reproduces the daemon" holds by construction.
 
 Each sample goes to the disruption tracker, then to the shutdown tracker, then to the follower
-of client-go's retries (`core.perceived`), and their events come back in that order, followed by
-what a client felt of each interval they decided (`perceived.Felt`); at the end of the run open
-intervals close before open windows, the retries still waiting next, and what was felt last.
+of client-go's retries (`core.perceived`), then to the connection-age tracker
+(`core.connection_age`, told of each window as it closes), and their events come back in that
+order, what a client felt of each interval they decided (`perceived.Felt`) before the
+connection-age tracker's; at the end of the run open intervals close before open windows, the
+retries still waiting next, then what was felt, and last the connection-age table.
 A sample that ends a chain of retries made a tracker emit, so the event log keeps it
 (`core.compaction`) and a replay ends the chain on the same sample.
 Both feeders register the run's streams before the first sample (`ShutdownTracker.add_stream`)
@@ -14,20 +16,22 @@ Same-node samples (`core.samenode`: answered by the prober's own node through an
 through an LB that hairpins from it) go to trackers of their own (`same_node`), whose
 intervals and windows are marked `same_node`: they measure the node, so none of them is the
 LB's (`lb`), and no sample of one path is a witness of the other's. Client-go's retries are
-followed over every sample, as a client meets them.
+followed over every sample, as a client meets them. The connection-age tracker takes the LB
+path's samples and windows only: its 20 % rule is each LB's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
 from prober.core.models import LB, Interval, Sample, StreamId, Window
 from prober.core.perceived import Felt, FeltDisruption, Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
-TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt
+TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt | Attributed
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +50,11 @@ class Trackers:
         node_of: Callable[[str], str | None] | None = None,
         max_open: int = DEFAULT_MAX_OPEN,
         on_own_node: Callable[[str], bool] | None = None,
+        exact_delay: float | None = None,
     ) -> None:
-        """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`)."""
+        """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`);
+        `exact_delay`: the apiservers' `--shutdown-delay-duration` where the run's settings
+        say it (`LBSettings.shutdown_delay`); the header's rounded one is used otherwise."""
         lb_shutdown = ShutdownTracker(node_of=node_of, max_open=max_open, on_own_node=on_own_node)
         self.lb = Path(DisruptionTracker(), lb_shutdown)
         self.same_node = Path(
@@ -57,6 +64,7 @@ class Trackers:
         self.disruption, self.shutdown = self.lb.disruption, self.lb.shutdown
         self.retries = RetryFollower()
         self.felt = FeltDisruption()
+        self.ages = ConnectionAgeTracker(exact_delay)
         for stream in streams:
             self.shutdown.add_stream(stream)
             if stream.lb is not LB.LOCALHOST:  # never same-node: the node's own path by name
@@ -67,23 +75,37 @@ class Trackers:
 
     def feed(self, sample: Sample) -> list[TrackerEvent]:
         path = self.path_of(sample)
-        events: list[TrackerEvent] = [
-            *path.disruption.feed(sample),
-            *path.shutdown.feed(sample),
-            *self.retries.feed(sample),
-        ]
-        return [*events, *self.felt.feed(sample, events)]
+        disruption = path.disruption.feed(sample)
+        shutdown = path.shutdown.feed(sample)
+        through_lb = path is self.lb
+        if through_lb:
+            self._closed(shutdown)
+        events: list[TrackerEvent] = [*disruption, *shutdown, *self.retries.feed(sample)]
+        ages = self.ages.feed(sample) if through_lb else []
+        return [*events, *self.felt.feed(sample, events), *ages]
 
-    def close(self, end_t: float, end_ts: str) -> list[Interval | Window | Retried | Felt]:
-        """End the run at `end_t`: the intervals still open, the windows, the retries, and
-        what a client felt of every interval not yet decided."""
+    def close(
+        self, end_t: float, end_ts: str
+    ) -> list[Interval | Window | Retried | Felt | ConnectionAges]:
+        """End the run at `end_t`: the intervals still open, the windows, the retries, what a
+        client felt of every interval not yet decided, and the connection-age table."""
         paths = (self.lb, self.same_node)
+        intervals = [i for p in paths for i in p.disruption.close(end_t, end_ts)]
+        lb_windows = self.lb.shutdown.close(end_t)
+        self._closed(lb_windows)
         closed: list[Interval | Window | Retried | Felt] = [
-            *(i for p in paths for i in p.disruption.close(end_t, end_ts)),
-            *(w for p in paths for w in p.shutdown.close(end_t)),
+            *intervals,
+            *lb_windows,
+            *self.same_node.shutdown.close(end_t),
             *self.retries.close(end_t),
         ]
-        return [*closed, *self.felt.take(closed)]
+        return [*closed, *self.felt.take(closed), self.ages.close(end_t)]
+
+    def _closed(self, events: Sequence[ShutdownEvent]) -> None:
+        """The LB path's windows, as they close, to the connection-age tracker."""
+        for event in events:
+            if isinstance(event, Window):
+                self.ages.closed(event)
 
     @property
     def open_hosts(self) -> frozenset[str]:

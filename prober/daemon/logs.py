@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from prober.core.connection_age import ConnectionAges
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, PaceChange, Sample, Summary, Window
 from prober.core.shutdown import WindowOpened
@@ -72,6 +73,8 @@ class LogSink:
             )
         elif isinstance(event, Window):
             self._window_closed(event)
+        elif isinstance(event, ConnectionAges):
+            self._connection_ages(event)
         elif isinstance(event, Summary):
             self._log.info(
                 "summary",
@@ -80,6 +83,16 @@ class LogSink:
                 failures=sum(s.failures for s in event.streams),
                 late=sum(s.late for s in event.streams),
             )
+
+    def _connection_ages(self, table: ConnectionAges) -> None:
+        """At the run's end: failures, late answers and resends by the phase of their
+        server's shutdown in which their connection was opened (`core.connection_age`)."""
+        rows = [
+            {"stream": r.stream_id.name, "opened": r.opened, "late": r.late,
+             "failed": r.failed, "resent": r.resent, "errors": r.errors}
+            for r in table.rows
+        ]  # fmt: skip
+        self._log.info("connection_ages", rows=rows)
 
     def _window_closed(self, window: Window) -> None:
         streams = [

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prober.core.connection_age import Attributed, ConnectionAges
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
 from prober.core.perceived import Felt, Retried
@@ -57,6 +58,8 @@ Event = (
     | Skipped
     | Retried
     | Felt
+    | Attributed
+    | ConnectionAges
     | LogRecord
 )
 

@@ -81,6 +81,7 @@ class RequestRun:
             on_burst=self._send_burst,
             rise=config.rise > 1,
             placement=placement(config, context.apiservers),
+            exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
         )
         self._probers: dict[StreamId, list[Prober]] = {}
         self._schedulers: list[StreamScheduler] = []

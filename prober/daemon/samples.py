@@ -79,13 +79,18 @@ class SampleFeed:
         on_burst: Callable[[Burst], None] | None = None,
         rise: bool = False,
         placement: Placement | None = None,
+        exact_delay: float | None = None,
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
-        `placement`: where the prober runs, which tells same-node samples (None: none is)."""
+        `placement`: where the prober runs, which tells same-node samples (None: none is);
+        `exact_delay`: the configured `lb_settings.shutdown_delay`, which the run record
+        carries for the replay."""
         # Defaults otherwise: analyze replays the same trackers.
         own = placement.on_own_node if placement is not None else None
-        self.trackers = Trackers(streams, node_of=node_of, max_open=max_open, on_own_node=own)
+        self.trackers = Trackers(
+            streams, node_of=node_of, max_open=max_open, on_own_node=own, exact_delay=exact_delay
+        )
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown
         self._placement = placement

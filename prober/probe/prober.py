@@ -71,10 +71,17 @@ class _Attempt:
     retried: str | None = None
     first_error: str = ""
     up_at: float | None = None  # when its fresh connection was up (TCP and TLS)
+    opened_at: float | None = None  # when the connection it went over began its connect
     sent_at: float | None = None  # when the request was written
 
     def at(self, conn: WireConnection) -> None:
         self.local, self.peer = conn.local, conn.peer
+
+    def age(self, start: float) -> float | None:
+        """How old its connection was at `start` (the sample's `t`); None: it had none."""
+        if self.opened_at is None:
+            return None
+        return round(max(start - self.opened_at, 0.0), 6)
 
     def phases(self, start: float) -> dict[str, float]:
         """What of it had happened, in seconds after `start` (the sample's `t`)."""
@@ -214,6 +221,7 @@ class Prober:
             replaced_port=attempt.replaced_port,
             retried=attempt.retried,
             phases=phases,
+            connection_age=attempt.age(start),
         )
 
     async def _exchange(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
@@ -233,9 +241,10 @@ class Prober:
 
     async def _once(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
         attempt.connected = attempt.kept = False
-        attempt.on_wire = attempt.up_at = attempt.sent_at = None
+        attempt.on_wire = attempt.up_at = attempt.sent_at = attempt.opened_at = None
         conn = await (self._kept_connection(attempt) if self._reused else self._open(attempt))
         attempt.at(conn)
+        attempt.opened_at = conn.opened_at
         if attempt.on_wire is None:
             attempt.on_wire = time.monotonic()
         attempt.sent_at = time.monotonic()  # `request` writes it before its first wait
@@ -254,6 +263,7 @@ class Prober:
         attempt.on_wire = time.monotonic()  # after the name lookup: the connect starts now
         conn = await connect(self._endpoint, addresses)
         attempt.up_at = time.monotonic()
+        conn.opened_at = attempt.on_wire  # its requests' age counts from here (`Sample`)
         return conn
 
     async def _kept_connection(self, attempt: _Attempt) -> WireConnection:

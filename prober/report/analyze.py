@@ -17,7 +17,9 @@ from typing import Any
 from prober import __version__
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
+from prober.report.age_verdicts import explain_ages, judge_ages
 from prober.report.budget_verdicts import explain, judge_budgets
+from prober.report.connection_ages import age_lines
 from prober.report.documents import SummaryDocument, VerdictEntry
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
@@ -76,9 +78,10 @@ def analyze_runs(
         )
         promised = lb_settings or _promised(run_platform, log.run.lb_settings)
         verdicts += judge_budgets(summary, promised)
+        verdicts += judge_ages(summary, promised)
         verdicts += whole_run(summary)
         summary["verdicts"] = [verdict_entry(v) for v in verdicts]
-        summary["explained"] = explain(summary, verdicts, promised)
+        summary["explained"] = explain(summary, verdicts, promised) + explain_ages(summary)
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
 
@@ -207,6 +210,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     explained = s.get("explained", [])
     if explained:
         lines += ["", "what each LB's own settings promise, and what it did:", *explained]
+    lines += age_lines(s.get("connection_ages"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

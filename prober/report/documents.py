@@ -146,6 +146,39 @@ class VerdictEntry(TypedDict):
     allowed: float | None
 
 
+class AgeRowEntry(StreamFields):
+    """What one stream met on connections opened in one phase of their server's shutdown
+    (`core.connection_age`): counts by the phase each was met in."""
+
+    opened: str  # a phase, phases joined by "|" where the bounds allow each, or why unplaced
+    late: dict[str, int]
+    failed: dict[str, int]
+    resent: dict[str, int]  # kept connection cut as the request went out; Go resends it
+    errors: dict[str, int]  # the failures' classes
+
+
+class AgeFindingEntry(TypedDict):
+    """Upstream's 20 % rule, per LB: did only connections opened in the delay's last 20 %
+    (or later) fail?"""
+
+    lb: str
+    rule: str  # held, broken, undecided, untested (no shutdown)
+    breaking: dict[str, int]  # opened -> failures on connections opened before the 80 % mark
+    ambiguous: dict[str, int]  # opened -> failures whose opening the bounds put either side
+    within: dict[str, int]  # opened -> failures on connections opened past the mark
+    unplaced: dict[str, int]  # why -> failures put in no phase
+    retry_after: int  # answers 429/503 with Retry-After: client-go retries them, no failure
+    errors: dict[str, int]  # the classes of the breaking failures
+    late_before_t0: dict[str, int]  # late answers on connections opened before T0, by phase met
+    resent: dict[str, int]  # opened -> requests resent after their kept connection was cut
+    text: str
+
+
+class ConnectionAgesSection(TypedDict):
+    rows: list[AgeRowEntry]
+    findings: list[AgeFindingEntry]
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2]
     run_id: str
@@ -161,6 +194,7 @@ class SummaryDocument(TypedDict):
     retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream
     apiservers: NotRequired[dict[str, str]]  # schema 2.5: APIServerID -> node, as learnt
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
+    connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`report.connection_ages`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
 from prober.core.watch import WATCH
+from prober.report.age_verdicts import age_statuses
 from prober.report.anchors import interval_anchor, window_anchor
 from prober.report.budget_verdicts import is_budget_test
+from prober.report.connection_ages import ages_html
 from prober.report.documents import SummaryDocument, WorstEntry
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
@@ -92,6 +94,8 @@ def render_run_report(report: RunReport) -> str:
         watch_table(report.summary.get("watches"), report.verdicts),
         "<h2>Per window and stream</h2>",
         _window_streams_table(report.replay),
+        "<h2>Connection age: which connections failed</h2>",
+        ages_html(report.summary.get("connection_ages"), age_statuses(report.verdicts)),
         "<h2>Disruption intervals</h2>",
         _intervals_table(report.replay),
         "<h2>Same-node requests</h2>",

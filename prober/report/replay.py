@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from prober.core.connection_age import ConnectionAges
 from prober.core.models import (
     Interval,
     LogRecord,
@@ -60,6 +61,9 @@ class Replay:
     # reported apart and never judged as an LB's.
     same_node_intervals: tuple[Interval, ...] = ()
     same_node_windows: tuple[Window, ...] = ()
+    # Failures, late answers and resends by the phase their connection was opened in
+    # (`core.connection_age`); a log without samples has the daemon's, if it stopped cleanly.
+    ages: ConnectionAges | None = None
 
     @classmethod
     def split(
@@ -89,7 +93,9 @@ def replay(log: RunLog) -> Replay:
         return measured(log)
     nodes = {**log.apiservers, **{w.host: w.node for w in log.windows if w.node}}
     own = None if log.run.node is None else Placement(log.run.node, log.apiservers).on_own_node
-    trackers = Trackers(streams, node_of=nodes.get, on_own_node=own)
+    settings = log.run.lb_settings
+    exact_delay = settings.shutdown_delay if settings is not None else None
+    trackers = Trackers(streams, node_of=nodes.get, on_own_node=own, exact_delay=exact_delay)
     intervals: list[Interval] = []
     windows: list[Window] = []
     retries: list[Retried] = []
@@ -108,6 +114,7 @@ def replay(log: RunLog) -> Replay:
     closed = trackers.close(end_t, end_ts)
     retries += [r for r in closed if isinstance(r, Retried)]
     felt += [r for r in closed if isinstance(r, Felt)]
+    ages = next(r for r in closed if isinstance(r, ConnectionAges))
     closed_intervals = [r for r in closed if isinstance(r, Interval)]
     closed_windows = [r for r in closed if isinstance(r, Window)]
     warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
@@ -115,6 +122,8 @@ def replay(log: RunLog) -> Replay:
         warnings += _compare(log, intervals, windows)
     else:
         warnings += _compare(log, intervals + closed_intervals, windows + closed_windows)
+    if log.ages is not None and log.ages != ages:
+        warnings.append(f"{log.source}: the connection-age table differs from the daemon's")
     return Replay.split(
         intervals + closed_intervals,
         windows + closed_windows,
@@ -125,6 +134,7 @@ def replay(log: RunLog) -> Replay:
         others=_others(log),
         retries=tuple(retries),
         felt=tuple(felt),
+        ages=ages,
     )
 
 
@@ -143,6 +153,7 @@ def measured(log: RunLog) -> Replay:
         stragglers=0,
         warnings=(),
         others=_others(log),
+        ages=log.ages,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prober.common import filekinds
+from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
@@ -57,6 +58,7 @@ class RunLog:
     others: dict[str, list[LogRecord]] = field(default_factory=dict)
     ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
     apiservers: dict[str, str] = field(default_factory=dict)  # host -> node, as the daemon learnt
+    ages: ConnectionAges | None = None  # the daemon's connection-age table, made at its stop
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
         """A record of any kind of stream: the request kind's in their lists, the others'
@@ -65,6 +67,8 @@ class RunLog:
             self.ended = record
         elif isinstance(record, ApiserverNode):
             self.apiservers[record.host] = record.node
+        elif isinstance(record, ConnectionAges):
+            self.ages = record
         elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):
             self.add(record)
         else:

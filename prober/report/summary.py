@@ -32,6 +32,10 @@ a chain, and `felt_disruption_seconds`: the stream's disruption less each interv
 answers that every retry got through. The raw `disruption_seconds` still counts them, as
 origin does.
 
+`connection_ages` (`report.connection_ages`): per stream, its late answers, failures and resends
+by the phase of their server's shutdown in which their connection was opened, and per LB
+upstream's 20 % rule as a finding (`held`, `broken`, `undecided`, `untested`).
+
 `retried` counts, per reason, the requests sent again once on a new connection as Go's
 transport would (`goaway`, `closed_idle`): answered then, they are no disruption; a resend
 that failed too is the failure it met. `stopped` counts the requests the daemon's own stop
@@ -74,6 +78,7 @@ from prober.core.models import (
 from prober.core.numbers import micro_floats
 from prober.core.perceived import Retried
 from prober.core.watch import WATCH
+from prober.report.connection_ages import ages_section
 from prober.report.documents import (
     Document,
     EndedEntry,
@@ -155,6 +160,9 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     summary["retry_after"] = {
         name: retry_after_entry(told[name], felt[name]) for name in sorted(told)
     }
+    ages = ages_section(result.ages, len(result.windows))
+    if ages is not None:
+        summary["connection_ages"] = ages
     # Every number in it is seconds or a count: to the microsecond, as the event log's times.
     return micro_floats(summary), warnings
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prober.core.clientgo import retry_after_detail
 from prober.core.compaction import Compactor
+from prober.core.connection_age import Attributed, ConnectionAgeTracker
 from prober.core.disruption import DisruptionTracker
-from prober.core.models import ErrorClass, Sample
+from prober.core.models import ErrorClass, Sample, Window
 from prober.core.perceived import FeltDisruption, RetryFollower
 from prober.core.shutdown import ShutdownTracker
 from tests.factories import ok, sample
@@ -21,19 +24,35 @@ HOSTS = ["A", "B"]
 def replay(samples: list[Sample], compactor: Compactor | None = None):
     """Feed the trackers; return their outputs and, with a compactor, what it kept."""
     disruption, shutdown = DisruptionTracker(), ShutdownTracker(grace=5.0)
-    retries, felt = RetryFollower(), FeltDisruption()
+    retries, felt, ages = RetryFollower(), FeltDisruption(), ConnectionAgeTracker()
     for stream in STREAMS:
         shutdown.add_stream(stream)
     outputs, kept = [], []
     for s in samples:
-        events = [*disruption.feed(s), *shutdown.feed(s), *retries.feed(s)]
+        windows = shutdown.feed(s)
+        events = [*disruption.feed(s), *windows, *retries.feed(s)]
         events += felt.feed(s, events)
-        outputs += events
+        for window in windows:
+            if isinstance(window, Window):
+                ages.closed(window)
+        events += ages.feed(s)
+        outputs += [_comparable(e) for e in events]
         if compactor is not None:
             kept += compactor.select(s, events, shutdown.open_hosts)
-    closed = [*disruption.close(1000.0, "end"), *shutdown.close(1000.0), *retries.close(1000.0)]
+    intervals, windows = disruption.close(1000.0, "end"), shutdown.close(1000.0)
+    for window in windows:
+        ages.closed(window)
+    closed = [*intervals, *windows, *retries.close(1000.0)]
     outputs += closed + felt.take(closed)
+    outputs.append(ages.close(1000.0))
     return outputs, kept, shutdown.stragglers
+
+
+def _comparable(event: object) -> object:
+    """An answer a failure is put down to comes back `held` on replay: the same sample."""
+    if isinstance(event, Attributed):
+        return ("attributed", event.sample.audit_id, event.by.audit_id)
+    return event
 
 
 @st.composite
@@ -47,6 +66,21 @@ def requests(draw) -> Sample:
         "delay": draw(st.sampled_from([5.0, 20.0])),
     }
     host = draw(st.sampled_from(HOSTS))
+    made = _made(draw, kind, t, host, kw)
+    # Over one of a few connections per stream (ports are reused), of any age; some sent
+    # again after their kept connection was cut: the connection-age tracker's attributions.
+    connection = {
+        "local_port": draw(st.sampled_from([1000, 1001, 1002])),
+        "connection_age": draw(st.sampled_from([None, 0.0, 1.5, 9.0, 30.0])),
+        "reused": draw(st.sampled_from([True, True, False, None])),
+    }
+    if draw(st.integers(0, 9)) == 0:
+        connection["retried"] = "closed_idle"
+        connection["replaced_port"] = draw(st.sampled_from([1000, 1001, 1002]))
+    return dataclasses.replace(made, **connection)
+
+
+def _made(draw, kind: str, t: float, host: str, kw: dict) -> Sample:
     if kind == "ok":
         return ok(t, **kw)
     if kind == "ready":

@@ -110,6 +110,18 @@ def test_a_stopped_sample_carries_its_phases_and_other_samples_no_phases_field()
     assert decode(encode(LATE)).phases == {}
 
 
+def test_a_connections_age_is_written_when_known_even_at_zero() -> None:
+    """0 is the age of a request that opened its connection: written, never read back as
+    unknown. Unknown (no connection, or a log from before) is left out: old lines keep
+    their bytes."""
+    for age in (0.0, 12.345678):
+        aged = dataclasses.replace(LATE, connection_age=age)
+        assert json.loads(encode(aged))["connection_age"] == age
+        assert decode(encode(aged)) == aged
+    assert "connection_age" not in json.loads(encode(LATE))
+    assert decode(encode(LATE)).connection_age is None
+
+
 def test_window_wire_format_is_the_contract() -> None:
     obj = json.loads(encode(WINDOW))
     assert set(obj) == {

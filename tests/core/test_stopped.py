@@ -3,9 +3,9 @@ tracker it is a sampling gap, never a success, a failure, a late answer or a wit
 
 Table-driven: each case is a run with stopped samples in it. Fed to the trackers it must give
 exactly what the same run gives without them, and what the table says: a stopped sample never
-opens, extends, splits or closes a disruption interval, never bounds one's edge, and never
+opens, extends, splits or closes a disruption interval, never bounds one's edge, never
 adds a failure, a late request or a bound to a shutdown window's reaction (the readiness
-violation).
+violation), and never counts in the connection-age table.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from prober.core.burst import BurstPlanner
 from prober.core.compaction import Compactor
+from prober.core.connection_age import ConnectionAges
 from prober.core.models import ErrorClass, Interval, Pace, Sample, Window
 from prober.core.pace import PaceTracker
 from prober.core.trackers import Trackers
@@ -105,7 +106,7 @@ CASES = [
 ]
 
 
-def run(samples: list[Sample]) -> tuple[list[Interval], list[Window]]:
+def run(samples: list[Sample]) -> tuple[list[Interval], list[Window], list[ConnectionAges]]:
     trackers = Trackers([STREAM, OTHER])
     events: list[object] = []
     for s in samples:
@@ -114,13 +115,14 @@ def run(samples: list[Sample]) -> tuple[list[Interval], list[Window]]:
     return (
         [e for e in events if isinstance(e, Interval)],
         [e for e in events if isinstance(e, Window)],
+        [e for e in events if isinstance(e, ConnectionAges)],
     )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_a_stopped_sample_is_a_sampling_gap_to_the_trackers(case: Case) -> None:
-    intervals, windows = run(case.samples)
-    assert (intervals, windows) == run([s for s in case.samples if not s.stopped])
+    intervals, windows, ages = run(case.samples)
+    assert (intervals, windows, ages) == run([s for s in case.samples if not s.stopped])
     got = [(i.start_t, i.end_t, i.error, i.samples, i.start_lo) for i in intervals]
     assert got == [(float(a), float(b), e, n, lo) for a, b, e, n, lo in case.intervals]
     seen = [

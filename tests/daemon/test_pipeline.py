@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,8 @@ from structlog.testing import capture_logs
 
 from prober.common.statusserver import StatusServer
 from prober.core.clientgo import retry_after_detail
+from prober.core.connection_age import ConnectionAges
+from prober.core.kinds import standard_kinds
 from prober.core.models import (
     LB,
     Connection,
@@ -24,6 +27,7 @@ from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
 from prober.daemon.samples import SampleFeed
+from prober.report.analyze import analyze_runs
 from tests.factories import OTHER, STREAM, fail, ok, sample
 from tests.support.promtool import promtool_problems
 from tests.support.replay import read_log, replay
@@ -162,6 +166,7 @@ def test_the_logs_tell_the_story(tmp_path: Path) -> None:
         "disruption_started",
         "disruption_ended",
         "shutdown_window_closed",
+        "connection_ages",
         "summary",
     ]
     ended = logs[1]
@@ -171,6 +176,10 @@ def test_the_logs_tell_the_story(tmp_path: Path) -> None:
     assert closed["closed_by"] == "recovered"
     assert closed["late"] == 4
     assert {s["stream"] for s in closed["streams"]} == {STREAM.name, OTHER.name}
+    # At the end, the late answers by the phase their connection was opened in (this story's
+    # samples carry no age: an older daemon's).
+    ages = logs[6]
+    assert {(r["stream"], r["opened"]) for r in ages["rows"]} >= {(STREAM.name, "no_age")}
 
 
 async def test_endpoints_and_promtool(tmp_path: Path) -> None:
@@ -214,3 +223,45 @@ def test_apiserver_label_values_are_capped(tmp_path: Path) -> None:
     assert value(registry, "prober_apiserver_names_refused_total") == 48
     assert [e["event"] for e in logs].count("apiserver_names_refused") == 1
     assert pipeline.shutdown.open_hosts == frozenset({"h0", "h1"})
+
+
+def aged(s, port: int, age: float, **changes):
+    """`s` over the connection at local `port`, `age` seconds old."""
+    return dataclasses.replace(s, local_port=port, connection_age=age, **changes)
+
+
+def test_a_kept_connections_failure_is_replayed_to_the_same_server(tmp_path: Path) -> None:
+    """A failure on a kept connection carries no header: it is put down to the newest answer
+    on that connection, here a plain success the log would not keep (neither the host's
+    newest ready answer nor the stream's newest success: the other worker's connection has
+    that); the daemon writes it (held) before the failure, so `prober analyze` places the
+    failure alike, and its table is the daemon's `connection_ages` record."""
+    late = {"host": "A", "late": True, "delay": 20.0}
+    reset = ErrorClass.CONNECTION_RESET
+    samples = [
+        aged(sample(0.1, stream=OTHER, host="A", delay=20.0), 5000, 0.0, reused=False),
+        aged(sample(1.1, stream=OTHER, host="A", delay=20.0), 5000, 1.0),
+        aged(sample(2.1, stream=OTHER, host="A", delay=20.0), 5000, 2.0),
+        aged(sample(2.2, stream=OTHER, host="B", delay=20.0), 6000, 0.0, reused=False),
+        ok(2.4, host="A", delay=20.0),  # the host's newest ready answer: T0's lower bound
+        sample(3.0, elapsed=0, **late),
+        sample(3.5, elapsed=1, **late),
+        aged(fail(3.55, reset, stream=OTHER), 6000, 1.35),  # opens the stream's interval
+        aged(fail(3.6, reset, stream=OTHER), 5000, 3.5),  # joins it
+        ok(30.0, host="A", delay=20.0),  # restarted: the window closes
+    ]
+    run_pipeline(tmp_path, samples, end=40.0)
+    log = read_log(tmp_path / "events.jsonl", types=standard_kinds().record_types)
+    (daemons,) = log.of(ConnectionAges)
+    rows = {
+        r.opened: (dict(r.failed), dict(r.errors)) for r in daemons.rows if r.stream_id == OTHER
+    }
+    assert rows == {
+        "before": ({"delay_early": 1}, {"connection_reset": 1}),  # on A's connection
+        "no_shutdown": ({"unknown": 1}, {"connection_reset": 1}),  # on B's: no shutdown
+    }
+    held = {s.audit_id for s in log.of(type(samples[0])) if s.held}
+    assert samples[2].audit_id in held  # the answer the failure on A's connection is put to
+    [analysis], _ = analyze_runs([tmp_path / "events.jsonl"])
+    assert analysis.replay.ages == daemons
+    assert analysis.warnings == []

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prober.core.compaction import Compactors
+from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import encode
 from prober.core.models import (
     ApiserverNode,
@@ -52,7 +53,7 @@ class RotatingWriter:
         self._size = 0
         self.write(run)
 
-    def write(self, record: Record | RunEnd | ApiserverNode) -> None:
+    def write(self, record: Record | RunEnd | ApiserverNode | ConnectionAges) -> None:
         line = encode(record) + "\n"
         if self.rotate_bytes and self._size + len(line) > self.rotate_bytes and self._size:
             self._rotate()
@@ -81,6 +82,7 @@ class LiveOutput:
     windows: list[Window] = field(default_factory=list)
     logged_samples: int = 0
     segments: int = 0
+    ages: ConnectionAges | None = None
 
 
 def write_daemon_log(
@@ -134,6 +136,9 @@ def write_daemon_log(
                 writer.write(event)
             elif isinstance(event, Window):
                 out.windows.append(event)
+                writer.write(event)
+            elif isinstance(event, ConnectionAges):
+                out.ages = event
                 writer.write(event)
 
     labelled = samples if placement is None else map(placement.label, samples)

@@ -63,10 +63,15 @@ class Scenario:
             n = 0
             t = plan.phase
             kept: tuple[str, int] | None = None  # a reused stream's connection: host, port
+            opened = 0.0  # when the kept connection was opened
             while t < self.end:
                 request = self._request(plan, t, n)
                 if plan.stream.connection is Connection.REUSED:
                     request, kept = _over_kept(request, self._route(plan, t, n), kept, index)
+                    opened = t if request.reused is False else opened
+                    request = replace(request, connection_age=round(t - opened, 6))
+                elif request.error is not ErrorClass.CONNECT_REFUSED:
+                    request = replace(request, connection_age=0.0)  # a connection per request
                 out.append(request)
                 n += 1
                 t = plan.phase + n * plan.gap

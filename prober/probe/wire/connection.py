@@ -47,6 +47,8 @@ class Connection(asyncio.Protocol):
         self.local: tuple[str, int] | None = None
         self.peer: tuple[str, int] | None = None
         self.served = 0  # answers it carried
+        # When its opener began the TCP connect (monotonic), for the age of its requests.
+        self.opened_at: float | None = None
         self.last_read = time.monotonic()  # when a byte last came (the HTTP/2 health check)
         self.closed: WireError | None = None  # why it cannot carry another request
         self._h1: tuple[http1.ResponseReader, asyncio.Future[Response]] | None = None
