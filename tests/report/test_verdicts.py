@@ -49,6 +49,26 @@ def test_failures_inside_a_window_fail_an_lb_even_without_history() -> None:
     assert "4 requests failed inside the shutdown window" in routing.message
 
 
+@pytest.mark.parametrize(("felt", "status"), [(False, Status.SKIPPED), (True, Status.FAILED)])
+def test_answers_every_retry_got_through_fail_no_routing_test(felt: bool, status: Status) -> None:
+    # The four failures are answers with Retry-After inside the window: where client-go's
+    # retries of every one got through, no client failed, and the message says so.
+    summary = summary_with_failures(LB.INTERNAL)
+    told = {"start_t": 1.5, "end_t": 2.0, "error": "retry_after", "samples": 4, "felt": felt}
+    summary["streams"][0]["intervals"] = [told]
+    routing = judge(summary, None)[0]
+    assert routing.status is status
+    if felt:
+        assert "4 requests failed inside the shutdown window" in routing.message
+        assert "(retry_after x4)" in routing.message
+    else:
+        assert routing.message == (
+            "no thresholds file given; 4 requests inside the shutdown windows were answered "
+            "with Retry-After and client-go's retries of every one got through: no client "
+            "failed"
+        )
+
+
 def test_localhost_has_no_lb_to_judge() -> None:
     routing = judge(summary_with_failures(LB.LOCALHOST), None)[0]
     assert (routing.status, routing.message) == (Status.SKIPPED, LOCALHOST_REASON)
