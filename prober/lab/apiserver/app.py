@@ -23,13 +23,14 @@ from prober.lab.apiserver import discovery, resources
 from prober.lab.apiserver.api import Api, ApiAnswer, WatchStart
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
 from prober.lab.apiserver.events import RequestStarted
-from prober.lab.apiserver.lifecycle import Lifecycle
+from prober.lab.apiserver.lifecycle import Lifecycle, Startup
 from prober.lab.apiserver.metrics import ServerMetrics
 from prober.lab.apiserver.options import ApiServerOptions, User
 from prober.lab.apiserver.requests import (
     RequestInfo,
     authenticate,
     exempt_from_retry_after,
+    health_base,
     is_loopback,
     request_info,
     source_ips,
@@ -41,7 +42,7 @@ log = logging.getLogger("prober.lab.apiserver")
 ADMIN_PREFIX = "/_lab/"
 SHUTDOWN_ANNOTATION = "apiserver.k8s.io/shutdown"
 LATE_ANNOTATION = "openshift.io/during-graceful"
-HEALTH = {"/readyz": "readyz", "/livez": "livez", "/healthz": "healthz"}
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
 
 @dataclass(slots=True)
@@ -108,9 +109,11 @@ class Application:
         state: Callable[[], dict[str, Any]] | None = None,
         on_drained: Callable[[], None] | None = None,
         api: Api | None = None,
+        startup: Startup | None = None,
     ) -> None:
         self.options = options
         self.lifecycle = lifecycle
+        self.startup = startup
         self.clock = clock
         self.truth = truth
         self.audit = audit
@@ -269,7 +272,7 @@ class Application:
     # -- routing --------------------------------------------------------------------------
     def _route(self, exchange: Exchange) -> Response:
         path = exchange.path
-        base = next((p for p in HEALTH if path == p or path.startswith(p + "/")), None)
+        base = health_base(path)
         if base is not None:
             return self._health(exchange, base)
         if path == "/version":
@@ -291,11 +294,15 @@ class Application:
         return self._json(404, resources.NOT_FOUND)
 
     def _health(self, exchange: Exchange, base: str) -> Response:
-        endpoint = HEALTH[base]
+        endpoint = base[1:]
         checks = resources.READYZ_CHECKS if endpoint == "readyz" else resources.LIVEZ_CHECKS
         failing = frozenset(
             {"shutdown"} if endpoint == "readyz" and self.lifecycle.shutdown_started else ()
         )
+        if self.startup is not None and self.startup.hooks_failing(
+            endpoint, exchange.received_mono
+        ):
+            failing |= resources.POST_START_HOOKS
         check = exchange.path[len(base) + 1 :]
         if check:
             if check not in checks:
@@ -380,7 +387,7 @@ class Application:
             status = {"metadata": {}, "message": failure["message"], "code": code}
         annotations = dict(exchange.annotations)
         if exchange.user is not None:
-            annotations["authorization.k8s.io/decision"] = "allow"
+            annotations[DECISION_ANNOTATION] = "allow"
             annotations["authorization.k8s.io/reason"] = ""
         self.audit.write(
             audit_event(

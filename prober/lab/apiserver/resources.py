@@ -40,6 +40,8 @@ READYZ_CHECKS = (
     "poststarthook/start-kube-apiserver-identity-lease-controller",
     "shutdown",
 )
+# The checks the post-start hooks add: failing until the hooks finish (`lifecycle.Startup`).
+POST_START_HOOKS = frozenset(c for c in READYZ_CHECKS if c.startswith("poststarthook/"))
 LIVEZ_CHECKS = tuple(
     c for c in READYZ_CHECKS if c not in ("etcd-readiness", "informer-sync", "shutdown")
 )

@@ -195,3 +195,16 @@ async def test_sigkill_is_a_crash_without_lifecycle_signals(start_process: Calla
     server.proc.send_signal(signal.SIGKILL)
     assert await server.exit_code() == -signal.SIGKILL
     assert not signals(server.truth, RETRY_AFTER_ORDER)
+
+
+async def next_line(server: Process) -> dict:
+    assert server.proc.stdout is not None
+    return json.loads(await asyncio.wait_for(server.proc.stdout.readline(), 30))
+
+
+async def test_it_serves_from_listening_and_says_when_it_is_ready(start_process: Callable) -> None:
+    server: Process = await start_process()
+    serving, ready = await next_line(server), await next_line(server)
+    assert (serving["event"], ready["event"]) == ("serving", "ready")
+    assert serving["holder"] == ready["holder"]
+    assert ready["holder"].startswith(HOST + "_")
