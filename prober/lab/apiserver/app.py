@@ -22,10 +22,11 @@ from prober.core.numbers import is_decimal
 from prober.lab.apiserver import discovery, resources
 from prober.lab.apiserver.api import Api, ApiAnswer, WatchStart
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
+from prober.lab.apiserver.early import TIMEOUT, EarlyAnswers, EarlyRequest
 from prober.lab.apiserver.events import RequestStarted
 from prober.lab.apiserver.lifecycle import Lifecycle, Startup
 from prober.lab.apiserver.metrics import ServerMetrics
-from prober.lab.apiserver.options import ApiServerOptions, User
+from prober.lab.apiserver.options import ApiServerOptions, EarlyAnswer, User
 from prober.lab.apiserver.requests import (
     RequestInfo,
     authenticate,
@@ -114,6 +115,11 @@ class Application:
         self.options = options
         self.lifecycle = lifecycle
         self.startup = startup
+        self.early = (
+            EarlyAnswers(options.early_answer, startup, clock, truth, options.request_timeout)
+            if startup is not None and options.early_ready > 0
+            else None
+        )
         self.clock = clock
         self.truth = truth
         self.audit = audit
@@ -176,6 +182,8 @@ class Application:
             self._audit(exchange, "ResponseStarted", 401, {"message": auth.message})
             self._done(exchange, response.status)
             return self._decorate(exchange, response)
+        if self.early is not None and self.early.applies(exchange.path):
+            return self._early(exchange, self.early, auth.user)
         if self.api is not None and self.api.serves(exchange.info):
             return self._from_storage(exchange, self.api)
         return self._complete(exchange, self._route(exchange))
@@ -191,6 +199,35 @@ class Application:
         self._audit(exchange, stage, response.status, failure)
         self._done(exchange, response.status)
         return self._decorate(exchange, response)
+
+    def _early(
+        self, exchange: Exchange, early: EarlyAnswers, user: User
+    ) -> Response | Awaitable[Response]:
+        """The server cannot serve yet (`early.py`). Its answers still pass the filter that
+        adds the shutdown header: OpenShift's WithShutdownResponseHeader wraps the whole
+        handler chain, authorization included, so a real one sends `shutdown=false` on its
+        403s and 500s as on everything else; a hang sends nothing at all."""
+        conn = exchange.conn
+        request = EarlyRequest(
+            exchange.audit_id, conn.id, exchange.stream_id, conn.protocol, exchange.method,
+            exchange.path, f"{conn.peer_ip}:{conn.peer_port}", exchange.user_agent,
+            exchange.received_wall, bool(self.startup and self.startup.ready),
+        )  # fmt: skip
+        if early.answer is not EarlyAnswer.HANG:
+            status, body = early.body(exchange.info, exchange.path, user)
+            response = self._json(status, body)
+            if status == 403:
+                exchange.annotations[DECISION_ANNOTATION] = "forbid"
+                response.headers.append(("X-Content-Type-Options", "nosniff"))
+            early.answered(request, status)
+            return self._complete(exchange, response)
+        return self._held(exchange, early, request)
+
+    async def _held(
+        self, exchange: Exchange, early: EarlyAnswers, request: EarlyRequest
+    ) -> Response:
+        await early.hold(request)
+        return self._complete(exchange, self._json(504, TIMEOUT))
 
     def _answer(self, exchange: Exchange, answer: ApiAnswer) -> Response:
         response = Response(answer.status, [("Content-Type", resources.JSON)], answer.body)
@@ -387,7 +424,7 @@ class Application:
             status = {"metadata": {}, "message": failure["message"], "code": code}
         annotations = dict(exchange.annotations)
         if exchange.user is not None:
-            annotations[DECISION_ANNOTATION] = "allow"
+            annotations.setdefault(DECISION_ANNOTATION, "allow")
             annotations["authorization.k8s.io/reason"] = ""
         self.audit.write(
             audit_event(

@@ -8,6 +8,7 @@ import csv
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from prober.common.values import duration, flag
@@ -29,6 +30,16 @@ class User:
 
 
 ANONYMOUS = User("system:anonymous", "", ("system:unauthenticated",))
+
+
+class EarlyAnswer(StrEnum):
+    """What a server whose /readyz says ok before it can serve answers meanwhile, as the bug
+    of openshift/kubernetes #2730 and #2732 did: an internal error, a known user forbidden
+    (the authorizer's caches not synced yet), or nothing until the client gives up."""
+
+    ERROR = "500"
+    FORBIDDEN = "403"
+    HANG = "hang"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,8 @@ class ApiServerOptions:
     identity_renew_interval: float = 10.0
     post_start_hooks: float = 0.0  # after listening, /readyz fails this long (see Startup)
     livez_grace: float = 0.0  # /livez passes while hooks run, this long after listening
+    early_ready: float = 0.0  # /readyz ok this long before the server can serve; 0: off
+    early_answer: EarlyAnswer = EarlyAnswer.ERROR  # what it answers meanwhile
 
     @property
     def final_close(self) -> float:
@@ -118,6 +131,7 @@ class ApiServerOptions:
         for option, seconds in (
             ("--post-start-hooks-duration", self.post_start_hooks),
             ("--livez-grace-period", self.livez_grace),
+            ("--early-ready-duration", self.early_ready),
         ):
             if seconds < 0:
                 raise OptionsError(f"{option} {seconds}: must not be negative")
@@ -180,6 +194,9 @@ example:
   # prints {"event": "listening", "port": 40123, "plain_port": 40124}, then
   # {"event": "serving", "holder": ...} and {"event": "ready", ...} as each comes true; then
   kill -TERM <pid>       # or: curl -k -X POST https://127.0.0.1:40123/_lab/shutdown
+  # the bug of openshift/kubernetes #2730: /readyz ok 30 s before it can serve, 403 meanwhile
+  python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
+      --post-start-hooks-duration 2s --early-ready-duration 30s --early-ready-answer 403
 """
 
 
@@ -339,6 +356,22 @@ def _add_startup(add: Callable[..., object]) -> None:
         metavar="DURATION",
         help="/livez passes while the hooks run for this long after listening (default 0s)",
     )
+    add(
+        "--early-ready-duration",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="the bug of openshift/kubernetes #2730: /readyz says ok this long before the "
+        "server can serve, and every other request meanwhile gets --early-ready-answer "
+        "(default 0s: off)",
+    )
+    add(
+        "--early-ready-answer",
+        choices=[answer.value for answer in EarlyAnswer],
+        default=EarlyAnswer.ERROR.value,
+        help="what a request gets before the server can serve: 500, 403 (a known user "
+        "forbidden) or hang (no answer until the client gives up) (default 500)",
+    )
 
 
 def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
@@ -374,6 +407,8 @@ def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
         identity_renew_interval=args.identity_lease_renew_interval,
         post_start_hooks=args.post_start_hooks_duration,
         livez_grace=args.livez_grace_period,
+        early_ready=args.early_ready_duration,
+        early_answer=EarlyAnswer(args.early_ready_answer),
     )
     options.validate()
     return options

@@ -81,8 +81,11 @@ def watch_event(kind: str, obj: dict[str, Any]) -> bytes:
     return encode({"type": kind, "object": obj})
 
 
-def status(code: int, reason: str, message: str, details: bool = False) -> dict[str, Any]:
-    """A metav1.Status failure, as the apiserver's responsewriters encode it."""
+def status(
+    code: int, reason: str, message: str, details: bool | dict[str, Any] = False
+) -> dict[str, Any]:
+    """A metav1.Status failure, as the apiserver's responsewriters encode it; `details`:
+    True for an empty `details`, or its fields."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -91,8 +94,8 @@ def status(code: int, reason: str, message: str, details: bool = False) -> dict[
         "message": message,
         "reason": reason,
     }
-    if details:
-        body["details"] = {}
+    if details is not False:
+        body["details"] = {} if details is True else details
     body["code"] = code
     return body
 

@@ -81,7 +81,7 @@ class ApiServer:
         )
         self.startup = Startup(
             options.post_start_hooks,
-            0.0,
+            options.early_ready,
             options.livez_grace,
             self.clock,
             self._on_startup,
@@ -154,6 +154,8 @@ class ApiServer:
             port=self.ports.port,
             plain_port=plain_port,
             holder=self.holder,
+            early_ready=self.options.early_ready,
+            early_answer=self.options.early_answer.value,
         )
         self.startup.listening()
         hooks = None
@@ -352,6 +354,8 @@ class ApiServer:
             listener.close()
         self._cancel_tasks()
         self._cut_watches()
+        if self.app.early is not None:
+            self.app.early.cut()
         self.watch_truth.close()
         if self.metrics.retry_after:
             # Refusals are not audited (upstream's filter answers before the audit does): the
