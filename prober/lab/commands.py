@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prober.common.exits import ExitCode
-from prober.lab import lossblind, nodeloss, watchcheck
+from prober.lab import lossblind, nodeloss, restarts, watchcheck
 from prober.lab.compare import ShutdownResult
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
@@ -112,6 +112,7 @@ def report(result: LabResult, stdout: TextIO) -> None:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    _restarts(result, stdout)
     if result.watches is not None and result.watches.rows:
         print("", file=stdout)
         print(
@@ -152,6 +153,21 @@ def report(result: LabResult, stdout: TextIO) -> None:
     logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
     for written in (*result.written, path, *logs, result.out / "logs"):
         print(f"wrote {written}", file=stdout)
+
+
+def _restarts(result: LabResult, stdout: TextIO) -> None:
+    lbs = {truth.lb: truth for truth in result.lb_truth}
+    rows = restarts.rows(result.instances, lbs, result.platform)
+    if not rows:
+        return
+    print("", file=stdout)
+    print(
+        "each restarted apiserver, from the truth (T1: its /readyz went true; marked up: the "
+        "LB's first mark-up of it; early answers: what it answered before it could serve, "
+        "by the LB its request named):",
+        file=stdout,
+    )
+    print("\n".join(table(restarts.HEADERS, rows)), file=stdout)
 
 
 def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:

@@ -41,6 +41,7 @@ from prober.lab.daemons import (
 )
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
+from prober.lab.instances import InstanceTruth, all_instances
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lbstate import ServerEvent
 from prober.lab.lossblind import watched
@@ -106,6 +107,8 @@ class LabResult:
     comparison: tuple[str, ...] = ()  # --control: both policies side by side, as printed
     losses: tuple[NodeLoss, ...] = ()  # node-loss: what each stream saw while a node was gone
     watches: WatchCheck | None = None  # the watch streams against the truth
+    instances: tuple[InstanceTruth, ...] = ()  # every apiserver process (`lab.instances`)
+    lb_truth: tuple[LbTruth, ...] = ()  # each LB's state changes
 
 
 def default_scale(platform: Platform) -> float:
@@ -157,7 +160,12 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     event_log = out / "events.jsonl"
     async with ProcessGroup(out / "logs") as group:
         cluster = LabCluster(
-            platform, out / "cluster", group, options.servers, options.goaway_chance, kernel=kernel
+            platform,
+            out / "cluster",
+            group,
+            options.servers,
+            options.goaway_chance,
+            kernel=kernel,
         )
         pods: list[Pod] = []
         try:
@@ -336,6 +344,8 @@ def _judge(
         comparison=comparison,
         losses=tuple(losses),
         watches=watches,
+        instances=tuple(all_instances(truths)),
+        lb_truth=tuple(lbs.values()),
     )
 
 

@@ -17,12 +17,15 @@ from prober.lab.apiserver import ApiServer, ApiServerOptions
 from prober.lab.apiserver.options import EarlyAnswer
 from prober.lab.instances import (
     AddBack,
+    EarlyTruth,
     InstanceTruth,
     add_backs,
     early_by_audit_id,
     read_instances,
 )
 from prober.lab.lbstate import ServerEvent
+from prober.lab.platforms import PLATFORMS
+from prober.lab.restarts import lb_of, rows
 from prober.lab.truth import LbTruth, TruthError, first_up
 from tests.lab.conftest import TOKEN, LabCerts
 from tests.support.clock import FakeClock
@@ -148,3 +151,45 @@ def test_an_early_record_without_its_status_is_named(tmp_path: Path) -> None:
     with pytest.raises(TruthError) as raised:
         read_instances(path)
     assert str(raised.value) == f"{path}: process 1: not an instance's records: KeyError('status')"
+
+
+@pytest.mark.parametrize(
+    ("agent", "lb"),
+    [
+        ("prober/0.1.0 kube-api-http2-internal-lb-new-connections", LB.INTERNAL),
+        ("prober/0.1.0 kube-api-http1-service-network-reused-connections", LB.SERVICE_NETWORK),
+        ("prober/0.1.0 kube-api-http1-localhost-watch watch", LB.LOCALHOST),
+        ("curl/8.5.0", None),
+    ],
+)
+def test_the_lb_a_request_named(agent: str, lb: LB | None) -> None:
+    assert lb_of(agent) is lb
+
+
+def answer(agent: str, status: int | None, how: str = "answered") -> EarlyTruth:
+    return EarlyTruth("id", 101.0, 101.1, "403", status, how, True, API, agent, "198.18.0.2:1")
+
+
+def test_a_row_per_lb_of_each_restarted_instance() -> None:
+    internal = "prober/0.1.0 kube-api-http1-internal-lb-new-connections"
+    early = (
+        answer(internal, 403),
+        answer(internal, 403),
+        answer("prober/0.1.0 kube-api-http2-localhost-watch watch", None, "client-gone"),
+        answer("curl/8.5.0", 403),
+    )
+    restarted = dataclasses.replace(
+        instance("master-0", 2, 100.0, 100.5), serving=105.5, early=early
+    )
+    lbs = {
+        LB.INTERNAL: LbTruth(LB.INTERNAL, [ServerEvent(103.5, "master-0", True, "up")], True),
+        LB.EXTERNAL: LbTruth(LB.EXTERNAL, [], True),
+        LB.LOCALHOST: LbTruth(LB.LOCALHOST, (), False, reaches=frozenset({"master-0"})),
+    }
+    head = ["master-0 #2", "0.50 s", "5.50 s"]
+    assert rows([instance("master-0", 1, 0.0, 0.5), restarted], lbs, PLATFORMS["aws"]) == [
+        [*head, "internal-lb", "3.00 s", "30.00 s", "403 x2"],
+        [*head, "external-lb", "-", "30.00 s", "-"],
+        [*head, "localhost", "-", "-", "hang/client-gone x1"],
+        [*head, "-", "-", "-", "403 x1"],
+    ]
