@@ -49,7 +49,7 @@ from prober.lab.nodeloss import NodeLoss
 from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
-from prober.lab.scenarios import play, wind_down
+from prober.lab.scenarios import EARLY_FOR, early_flags, play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, read_shutdowns
@@ -87,6 +87,8 @@ class LabOptions:
     watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
     slow_lb: LB = LB.EXTERNAL  # slow-lb: which LB is slow
     slow_interval: float = SLOW_INTERVAL  # slow-lb: its check's interval, x the delay
+    early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
+    early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     kernel, note = choose(options.platform, options.lb)
     if options.scenario == "node-loss" and not kernel:
         raise LabError("--scenario node-loss: a node can vanish only on the kernel path")
+    restart_flags = _restart_flags(options, platform)
     out.mkdir(parents=True, exist_ok=True)
     if note is not None:
         _say(say, note)
@@ -166,6 +169,7 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             options.servers,
             options.goaway_chance,
             kernel=kernel,
+            restart_flags=restart_flags,
         )
         pods: list[Pod] = []
         try:
@@ -173,6 +177,16 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
         finally:
             cluster.close()
     return _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
+
+
+def _restart_flags(options: LabOptions, platform: Platform) -> tuple[str, ...]:
+    """early-ready: each restarted apiserver says ready before it can serve."""
+    if options.scenario != "early-ready":
+        if options.early_for is not None or options.early_answer is not None:
+            raise LabError("--early-for/--early-answer: only with --scenario early-ready")
+        return ()
+    seconds = EARLY_FOR if options.early_for is None else options.early_for
+    return early_flags(seconds * platform.time_scale, options.early_answer or "500")
 
 
 @dataclass(frozen=True, slots=True)
