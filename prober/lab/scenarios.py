@@ -22,6 +22,9 @@ RETRY_AFTER = 5.0  # the apiserver's Retry-After on its 429s: upstream's, never 
 # scaling. Past every platform's worst add-back (AWS NLB: 10 s x 2 checks + a 10 s timeout),
 # so that every LB takes it back and sends it requests it cannot serve, as the bug's did.
 EARLY_FOR = 60.0
+# early-ready: seconds (never scaled) the next shutdown waits after the instance serves, so
+# that requests it answered, not its early failures, bound the next shutdown's T0 from below.
+SERVED_BEFORE_NEXT = 1.0
 EARLY_ANSWERS = ("500", "403", "hang")
 
 
@@ -80,13 +83,14 @@ async def play(
 
 async def until_serving(server: Apiserver, say: Callable[[str], None]) -> None:
     """Until the restarted instance can serve, from its truth (ready, and how long after it
-    serves): the next shutdown then starts after, so that no failure has two causes."""
+    serves), and a second more: the next shutdown then starts after, so that no failure has
+    two causes."""
     latest = read_instances(server.truth_path)[-1]
     if latest.ready is None:
         return
     left = latest.ready + latest.early_ready - time.time()
     say(f"{server.hostname}: routed to, and it cannot serve for {max(left, 0.0):.1f} s more")
-    await asyncio.sleep(max(0.0, left))
+    await asyncio.sleep(max(0.0, left) + SERVED_BEFORE_NEXT)
 
 
 async def wind_down(cluster: LabCluster) -> None:
