@@ -26,6 +26,7 @@ examples:
   prober lab --platform aws --lb haproxy       # HAProxy in place of the pass-through LBs
   prober lab --platform gcp --prober-on master-0 --check   # GCP's hairpin, from a master
   prober lab --platform aws,gcp --compare-watch-grace 0s,25s --time-scale 0.2
+  prober lab --scenario early-ready --early-for 1m --early-answer 403 --time-scale 0.05
 
 Stands up three fake kube-apiservers behind real load balancers configured like the
 platform's LBs (pass-through nftables DNAT with conntrack in network namespaces, or HAProxy),
@@ -35,6 +36,9 @@ state changes). --scenario upgrade runs the probers as pods through a rollout, n
 reboots, and judges only what a gather step could read of them (OUT/gathered/).
 --prober-on runs a second daemon on a master, whose hairpin LBs it reaches through its own
 apiserver, and judges its same-node results apart from its LB results (OUT/<master>/).
+--scenario early-ready is the rollout with the bug of openshift/kubernetes #2730: each
+restarted apiserver's /readyz says ok --early-for before it can serve, answering
+--early-answer meanwhile; the next shutdown waits until it serves.
 --compare-watch-grace runs the scenario once per watch grace period (OUT/grace-<d>/, each a
 whole lab run) and prints per LB x protocol what the watches met, also in
 OUT/watch-grace.json.
@@ -45,7 +49,7 @@ show outside its own bound, 2 bad usage or a failure to stand the lab up.
 
 def register(sub: Subparsers) -> None:
     from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
-    from prober.lab.scenarios import SCENARIOS  # noqa: PLC0415
+    from prober.lab.scenarios import EARLY_ANSWERS, SCENARIOS  # noqa: PLC0415
 
     parser = add_command(sub, "lab", __doc__, EXAMPLE, _run)
     parser.add_argument(
@@ -125,6 +129,20 @@ def register(sub: Subparsers) -> None:
         metavar="FRACTION",
         help="slow-lb: the slow LB's check interval and timeout, as a fraction of the shutdown "
         "delay; it marks a target down after 3 failures (0.6: after 2.4 delays at worst)",
+    )
+    parser.add_argument(
+        "--early-for",
+        type=flag(duration()),
+        metavar="DURATION",
+        help="early-ready: how long a restarted apiserver's /readyz says ok before it can "
+        "serve, before the time scale (1m: past AWS NLB's 30 s worst add-back, so every LB "
+        "routes to it meanwhile)",
+    )
+    parser.add_argument(
+        "--early-answer",
+        choices=EARLY_ANSWERS,
+        help="early-ready: what it answers meanwhile: 500, 403 (a known user forbidden) or "
+        "hang (nothing until the client gives up) (500)",
     )
     parser.add_argument(
         "--lb",
@@ -209,6 +227,8 @@ def _run(args: argparse.Namespace) -> int:
         slow_lb=LB(args.slow_lb),
         slow_interval=args.slow_lb_interval,
         prober_on=args.prober_on,
+        early_for=args.early_for,
+        early_answer=args.early_answer,
     )
     platforms = args.platform if isinstance(args.platform, list) else [args.platform]
     if args.compare_watch_grace is not None:

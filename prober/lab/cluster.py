@@ -42,6 +42,11 @@ TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
 SYNTHETIC_WATCHES = 2000  # informer watches each apiserver holds (`apiserver.watches`)
 # kube-apiserver's periods, scaled with the run: bookmarks, etcd compaction, identity Lease
 BOOKMARK_INTERVAL, COMPACTION_INTERVAL, IDENTITY_RENEW = 60.0, 300.0, 10.0
+# How long an apiserver's post-start hooks keep /readyz failing after it listens, before
+# scaling. Not a measured figure: long enough that listening, the identity Lease's first
+# write and readiness going true are distinct instants at every scale the lab runs (a T1
+# taken from the wrong one shows), short beside every LB's add-back, which it delays.
+POST_START_HOOKS = 5.0
 
 
 @dataclass(slots=True)
@@ -80,6 +85,7 @@ class LabCluster:
     token_file: Path = Path()
     crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
     outages: list[Outage] = field(default_factory=list)  # each node that vanished
+    restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -208,14 +214,22 @@ class LabCluster:
             "--audit-log", str(server.workdir / "audit.log"),
             "--truth", str(server.truth_path),
             "--goaway-chance", str(self.goaway_chance),
+            "--post-start-hooks-duration", format_go_duration(self._post_start),
             *self._storage_flags(),
+            *(self.restart_flags if server.starts > 1 else ()),
         ]  # fmt: skip
         name = f"{server.hostname}-{server.starts}"
         if server.node is not None:
             argv = server.node.enter(argv)
         # Tearing the lab down is not a shutdown to measure: stop apiservers with SIGKILL.
         server.process = await self.group.start(name, argv, stop_signal=signal.SIGKILL)
-        await server.process.wait_for_line(_listening, LISTEN_TIMEOUT)
+        # Ready, not only listening: an LB that started checking a server before its hooks
+        # finished would take it out and back in before the run began.
+        await server.process.wait_for_line(_ready, LISTEN_TIMEOUT + self._post_start)
+
+    @property
+    def _post_start(self) -> float:
+        return POST_START_HOOKS * self.platform.time_scale
 
     async def _wait_serving(self, server: Apiserver, since: float) -> None:
         """Until every health-checked LB routes to the server again."""
@@ -338,9 +352,9 @@ def kubeconfig(server: str, ca_file: Path, token: str) -> str:
     ) + "\n"  # fmt: skip
 
 
-def _listening(line: str) -> bool:
+def _ready(line: str) -> bool:
     try:
-        return bool(json.loads(line).get("event") == "listening")
+        return bool(json.loads(line).get("event") == "ready")
     except (ValueError, AttributeError):
         return False
 

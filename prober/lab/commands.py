@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prober.common.exits import ExitCode
-from prober.lab import lossblind, nodeloss, watchcheck
+from prober.lab import lossblind, nodeloss, restarts, watchcheck
 from prober.lab.compare import ShutdownResult
 from prober.lab.inbounds import LAB_RESULT, check_lab_run
 from prober.lab.onnode import NodeResult
@@ -122,6 +122,7 @@ def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
         print(result.load.describe(), file=stdout)
     if result.answered is not None:
         print(result.answered.describe(), file=stdout)
+    _restarts(result, stdout)
     if result.watches is not None and result.watches.rows:
         print("", file=stdout)
         print(
@@ -216,6 +217,21 @@ def _node(node: NodeResult, tolerance: float, stdout: TextIO) -> None:
         for verdict in node.charged:
             print(f"  {verdict.status.value.upper()} {verdict.name}: {verdict.message}",
                   file=stdout)  # fmt: skip
+
+
+def _restarts(result: LabResult, stdout: TextIO) -> None:
+    lbs = {truth.lb: truth for truth in result.lb_truth}
+    rows = restarts.rows(result.instances, lbs, result.platform)
+    if not rows:
+        return
+    print("", file=stdout)
+    print(
+        "each restarted apiserver, from the truth (T1: its /readyz went true; marked up: the "
+        "LB's first mark-up of it; early answers: what it answered before it could serve, "
+        "by the LB its request named):",
+        file=stdout,
+    )
+    print("\n".join(table(restarts.HEADERS, rows)), file=stdout)
 
 
 def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:

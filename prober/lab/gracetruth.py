@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prober.lab.truth import truth_records
+from prober.lab.truth import process_records
 
 SERVER_ENDS = ("drained", "cut")  # how a shutdown ends a watch (the rest are the client's)
 
@@ -37,21 +37,11 @@ def server_shutdowns(paths: Iterable[Path]) -> tuple[ServerShutdown, ...]:
     """Every graceful shutdown in these truth logs, in file and then process order."""
     found = []
     for path in paths:
-        for process in _processes(path):
+        for process in process_records(path):
             shutdown = _shutdown(process)
             if shutdown is not None:
                 found.append(shutdown)
     return tuple(found)
-
-
-def _processes(path: Path) -> list[list[dict[str, Any]]]:
-    """The records of each server process: a restart appends to the same file."""
-    processes: list[list[dict[str, Any]]] = []
-    for _, record in truth_records(path):
-        if record["event"] == "listening" or not processes:
-            processes.append([])
-        processes[-1].append(record)
-    return processes
 
 
 def _shutdown(records: Sequence[dict[str, Any]]) -> ServerShutdown | None:

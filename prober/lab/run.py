@@ -41,6 +41,7 @@ from prober.lab.daemons import (
 )
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
+from prober.lab.instances import InstanceTruth, all_instances
 from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
@@ -49,7 +50,7 @@ from prober.lab.onnode import hairpins as hairpins_of
 from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
-from prober.lab.scenarios import play, wind_down
+from prober.lab.scenarios import EARLY_FOR, early_flags, play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, lab_truth
@@ -88,6 +89,8 @@ class LabOptions:
     slow_lb: LB = LB.EXTERNAL  # slow-lb: which LB is slow
     slow_interval: float = SLOW_INTERVAL  # slow-lb: its check's interval, x the delay
     prober_on: str | None = None  # a second daemon on this master (`lab.onnode`)
+    early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
+    early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,8 @@ class LabResult:
     losses: tuple[NodeLoss, ...] = ()  # node-loss: what each stream saw while a node was gone
     watches: WatchCheck | None = None  # the watch streams against the truth
     node: NodeResult | None = None  # --prober-on: the daemon on a master, against the truth
+    instances: tuple[InstanceTruth, ...] = ()  # every apiserver process (`lab.instances`)
+    lb_truth: tuple[LbTruth, ...] = ()  # each LB's state changes
 
 
 def default_scale(platform: Platform) -> float:
@@ -154,6 +159,7 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
         raise LabError("--scenario node-loss: a node can vanish only on the kernel path")
     if options.prober_on is not None:
         check_prober_on(options, hairpins_of(platform), kernel=kernel)
+    restart_flags = _restart_flags(options, platform)
     out.mkdir(parents=True, exist_ok=True)
     if note is not None:
         _say(say, note)
@@ -162,7 +168,13 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     event_log = out / "events.jsonl"
     async with ProcessGroup(out / "logs") as group:
         cluster = LabCluster(
-            platform, out / "cluster", group, options.servers, options.goaway_chance, kernel=kernel
+            platform,
+            out / "cluster",
+            group,
+            options.servers,
+            options.goaway_chance,
+            kernel=kernel,
+            restart_flags=restart_flags,
         )
         pods: list[Pod] = []
         nodes: list[NodeRun] = []
@@ -181,6 +193,16 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             written=(*result.written, *judged.written),
         )
     return result
+
+
+def _restart_flags(options: LabOptions, platform: Platform) -> tuple[str, ...]:
+    """early-ready: each restarted apiserver says ready before it can serve."""
+    if options.scenario != "early-ready":
+        if options.early_for is not None or options.early_answer is not None:
+            raise LabError("--early-for/--early-answer: only with --scenario early-ready")
+        return ()
+    seconds = EARLY_FOR if options.early_for is None else options.early_for
+    return early_flags(seconds * platform.time_scale, options.early_answer or "500")
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +369,8 @@ def _judge(
         comparison=comparison,
         losses=tuple(losses),
         watches=watches,
+        instances=tuple(all_instances(truths)),
+        lb_truth=tuple(lbs.values()),
     )
 
 

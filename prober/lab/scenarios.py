@@ -6,16 +6,31 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from prober.lab.cluster import LabCluster
+from prober.core.durations import format_go_duration
+from prober.lab.cluster import Apiserver, LabCluster
 from prober.lab.daemons import REQUEST_TIMEOUT, http2_dead_after
 from prober.lab.gracetruth import server_shutdowns
+from prober.lab.instances import read_instances
 
-SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss")
+SCENARIOS = ("rollout", "crash", "slow-lb", "upgrade", "node-loss", "early-ready")
 ENDPOINT_TTL = 15.0  # the kubernetes endpoint reconciler's lease, before scaling
 OUTAGE = REQUEST_TIMEOUT + 2.0  # node-loss: the least time a node stays gone
 OUTLAST = 2.0  # node-loss: seconds a node stays gone past the HTTP/2 health check's verdict
 CLOSE_WINDOW = 2.0  # after the last restart: its first answers close the server's window
 RETRY_AFTER = 5.0  # the apiserver's Retry-After on its 429s: upstream's, never scaled
+# early-ready: how long a restarted apiserver's /readyz says ok before it can serve, before
+# scaling. Past every platform's worst add-back (AWS NLB: 10 s x 2 checks + a 10 s timeout),
+# so that every LB takes it back and sends it requests it cannot serve, as the bug's did.
+EARLY_FOR = 60.0
+# early-ready: seconds (never scaled) the next shutdown waits after the instance serves, so
+# that requests it answered, not its early failures, bound the next shutdown's T0 from below.
+SERVED_BEFORE_NEXT = 1.0
+EARLY_ANSWERS = ("500", "403", "hang")
+
+
+def early_flags(seconds: float, answer: str) -> tuple[str, ...]:
+    """The apiserver flags of a restart in the early-ready mode (`LabCluster.restart_flags`)."""
+    return ("--early-ready-duration", format_go_duration(seconds), "--early-ready-answer", answer)
 
 
 def outage(time_scale: float) -> float:
@@ -36,7 +51,7 @@ async def play(
 ) -> None:
     """Take the first `shutdowns` apiservers (all: None) down in turn, each back before the
     next: SIGKILL for `crash`, the node's packets dropped for `node-loss`, a graceful SIGTERM
-    otherwise."""
+    otherwise; in `early-ready`, back means able to serve too."""
     platform = cluster.platform
     for index, server in enumerate(cluster.apiservers[:shutdowns]):
         if scenario == "node-loss":
@@ -62,6 +77,20 @@ async def play(
             await cluster.wait_exit(server, platform.graceful_termination + 30)
         say(f"{server.hostname}: restarting, waiting until every LB routes to it")
         await cluster.restart(server)
+        if scenario == "early-ready":
+            await until_serving(server, say)
+
+
+async def until_serving(server: Apiserver, say: Callable[[str], None]) -> None:
+    """Until the restarted instance can serve, from its truth (ready, and how long after it
+    serves), and a second more: the next shutdown then starts after, so that no failure has
+    two causes."""
+    latest = read_instances(server.truth_path)[-1]
+    if latest.ready is None:
+        return
+    left = latest.ready + latest.early_ready - time.time()
+    say(f"{server.hostname}: routed to, and it cannot serve for {max(left, 0.0):.1f} s more")
+    await asyncio.sleep(max(0.0, left) + SERVED_BEFORE_NEXT)
 
 
 async def wind_down(cluster: LabCluster) -> None:

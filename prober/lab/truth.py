@@ -66,6 +66,17 @@ def truth_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
+def process_records(path: Path) -> list[list[dict[str, Any]]]:
+    """The records of each server process in one truth file, in order: a restart appends to
+    the same file, and each process begins with its `listening`."""
+    processes: list[list[dict[str, Any]]] = []
+    for _, record in truth_records(path):
+        if record["event"] == "listening" or not processes:
+            processes.append([])
+        processes[-1].append(record)
+    return processes
+
+
 def read_shutdowns(path: Path) -> list[ShutdownTruth]:
     """Every shutdown in one apiserver's truth file (restarts append to the same file).
 
@@ -118,6 +129,15 @@ def first_down(
             break
         start = event.wall  # the earliest of the last run of downs
     return start
+
+
+def first_up(
+    events: Iterable[ServerEvent], server: str, after: float, before: float = math.inf
+) -> float:
+    """When the LB first marked `server` up at or after `after` (and before `before`: the
+    next process on that host started); infinity if it did not."""
+    ups = (e.wall for e in events if e.server == server and e.up and after <= e.wall < before)
+    return min(ups, default=math.inf)
 
 
 @dataclass(frozen=True, slots=True)

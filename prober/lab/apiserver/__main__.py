@@ -1,7 +1,9 @@
 """`python -m prober.lab.apiserver`: the fake apiserver as a process.
 
 Prints one JSON line `{"event": "listening", "port": N}` (plus `plain_port` when asked for)
-once it accepts connections. SIGTERM or SIGINT starts graceful termination and the process
+once it accepts connections, then `{"event": "serving", "holder": H}` and `{"event": "ready",
+"holder": H}` in the order they come true (`lifecycle.Startup`); H is the identity Lease's
+holder, this process's identity. SIGTERM or SIGINT starts graceful termination and the process
 exits 0 when it has finished; a second signal exits 1 at once, as kube-apiserver does.
 """
 
@@ -40,8 +42,16 @@ async def serve(options: ApiServerOptions) -> int:
     if ports.plain_port is not None:
         line["plain_port"] = ports.plain_port
     print(json.dumps(line), flush=True)
+    announcing = asyncio.create_task(_announce(server), name="apiserver startup lines")
     await server.wait_stopped()
+    announcing.cancel()
     return code
+
+
+async def _announce(server: ApiServer) -> None:
+    for name in server.startup.order:
+        await server.startup.wait(name)
+        print(json.dumps({"event": name, "holder": server.holder}), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,14 +22,16 @@ from prober.core.numbers import is_decimal
 from prober.lab.apiserver import discovery, resources
 from prober.lab.apiserver.api import Api, ApiAnswer, WatchStart
 from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
+from prober.lab.apiserver.early import TIMEOUT, EarlyAnswers, EarlyRequest
 from prober.lab.apiserver.events import RequestStarted
-from prober.lab.apiserver.lifecycle import Lifecycle
+from prober.lab.apiserver.lifecycle import Lifecycle, Startup
 from prober.lab.apiserver.metrics import ServerMetrics
-from prober.lab.apiserver.options import ApiServerOptions, User
+from prober.lab.apiserver.options import ApiServerOptions, EarlyAnswer, User
 from prober.lab.apiserver.requests import (
     RequestInfo,
     authenticate,
     exempt_from_retry_after,
+    health_base,
     is_loopback,
     request_info,
     source_ips,
@@ -41,7 +43,7 @@ log = logging.getLogger("prober.lab.apiserver")
 ADMIN_PREFIX = "/_lab/"
 SHUTDOWN_ANNOTATION = "apiserver.k8s.io/shutdown"
 LATE_ANNOTATION = "openshift.io/during-graceful"
-HEALTH = {"/readyz": "readyz", "/livez": "livez", "/healthz": "healthz"}
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
 
 
 @dataclass(slots=True)
@@ -108,9 +110,16 @@ class Application:
         state: Callable[[], dict[str, Any]] | None = None,
         on_drained: Callable[[], None] | None = None,
         api: Api | None = None,
+        startup: Startup | None = None,
     ) -> None:
         self.options = options
         self.lifecycle = lifecycle
+        self.startup = startup
+        self.early = (
+            EarlyAnswers(options.early_answer, startup, clock, truth, options.request_timeout)
+            if startup is not None and options.early_ready > 0
+            else None
+        )
         self.clock = clock
         self.truth = truth
         self.audit = audit
@@ -173,6 +182,8 @@ class Application:
             self._audit(exchange, "ResponseStarted", 401, {"message": auth.message})
             self._done(exchange, response.status)
             return self._decorate(exchange, response)
+        if self.early is not None and self.early.applies(exchange.path):
+            return self._early(exchange, self.early, auth.user)
         if self.api is not None and self.api.serves(exchange.info):
             return self._from_storage(exchange, self.api)
         return self._complete(exchange, self._route(exchange))
@@ -188,6 +199,35 @@ class Application:
         self._audit(exchange, stage, response.status, failure)
         self._done(exchange, response.status)
         return self._decorate(exchange, response)
+
+    def _early(
+        self, exchange: Exchange, early: EarlyAnswers, user: User
+    ) -> Response | Awaitable[Response]:
+        """The server cannot serve yet (`early.py`). Its answers still pass the filter that
+        adds the shutdown header: OpenShift's WithShutdownResponseHeader wraps the whole
+        handler chain, authorization included, so a real one sends `shutdown=false` on its
+        403s and 500s as on everything else; a hang sends nothing at all."""
+        conn = exchange.conn
+        request = EarlyRequest(
+            exchange.audit_id, conn.id, exchange.stream_id, conn.protocol, exchange.method,
+            exchange.path, f"{conn.peer_ip}:{conn.peer_port}", exchange.user_agent,
+            exchange.received_wall, bool(self.startup and self.startup.ready),
+        )  # fmt: skip
+        if early.answer is not EarlyAnswer.HANG:
+            status, body = early.body(exchange.info, exchange.path, user)
+            response = self._json(status, body)
+            if status == 403:
+                exchange.annotations[DECISION_ANNOTATION] = "forbid"
+                response.headers.append(("X-Content-Type-Options", "nosniff"))
+            early.answered(request, status)
+            return self._complete(exchange, response)
+        return self._held(exchange, early, request)
+
+    async def _held(
+        self, exchange: Exchange, early: EarlyAnswers, request: EarlyRequest
+    ) -> Response:
+        await early.hold(request)
+        return self._complete(exchange, self._json(504, TIMEOUT))
 
     def _answer(self, exchange: Exchange, answer: ApiAnswer) -> Response:
         response = Response(answer.status, [("Content-Type", resources.JSON)], answer.body)
@@ -269,7 +309,7 @@ class Application:
     # -- routing --------------------------------------------------------------------------
     def _route(self, exchange: Exchange) -> Response:
         path = exchange.path
-        base = next((p for p in HEALTH if path == p or path.startswith(p + "/")), None)
+        base = health_base(path)
         if base is not None:
             return self._health(exchange, base)
         if path == "/version":
@@ -291,11 +331,15 @@ class Application:
         return self._json(404, resources.NOT_FOUND)
 
     def _health(self, exchange: Exchange, base: str) -> Response:
-        endpoint = HEALTH[base]
+        endpoint = base[1:]
         checks = resources.READYZ_CHECKS if endpoint == "readyz" else resources.LIVEZ_CHECKS
         failing = frozenset(
             {"shutdown"} if endpoint == "readyz" and self.lifecycle.shutdown_started else ()
         )
+        if self.startup is not None and self.startup.hooks_failing(
+            endpoint, exchange.received_mono
+        ):
+            failing |= resources.POST_START_HOOKS
         check = exchange.path[len(base) + 1 :]
         if check:
             if check not in checks:
@@ -380,7 +424,7 @@ class Application:
             status = {"metadata": {}, "message": failure["message"], "code": code}
         annotations = dict(exchange.annotations)
         if exchange.user is not None:
-            annotations["authorization.k8s.io/decision"] = "allow"
+            annotations.setdefault(DECISION_ANNOTATION, "allow")
             annotations["authorization.k8s.io/reason"] = ""
         self.audit.write(
             audit_event(

@@ -81,9 +81,10 @@ class IdentityLease:
         renew_interval: float,
         clock: Clock,
         on_write: Callable[[dict[str, Any]], None],
+        holder: str | None = None,  # None: a new one
     ) -> None:
         self.store, self.name, self.hostname = store, apiserver_id, hostname
-        self.holder = f"{apiserver_id}_{uuid.uuid4()}"
+        self.holder = holder or f"{apiserver_id}_{uuid.uuid4()}"
         self.renew_interval, self.clock = renew_interval, clock
         self._on_write = on_write
         self.acquired = micro_time(clock.wall())

@@ -1,4 +1,5 @@
-"""Graceful termination as k8s.io/apiserver sequences it, apart from any socket.
+"""A server's life as k8s.io/apiserver sequences it, apart from any socket: readiness going
+true after it listens (`Startup`), and graceful termination (`Lifecycle`).
 
 The signals fire in upstream order (k8s.io/apiserver `pkg/server/lifecycle_signals.go`). What
 each phase does to connections is asked of a `Drainer` (the server), and every wait goes through
@@ -216,3 +217,86 @@ class Lifecycle:
             work_task.result()  # re-raise what the drainer raised
             return True
         return False
+
+
+class Startup:
+    """Readiness going true. kube-apiserver listens, then runs its post-start hooks
+    (k8s.io/apiserver `hooks.go`): each is a `poststarthook/<name>` check of /readyz, of
+    /healthz and, after `--livez-grace-period`, of /livez, failing until the hook returns.
+    One of them starts the identity Lease controller, whose first write is fast against the
+    hooks that sync informers: so the new holder's first renewTime comes before /readyz goes
+    true, and the fake waits for that write (`hooks`) as well as `--post-start-hooks-duration`.
+
+    Requests are served from listening on, as upstream does; unless the server is in the
+    early-ready mode (`--early-ready-duration`, the bug of openshift/kubernetes #2730, #2732):
+    /readyz goes true on time, and the server can serve only that long after it. The instants
+    `ready` and `serving` go to the listener, as the signals do."""
+
+    READY = "ready"
+    SERVING = "serving"
+
+    def __init__(
+        self,
+        post_start_hooks: float,
+        early_ready: float,
+        livez_grace: float,
+        clock: Clock,
+        listener: Callable[[str, SignalTime], None],
+    ) -> None:
+        self.post_start_hooks, self.early_ready, self.livez_grace = (
+            post_start_hooks,
+            early_ready,
+            livez_grace,
+        )
+        self.clock = clock
+        self._listener = listener
+        self.listened: float | None = None  # monotonic
+        self.times: dict[str, SignalTime] = {}
+        self._events = {name: asyncio.Event() for name in (self.READY, self.SERVING)}
+
+    @property
+    def order(self) -> tuple[str, str]:
+        """The two instants in the order they come."""
+        return (self.READY, self.SERVING) if self.early_ready > 0 else (self.SERVING, self.READY)
+
+    @property
+    def ready(self) -> bool:
+        return self.READY in self.times
+
+    @property
+    def serving(self) -> bool:
+        return self.SERVING in self.times
+
+    def hooks_failing(self, endpoint: str, mono: float) -> bool:
+        """Whether the post-start hooks' checks fail on `endpoint` (readyz, livez, healthz)."""
+        if self.ready:
+            return False
+        listened = mono if self.listened is None else self.listened
+        return not (endpoint == "livez" and mono - listened < self.livez_grace)
+
+    def listening(self) -> None:
+        self.listened = self.clock.monotonic()
+        if self.early_ready <= 0:
+            self._fire(self.SERVING)
+
+    async def run(self, hooks: asyncio.Event | None = None) -> None:
+        """From listening: the hooks (and `hooks` set), then ready, then (early-ready mode)
+        serving."""
+        listened = self.clock.monotonic() if self.listened is None else self.listened
+        await self.clock.sleep_until(listened + self.post_start_hooks)
+        if hooks is not None:
+            await hooks.wait()
+        self._fire(self.READY)
+        if self.early_ready > 0:
+            await self.clock.sleep(self.early_ready)
+            self._fire(self.SERVING)
+
+    async def wait(self, name: str) -> SignalTime:
+        await self._events[name].wait()
+        return self.times[name]
+
+    def _fire(self, name: str) -> None:
+        stamp = SignalTime(self.clock.monotonic(), self.clock.wall())
+        self.times[name] = stamp
+        self._events[name].set()
+        self._listener(name, stamp)

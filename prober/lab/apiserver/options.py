@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import csv
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from prober.common.values import duration, flag
@@ -29,6 +30,16 @@ class User:
 
 
 ANONYMOUS = User("system:anonymous", "", ("system:unauthenticated",))
+
+
+class EarlyAnswer(StrEnum):
+    """What a server whose /readyz says ok before it can serve answers meanwhile, as the bug
+    of openshift/kubernetes #2730 and #2732 did: an internal error, a known user forbidden
+    (the authorizer's caches not synced yet), or nothing until the client gives up."""
+
+    ERROR = "500"
+    FORBIDDEN = "403"
+    HANG = "hang"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +72,10 @@ class ApiServerOptions:
     bookmark_interval: float = 60.0
     compaction_interval: float = 300.0
     identity_renew_interval: float = 10.0
+    post_start_hooks: float = 0.0  # after listening, /readyz fails this long (see Startup)
+    livez_grace: float = 0.0  # /livez passes while hooks run, this long after listening
+    early_ready: float = 0.0  # /readyz ok this long before the server can serve; 0: off
+    early_answer: EarlyAnswer = EarlyAnswer.ERROR  # what it answers meanwhile
 
     @property
     def final_close(self) -> float:
@@ -89,6 +104,7 @@ class ApiServerOptions:
         if self.watch_min_qps <= 0:
             raise OptionsError(f"--watch-drain-min-qps {self.watch_min_qps}: must be positive")
         self._validate_storage()
+        self._validate_startup()
         for name in ("shutdown_delay", "request_timeout", "watch_grace", "idle_timeout"):
             if getattr(self, name) < 0:
                 flag = "--" + name.replace("_", "-")
@@ -110,6 +126,15 @@ class ApiServerOptions:
         ):
             if seconds <= 0:
                 raise OptionsError(f"{option} {seconds}: must be positive")
+
+    def _validate_startup(self) -> None:
+        for option, seconds in (
+            ("--post-start-hooks-duration", self.post_start_hooks),
+            ("--livez-grace-period", self.livez_grace),
+            ("--early-ready-duration", self.early_ready),
+        ):
+            if seconds < 0:
+                raise OptionsError(f"{option} {seconds}: must not be negative")
 
     def tls_context(self) -> ssl.SSLContext:
         """A server context offering ALPN h2 and http/1.1, as the apiserver does."""
@@ -166,8 +191,12 @@ example:
   python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
       --hostname master-0 --shutdown-delay-duration 10s --token-file token \\
       --audit-log /tmp/lab/audit.log --truth /tmp/lab/truth.jsonl --plain-port 0
-  # prints {"event": "listening", "port": 40123, "plain_port": 40124}; then
+  # prints {"event": "listening", "port": 40123, "plain_port": 40124}, then
+  # {"event": "serving", "holder": ...} and {"event": "ready", ...} as each comes true; then
   kill -TERM <pid>       # or: curl -k -X POST https://127.0.0.1:40123/_lab/shutdown
+  # the bug of openshift/kubernetes #2730: /readyz ok 30 s before it can serve, 403 meanwhile
+  python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
+      --post-start-hooks-duration 2s --early-ready-duration 30s --early-ready-answer 403
 """
 
 
@@ -306,7 +335,43 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="how often the server renews its identity Lease in kube-system (default 10s)",
     )
+    _add_startup(add)
     return parser
+
+
+def _add_startup(add: Callable[..., object]) -> None:
+    add(
+        "--post-start-hooks-duration",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="how long the post-start hooks run after the server listens: /readyz, /healthz "
+        "and /livez fail with them until they and the identity Lease's first write are done "
+        "(default 0s: ready at that write)",
+    )
+    add(
+        "--livez-grace-period",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="/livez passes while the hooks run for this long after listening (default 0s)",
+    )
+    add(
+        "--early-ready-duration",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="the bug of openshift/kubernetes #2730: /readyz says ok this long before the "
+        "server can serve, and every other request meanwhile gets --early-ready-answer "
+        "(default 0s: off)",
+    )
+    add(
+        "--early-ready-answer",
+        choices=[answer.value for answer in EarlyAnswer],
+        default=EarlyAnswer.ERROR.value,
+        help="what a request gets before the server can serve: 500, 403 (a known user "
+        "forbidden) or hang (no answer until the client gives up) (default 500)",
+    )
 
 
 def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
@@ -340,6 +405,10 @@ def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
         bookmark_interval=args.watch_bookmark_interval,
         compaction_interval=args.etcd_compaction_interval,
         identity_renew_interval=args.identity_lease_renew_interval,
+        post_start_hooks=args.post_start_hooks_duration,
+        livez_grace=args.livez_grace_period,
+        early_ready=args.early_ready_duration,
+        early_answer=EarlyAnswer(args.early_ready_answer),
     )
     options.validate()
     return options

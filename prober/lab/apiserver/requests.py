@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from prober.lab.apiserver.audit import ObjectRef
 from prober.lab.apiserver.options import ANONYMOUS, User
 
-RETRY_AFTER_EXEMPT_PREFIXES = ("/metrics", "/livez", "/readyz", "/healthz")
+HEALTH_PATHS = ("/readyz", "/livez", "/healthz")
+RETRY_AFTER_EXEMPT_PREFIXES = ("/metrics", *HEALTH_PATHS)
 PUBLIC_PATHS = ("/readyz", "/livez", "/healthz", "/version")
 SELF_USER_AGENT = "kube-apiserver/"
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -66,6 +67,11 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
 def exempt_from_retry_after(path: str, user_agent: str) -> bool:
     """Requests `WithRetryAfter` and `WithWaitGroup` let through during shutdown."""
     return user_agent.startswith(SELF_USER_AGENT) or path.startswith(RETRY_AFTER_EXEMPT_PREFIXES)
+
+
+def health_base(path: str) -> str | None:
+    """`/readyz` for `/readyz` and `/readyz/<check>`, and so on; None for other paths."""
+    return next((p for p in HEALTH_PATHS if path == p or path.startswith(p + "/")), None)
 
 
 def is_public(path: str) -> bool:

@@ -40,6 +40,8 @@ READYZ_CHECKS = (
     "poststarthook/start-kube-apiserver-identity-lease-controller",
     "shutdown",
 )
+# The checks the post-start hooks add: failing until the hooks finish (`lifecycle.Startup`).
+POST_START_HOOKS = frozenset(c for c in READYZ_CHECKS if c.startswith("poststarthook/"))
 LIVEZ_CHECKS = tuple(
     c for c in READYZ_CHECKS if c not in ("etcd-readiness", "informer-sync", "shutdown")
 )
@@ -79,8 +81,11 @@ def watch_event(kind: str, obj: dict[str, Any]) -> bytes:
     return encode({"type": kind, "object": obj})
 
 
-def status(code: int, reason: str, message: str, details: bool = False) -> dict[str, Any]:
-    """A metav1.Status failure, as the apiserver's responsewriters encode it."""
+def status(
+    code: int, reason: str, message: str, details: bool | dict[str, Any] = False
+) -> dict[str, Any]:
+    """A metav1.Status failure, as the apiserver's responsewriters encode it; `details`:
+    True for an empty `details`, or its fields."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -89,8 +94,8 @@ def status(code: int, reason: str, message: str, details: bool = False) -> dict[
         "message": message,
         "reason": reason,
     }
-    if details:
-        body["details"] = {}
+    if details is not False:
+        body["details"] = {} if details is True else details
     body["code"] = code
     return body
 

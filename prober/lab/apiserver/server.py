@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import uuid
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from prober.common.clock import Clock, SystemClock
 from prober.lab.apiserver.app import Application
 from prober.lab.apiserver.audit import MEGABYTE, AuditLog
 from prober.lab.apiserver.connection import ServerConnection, Watch
-from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
+from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Startup, Timing
 from prober.lab.apiserver.listener import Listener
 from prober.lab.apiserver.options import ApiServerOptions, OptionsError
 from prober.lab.apiserver.storage import Storage
@@ -51,6 +52,8 @@ class ApiServer:
         self.options = options
         self.clock: Clock = clock or SystemClock()
         self.apiserver_id = options.apiserver_id
+        # This process's identity: the identity Lease's holder, new at every start.
+        self.holder = f"{self.apiserver_id}_{uuid.uuid4()}"
         self.truth = TruthLog(
             options.truth, self.clock, options.hostname, self.apiserver_id, keep=keep_truth
         )
@@ -76,9 +79,18 @@ class ApiServer:
             if options.audit_log
             else None
         )
+        self.startup = Startup(
+            options.post_start_hooks,
+            options.early_ready,
+            options.livez_grace,
+            self.clock,
+            self._on_startup,
+        )
         self._requests_drained = asyncio.Event()
         self.rng = rng or random.Random()
-        self.storage = Storage(options, self.clock, self.truth) if options.etcd_servers else None
+        self.storage = (
+            Storage(options, self.clock, self.truth, self.holder) if options.etcd_servers else None
+        )
         self.app = Application(
             options,
             self.lifecycle,
@@ -90,6 +102,7 @@ class ApiServer:
             state=self.state,
             on_drained=self._requests_drained.set,
             api=self.storage.api if self.storage is not None else None,
+            startup=self.startup,
         )
         self.metrics = self.app.metrics
         self.connections: dict[int, ServerConnection] = {}
@@ -136,10 +149,21 @@ class ApiServer:
         self._lifecycle_task = asyncio.create_task(
             self._run_lifecycle(), name=f"apiserver {self.options.hostname} lifecycle"
         )
-        self.truth.record("listening", port=self.ports.port, plain_port=plain_port)
+        self.truth.record(
+            "listening",
+            port=self.ports.port,
+            plain_port=plain_port,
+            holder=self.holder,
+            early_ready=self.options.early_ready,
+            early_answer=self.options.early_answer.value,
+        )
+        self.startup.listening()
+        hooks = None
         if self.storage is not None:
             for name, loop in self.storage.controllers():
                 self._spawn(name, loop)
+            hooks = self.storage.identity_written
+        self._spawn("startup", self.startup.run(hooks))
         return self.ports
 
     def begin_shutdown(self, trigger: str = "api") -> bool:
@@ -167,6 +191,8 @@ class ApiServer:
         return {
             "host": self.options.hostname,
             "apiserver": self.apiserver_id,
+            "holder": self.holder,
+            "startup": {name: t.mono for name, t in self.startup.times.items()},
             "signals": {s.value: t.mono for s, t in self.lifecycle.times.items()},
             "connections": len(self.connections),
             "in_flight": self.app.in_flight,
@@ -284,6 +310,10 @@ class ApiServer:
         if self.lifecycle.stopped_listening and not self.connections:
             self._connections_closed.set()
 
+    def _on_startup(self, name: str, stamp: SignalTime) -> None:
+        self.truth.record(name, mono=stamp.mono, wall=stamp.wall, holder=self.holder)
+        log.info("%s %s", self.options.hostname, name)
+
     def _on_signal(self, signal: Signal, stamp: SignalTime, trigger: str) -> None:
         fields: dict[str, Any] = {}
         if signal is Signal.SHUTDOWN_INITIATED:
@@ -324,6 +354,8 @@ class ApiServer:
             listener.close()
         self._cancel_tasks()
         self._cut_watches()
+        if self.app.early is not None:
+            self.app.early.cut()
         self.watch_truth.close()
         if self.metrics.retry_after:
             # Refusals are not audited (upstream's filter answers before the audit does): the

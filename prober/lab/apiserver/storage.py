@@ -21,9 +21,12 @@ from prober.lab.apiserver.watchcache import WatchCache
 
 
 class Storage:
-    def __init__(self, options: ApiServerOptions, clock: Clock, truth: TruthLog) -> None:
+    def __init__(
+        self, options: ApiServerOptions, clock: Clock, truth: TruthLog, holder: str | None = None
+    ) -> None:
         assert options.etcd_servers is not None
         self.truth = truth
+        self.identity_written = asyncio.Event()  # the identity Lease's first write is done
         self.etcd = EtcdClient(options.etcd_servers)
         # metav1.Time is whole seconds
         self.store = Store(self.etcd, lambda: rfc3339(int(clock.wall())).replace(".000000", ""))
@@ -41,7 +44,8 @@ class Storage:
             hostname=options.hostname,
             renew_interval=options.identity_renew_interval,
             clock=clock,
-            on_write=lambda lease: self._written("identity", lease),
+            on_write=self._identity_written,
+            holder=holder,
         )
 
     async def wait_ready(self, timeout: float) -> bool:
@@ -65,6 +69,10 @@ class Storage:
             holder=spec.get("holderIdentity"),
             renew_time=spec.get("renewTime"),
         )
+
+    def _identity_written(self, lease: dict[str, Any]) -> None:
+        self._written("identity", lease)
+        self.identity_written.set()
 
     def _compacted(self, revision: int) -> None:
         self.truth.record("compacted", revision=revision)

@@ -2,10 +2,15 @@
 
 One JSON object per line, each with `event`, `host` (the hostname), `apiserver` (its id),
 `wall` (epoch seconds), `ts` (RFC 3339) and `mono` (CLOCK_MONOTONIC seconds, comparable across
-processes on one Linux machine). Events: `listening`, every lifecycle signal by its upstream
-name (with `trigger` on ShutdownInitiated), `connection_opened`, `goaway`, `connection_closed`,
-`LateConnections`, `protocol_error`, `peer_goaway`; at the process's end, `retry_after_total`
-(`codes`: requests refused during shutdown, by status, when there were any).
+processes on one Linux machine). Events: `listening` (with `holder`, the identity Lease's
+holder: this process's identity, and the early-ready mode: `early_ready` seconds, 0 when off,
+and `early_answer`), `ready` (/readyz went true) and `serving` (it can serve), each with
+`holder` (`lifecycle.Startup`), `early_answer` for each request answered before it could
+serve (`early.py`), every lifecycle signal by its upstream name (with `trigger` on
+ShutdownInitiated), `connection_opened`, `goaway`, `connection_closed`,
+`LateConnections`, `protocol_error`, `peer_goaway`; at the process's end,
+`retry_after_total` (`codes`: requests refused during shutdown, by status, when there were
+any).
 """
 
 from __future__ import annotations

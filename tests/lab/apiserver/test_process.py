@@ -195,3 +195,44 @@ async def test_sigkill_is_a_crash_without_lifecycle_signals(start_process: Calla
     server.proc.send_signal(signal.SIGKILL)
     assert await server.exit_code() == -signal.SIGKILL
     assert not signals(server.truth, RETRY_AFTER_ORDER)
+
+
+async def next_line(server: Process) -> dict:
+    assert server.proc.stdout is not None
+    return json.loads(await asyncio.wait_for(server.proc.stdout.readline(), 30))
+
+
+async def test_it_serves_from_listening_and_says_when_it_is_ready(start_process: Callable) -> None:
+    server: Process = await start_process()
+    serving, ready = await next_line(server), await next_line(server)
+    assert (serving["event"], ready["event"]) == ("serving", "ready")
+    assert serving["holder"] == ready["holder"]
+    assert ready["holder"].startswith(HOST + "_")
+
+
+async def test_early_ready_says_ok_and_curl_meets_a_403_with_the_header(
+    start_process: Callable,
+) -> None:
+    server: Process = await start_process(
+        "--post-start-hooks-duration=200ms", "--early-ready-duration=1m", "--early-ready-answer=403"
+    )
+    ready = await next_line(server)
+    assert ready["event"] == "ready"
+    code, out = await server.curl("--http2", server.url("/readyz"))
+    assert code == 0, out
+    assert out.startswith("HTTP/2 200")
+    assert out.endswith("\r\n\r\nok")
+    code, out = await server.curl(
+        "--http2", "-H", ASK, "-H", AUTH, "-H", "Audit-ID: curl-early", server.url(API)
+    )
+    assert code == 0, out
+    assert out.startswith("HTTP/2 403")
+    header = f"shutdown=false shutdown-delay-duration=0s elapsed=0s host={HOST}"
+    assert f"x-openshift-disruption: {header}\r\n" in out
+    record = await server.wait_truth("early_answer")
+    assert (record["audit_id"], record["status"], record["how"]) == ("curl-early", 403, "answered")
+    assert record["after_ready"]
+    (listening,) = [r for r in read_truth(server.truth) if r["event"] == "listening"]
+    assert (listening["holder"], listening["early_ready"]) == (ready["holder"], 60.0)
+    (audited,) = [e for e in read_audit(server.audit) if e["auditID"] == "curl-early"]
+    assert audited["responseStatus"]["code"] == 403
