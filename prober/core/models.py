@@ -263,6 +263,33 @@ class ApiserverNode:
 
 
 @dataclass(frozen=True, slots=True)
+class IdentitySeen:
+    """The daemon read an apiserver's identity Lease under a holder it had not seen for that
+    host: a new apiserver process (a restart takes the host's Lease over under a new holder
+    identity), or, at the run's first read, the one already running. Written once per host
+    and holder (`k8s.discovery.HostDecoder`); `core.instances` ties it to the instance the
+    samples show.
+
+    Times are run times. `renew_t` is the Lease's `spec.renewTime` (the apiserver's clock)
+    moved onto the run's clock at the read; `before_t` the send time of the newest read that
+    showed the host under another holder or without a Lease (None: this is the run's first
+    read of it). `first` says that `renew_t` is the new holder's first write: the read before
+    came less than one renew interval ahead of it, so no earlier renewal fits between. The
+    first write comes from a post-start hook, before `/readyz` goes true: a lower bound on T1.
+    """
+
+    KIND: ClassVar[str] = "identity"
+    t: float  # run time the read that saw it was answered
+    ts: str
+    host: str  # the Lease's name: the APIServerID, the `host` of the shutdown header
+    node: str | None
+    holder: str  # spec.holderIdentity: this process's own
+    renew_t: float | None
+    before_t: float | None
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RunEnd:
     """The daemon's stop path ran to its end: written last, after every record it closed. A
     run whose log has none ended abruptly (SIGKILL, an OOM kill, a node gone) at its last

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from prober.core.models import (
     LB,
     ApiserverNode,
+    IdentitySeen,
     LogRecord,
     Protocol,
     RunEnd,
@@ -120,7 +121,7 @@ class KindTable:
         self._specs: dict[str, KindSpec] = {}
         # The run's own records, of no kind of stream.
         self._types: dict[str, type[LogRecord]] = {
-            record.KIND: record for record in (RunRecord, RunEnd, ApiserverNode)
+            record.KIND: record for record in (RunRecord, RunEnd, ApiserverNode, IdentitySeen)
         }
         self._owner: dict[str, str] = {}  # record kind -> kind of stream
         for spec in specs:
