@@ -154,6 +154,9 @@ KEYS: tuple[Key, ...] = (
         "new-connection streams of an LB whose reaction is open sample this many times "
         "faster than the window rate"),
     Key("max_apiservers", f.positive_int, "most apiservers a run tracks and labels"),
+    Key("early_for", f.duration(),
+        "a restarted apiserver's failed answers this long after its /readyz went true are "
+        "early: routed to it before it could serve", show=_seconds),
     Key("protocols", f.enum_list(Protocol), "comma-separated", show=_joined),
     Key("connections", f.enum_list(Connection), "comma-separated", show=_joined),
     Key("path", f.url_path, "probed path"),

@@ -34,6 +34,7 @@ class Config:
     interval: float = 0.1  # per worker, while a shutdown window is open
     quiet_interval: float = 1.0  # per stream, while none is (0: always `interval`)
     settle: float = 30.0  # back to quiet this long after the last window or failure
+    early_for: float = 90.0  # `core.instances.DEFAULT_EARLY_FOR`
     workers: int = 2
     timeout: float = 5.0
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped

@@ -247,6 +247,9 @@ class RunRecord:
     # The node the prober runs on (config `node`, the downward API's spec.nodeName); None:
     # not known, and no sample is same-node (`core.samenode`).
     node: str | None = field(default=None, metadata=OMIT_EMPTY)
+    # Config `early_for`: how long after T1 a restarted apiserver's failures are early
+    # (`core.instances`); None in logs written before, which had none.
+    early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +347,10 @@ class Sample(OfStream):
     # `t` (0 for the request that opened it). None where it had none (the connect failed),
     # and in logs written before it was recorded, which keep their bytes.
     connection_age: float | None = field(default=None, metadata=OMIT_NONE)
+    # A failed answer from an apiserver restarted in the run, in its first seconds after its
+    # /readyz went true (`core.instances`): routed to it before it could serve. Set by the
+    # trackers as they take the sample; left out of the line while false.
+    early: bool = field(default=False, metadata=OMIT_EMPTY)
 
     @property
     def end(self) -> float:
@@ -384,6 +391,7 @@ class Interval(OfStream):
     end_lo: float | None = None
     end_hi: float | None = None
     same_node: bool = field(default=False, metadata=OMIT_EMPTY)  # of same-node samples only
+    early: int = field(default=0, metadata=OMIT_EMPTY)  # its early failures (`Sample.early`)
 
     @property
     def seconds(self) -> float:

@@ -100,6 +100,7 @@ class Daemon:
             streams={kind: [s.name for s in named] for kind, named in self._streams.items()},
             lb_settings=self.config.lb_settings,
             node=self.config.node,
+            early_for=self.config.early_for,
         )
         config = self.config
         metrics = self.metrics = Metrics(

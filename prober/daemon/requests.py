@@ -82,6 +82,7 @@ class RequestRun:
             rise=config.rise > 1,
             placement=placement(config, context.apiservers),
             exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
+            early_for=config.early_for,
         )
         self._probers: dict[StreamId, list[Prober]] = {}
         self._schedulers: list[StreamScheduler] = []
