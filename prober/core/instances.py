@@ -155,7 +155,7 @@ class InstanceTracker:
         newest = host.instances[-1] if host.instances else None
         lower = seen.renew_t if seen.first else seen.before_t
         by = LEASE_FIRST if seen.first else LEASE_READ
-        if newest is not None and newest.holder is None and (newest.start == 1 or newest.seen):
+        if newest is not None and newest.holder is None and host.cut is None:
             newest.holder = seen.holder  # the process its answers showed: its Lease now
             if newest in self._open:
                 newest.lower(lower, by)
