@@ -69,7 +69,8 @@ def test_a_restart_seen_by_answers_alone_bounds_t1_by_the_old_process_and_the_fi
     assert instance.t1 == pytest.approx((4.0 + 20.01) / 2)
     assert not instance.complete  # the external LB never served it
     internal, external = sorted(instance.lbs, key=lambda b: b.lb != LB.INTERNAL)
-    assert external.first_t is None and external.seconds is None
+    assert external.first_t is None
+    assert external.seconds is None
     # m misses of two servers before the first hit: the LB took A back after the m-th.
     m = misses_needed(2)
     assert internal.added_lo == pytest.approx(5.0 + (40 - m) * 0.1)
