@@ -57,13 +57,18 @@ class Compactor:
         self._written = _WrittenSuccesses()
 
     def select(
-        self, sample: Sample, events: Iterable[object], open_hosts: frozenset[str]
+        self,
+        sample: Sample,
+        events: Iterable[object],
+        open_hosts: frozenset[str],
+        *,
+        needed: bool = False,
     ) -> list[Sample]:
         if sample.stopped:
             return [sample]  # always logged; no success a tracker could meet as a witness
         events = list(events)
         out = self._held_before(events)
-        emitted = bool(events)
+        emitted = bool(events) or needed
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late or sample.retried is not None
         keep = keep or sample.burst is not None
@@ -151,7 +156,9 @@ class Compactors:
         open_hosts = trackers.path_of(sample).shutdown.open_hosts
         if not sample.same_node:  # a restart's answers show each LB's add-back
             open_hosts = open_hosts | trackers.restarting
-        return self._paths[sample.same_node].select(sample, events, open_hosts)
+        # An LB's first answer from a new process is kept, though it may end the restart.
+        needed = trackers.instances.hit == sample.audit_id
+        return self._paths[sample.same_node].select(sample, events, open_hosts, needed=needed)
 
 
 class _WrittenSuccesses:

@@ -143,6 +143,9 @@ class InstanceTracker:
         self._recent: dict[LBKey, deque[tuple[float, str]]] = {}
         self._open: list[_Live] = []  # restarted, not yet written
         self._now = -math.inf  # the newest end of a sample fed
+        # The Audit-ID of the newest sample that was an LB's first answer from an instance:
+        # the event log keeps it (`core.compaction`), though it may end the restart.
+        self.hit: str | None = None
 
     # -- what feeds it ---------------------------------------------------------------------
 
@@ -266,6 +269,7 @@ class InstanceTracker:
         hit = instance.hits.get(key)
         if hit is None or sample.end < hit[1]:
             instance.hits[key] = (sample.t, sample.end, self._miss_bound(key, instance, sample))
+            self.hit = sample.audit_id
 
     def _miss_bound(self, key: LBKey, live: _Live, hit: Sample) -> float | None:
         """The send time of the m-th fresh answer from another server before `hit`, since
@@ -288,6 +292,8 @@ class InstanceTracker:
     def _unanswered(self, sample: Sample) -> None:
         if sample.lb is LB.LOCALHOST or sample.same_node:
             return
+        if any(host.cut is not None for host in self._hosts.values()):
+            return  # a shutdown under way: the failure may well be its edge's
         key = (sample.target, sample.lb)
         for instance in self._open:
             lo = instance.t1_lo if instance.t1_lo is not None else instance.first_t
@@ -317,9 +323,9 @@ class InstanceTracker:
             start=live.start,
             holder=live.holder,
             first_t=live.first_t,
-            t1=t1,
-            t1_lo=lo,
-            t1_hi=hi,
+            t1=_us(t1),
+            t1_lo=_us(lo),
+            t1_hi=_us(hi),
             t1_lo_by=live.t1_lo_by,
             t1_hi_by=live.t1_hi_by,
             lbs=tuple(self._add_back(live, key, t1) for key in self._lbs),
@@ -349,14 +355,19 @@ class InstanceTracker:
             target=key[0],
             lb=key[1],
             first_t=first_t,
-            added_lo=added_lo,
-            added_hi=added_hi,
-            seconds=seconds,
-            seconds_lo=seconds_lo,
-            seconds_hi=seconds_hi,
+            added_lo=_us(added_lo),
+            added_hi=_us(added_hi),
+            seconds=_us(seconds),
+            seconds_lo=_us(seconds_lo),
+            seconds_hi=_us(seconds_hi),
             early=live.early.get(key, 0),
             unattributed=live.unattributed.get(key, 0),
         )
+
+
+def _us(value: float | None) -> float | None:
+    """Seconds to the microsecond, as the samples' times are: no arithmetic noise past it."""
+    return None if value is None else round(value, 6)
 
 
 def _fresh(sample: Sample) -> bool:

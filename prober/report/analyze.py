@@ -21,9 +21,11 @@ from prober.report.age_verdicts import explain_ages, judge_ages
 from prober.report.budget_verdicts import explain, judge_budgets
 from prober.report.connection_ages import age_lines
 from prober.report.documents import SummaryDocument, VerdictEntry
+from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
+from prober.report.restarts import restarts_section
 from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node, same_node_lines
@@ -79,9 +81,17 @@ def analyze_runs(
         promised = lb_settings or _promised(run_platform, log.run.lb_settings)
         verdicts += judge_budgets(summary, promised)
         verdicts += judge_ages(summary, promised)
+        restarts = restarts_section(result.instances, promised)
+        if restarts is not None:
+            summary["restarts"] = restarts
+        verdicts += judge_early(summary)
         verdicts += whole_run(summary)
         summary["verdicts"] = [verdict_entry(v) for v in verdicts]
-        summary["explained"] = explain(summary, verdicts, promised) + explain_ages(summary)
+        summary["explained"] = [
+            *explain(summary, verdicts, promised),
+            *explain_ages(summary),
+            *explain_restarts(summary),
+        ]
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
 
@@ -147,6 +157,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
         f"run {run.run_id} · platform {s['platform']} · prober {run.version} · "
         f"{result.end_t:.1f} s · {samples} requests · {len(result.windows)} shutdown windows",
         *filter(None, [abrupt_text(s)]),
+        edges_line(analysis.verdicts),
         "",
     ]
     if result.windows:
