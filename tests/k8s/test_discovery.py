@@ -17,7 +17,7 @@ from prober.core.kinds import standard_kinds
 from prober.core.models import LB, ApiserverNode, RunRecord, Sample, Window
 from prober.daemon.app import Daemon
 from prober.daemon.commands import discover
-from prober.k8s.cluster import ClusterAccess, Infrastructure
+from prober.k8s.cluster import ClusterAccess, Infrastructure, LeaseView
 from prober.k8s.discovery import HostDecoder, discover_targets
 from prober.k8s.errors import ClusterError
 from tests.support.certs import Certs
@@ -50,7 +50,10 @@ def test_infrastructure_and_leases(kube: KubeAPI, certs: Certs, tmp_path: Path) 
     assert access.infrastructure() == Infrastructure(
         "aws", "https://api.example.com:6443", "https://api-int.example.com:6443"
     )
-    assert access.identity_leases() == {HOST_ID: "master-0", "apiserver-other": "master-1"}
+    assert access.identity_leases() == [
+        LeaseView(HOST_ID, "master-0", None, None),
+        LeaseView("apiserver-other", "master-1", None, None),
+    ]
     assert any("labelSelector=apiserver.kubernetes.io" in r for r in kube.requests)
 
 
