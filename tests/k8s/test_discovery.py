@@ -186,32 +186,15 @@ async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
 
 
 async def test_a_prober_on_a_master_labels_its_own_apiservers_answers_same_node(
-    kube: KubeAPI, tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path
+    shutting_down: dict[str, object], tmp_path: Path
 ) -> None:
     """The node comes from the config (the downward API), the apiservers' nodes from the
     Leases; both are in the event log, and every answer of master-0's apiserver is labelled."""
     events = tmp_path / "events.jsonl"
     config = load_config(
-        env={"PROBER_NODE": "master-0"},
-        flags={
-            "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
-            "platform": "gcp",
-            "targets": [{"lb": "internal-lb", "url": tls_server.url}],
-            "token_file": str(token_file),
-            "protocols": "http2",
-            "connections": "reused",
-            "interval": "20ms",
-            "listen": "127.0.0.1:0",
-            "watches": "false",
-            "event_log": str(events),
-            "duration": "600ms",
-        },
+        env={"PROBER_NODE": "master-0"}, flags={**shutting_down, "duration": "600ms"}
     )
     config, hosts = await discover(config)
-    went_down = time.monotonic()
-    tls_server.plan.header = lambda: format_shutdown_header(
-        True, 70, time.monotonic() - went_down, HOST_ID
-    )
     registry = CollectorRegistry()
     daemon = Daemon(config, registry=registry, hosts=hosts, install_signals=False)
     assert await asyncio.wait_for(daemon.run(), 15) == 0
