@@ -192,6 +192,11 @@ KEYS: tuple[Key, ...] = (
         flag=Flag.SWITCH),
     Key("node_refresh", f.duration(minimum=1.0), "how often to re-read the identity Leases",
         show=_seconds),
+    Key("identity_renew_interval", f.duration(),
+        "the apiservers' identity Lease renew interval (--identity-lease-renew-interval)",
+        show=_seconds),
+    Key("identity_refresh_fast", f.duration(),
+        "how often to re-read the identity Leases while an apiserver restarts", show=_seconds),
     Key("node", f.node_name, "the node this prober runs on (the downward API's "
         "spec.nodeName): its own apiserver's answers through an LB are same-node, reported "
         "apart from the LB's"),

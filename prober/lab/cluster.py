@@ -140,7 +140,7 @@ class LabCluster:
             "--synthetic-watches", str(SYNTHETIC_WATCHES),
             "--watch-bookmark-interval", period(BOOKMARK_INTERVAL),
             "--etcd-compaction-interval", period(COMPACTION_INTERVAL),
-            "--identity-lease-renew-interval", period(IDENTITY_RENEW),
+            "--identity-lease-renew-interval", format_go_duration(self.identity_renew),
             "--shutdown-watch-termination-grace-period", grace,
             # the drain's floor of 200 per second, scaled with the grace period
             "--watch-drain-min-qps", f"{200.0 / scale:g}",
@@ -226,6 +226,11 @@ class LabCluster:
         # Ready, not only listening: an LB that started checking a server before its hooks
         # finished would take it out and back in before the run began.
         await server.process.wait_for_line(_ready, LISTEN_TIMEOUT + self._post_start)
+
+    @property
+    def identity_renew(self) -> float:
+        """How often each apiserver renews its identity Lease, on the run's time scale."""
+        return IDENTITY_RENEW * self.platform.time_scale
 
     @property
     def _post_start(self) -> float:

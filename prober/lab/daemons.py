@@ -108,6 +108,18 @@ def http2_dead_after(scale: float) -> float:
     return values["http2_read_idle_timeout"] + values["http2_ping_timeout"]
 
 
+def identity_settings(renew: float) -> dict[str, str]:
+    """The apiservers' identity Lease renew interval on the run's scale, and reads a third of
+    it apart while one restarts (at most the daemon's default): the read before a new
+    holder's first write then comes less than a renew interval ahead of it, so that the
+    daemon can prove the write is the first (`k8s.holders`)."""
+    fast = min(Config().identity_refresh_fast, renew / 3)
+    return {
+        "identity_renew_interval": format_go_duration(renew),
+        "identity_refresh_fast": f"{fast * 1000:.0f}ms",
+    }
+
+
 def settings_config(settings: LBSettings) -> dict[str, object]:
     """The `lb_settings` key as a config file spells it."""
     spelled: dict[str, object] = {}
@@ -161,6 +173,7 @@ def daemon_config(
         "labels": {"job": f"lab-{options.scenario}"},
         # The apiservers' nodes from their identity Leases, as in a cluster.
         "kubeconfig": str(cluster.kubeconfig()),
+        **identity_settings(cluster.identity_renew),
         **({} if on is None else {"node": on.hostname}),
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged
