@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from prober.config import Config
 from prober.core.budgets import settings_of
 from prober.core.durations import format_go_duration
+from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
 from prober.lab.platforms import PLATFORMS, as_built
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
@@ -164,6 +165,8 @@ def daemon_config(
         # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
         "quiet_interval": f"{quiet * 1000:.0f}ms",
         "settle": f"{SETTLE * scale * 1000:.0f}ms",
+        # A restarted apiserver's failures this long after its T1 are early, at this scale.
+        "early_for": f"{DEFAULT_EARLY_FOR * scale * 1000:.0f}ms",
         "workers": workers,
         "timeout": f"{REQUEST_TIMEOUT:g}s",
         "listen": "127.0.0.1:0",
