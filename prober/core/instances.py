@@ -23,7 +23,9 @@ lies at or before the end of its first answer through that LB (any connection: i
 through the LB after the process started), and after T1. Fresh connections the LB sent
 elsewhere bound A from below as they bound a reaction (`core.reaction`): if A came before the
 m-th such miss before the first hit, m fresh choices in a row missed a server in rotation,
-a chance of at most `MISS_CHANCE`. The add-back is A - T1: `[A_lo - t1_hi, A_hi - t1_lo]`.
+a chance of at most `MISS_CHANCE`. Not so through an LB that ramps a server it took back up
+slowly (HAProxy's `slowstart`): there A is bounded below by T1 alone. The add-back is A - T1:
+`[A_lo - t1_hi, A_hi - t1_lo]`.
 
 Early: a failed answer from a restarted instance (its header says it answered; a 5xx, a
 403 to good credentials, a 429) sent in its first `early_for` seconds after T1 (its upper
@@ -40,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -134,9 +136,16 @@ class InstanceTracker:
     """Fed every sample (`mark`, before the other trackers) and identity record (`identify`)."""
 
     def __init__(
-        self, streams: Iterable[StreamId], *, early_for: float = DEFAULT_EARLY_FOR
+        self,
+        streams: Iterable[StreamId],
+        *,
+        early_for: float = DEFAULT_EARLY_FOR,
+        slow_start: Collection[LB] = (),
     ) -> None:
+        """`slow_start`: LBs that ramp a server taken back up slowly; their misses bound
+        nothing, so their add-back is bounded below by T1 only."""
         self.early_for = early_for
+        self._slow_start = frozenset(slow_start)
         self._lbs = sorted({(s.target, s.lb) for s in streams if s.lb is not LB.LOCALHOST})
         self._hosts: dict[str, _Host] = {}
         self._nodes: dict[str, str] = {}
@@ -275,6 +284,8 @@ class InstanceTracker:
         """The send time of the m-th fresh answer from another server before `hit`, since
         the restart began (the event log keeps every answer from then on: a replay counts
         the same ones)."""
+        if key[1] in self._slow_start:
+            return None  # its rotation is not balanced while the new server's weight ramps up
         recent = [(t, h) for t, h in self._recent.get(key, ()) if live.since <= t < hit.t]
         misses = sorted((t for t, h in recent if h != live.host), reverse=True)
         servers = len({h for _t, h in recent} | {live.host})

@@ -22,7 +22,7 @@ path's samples and windows only: its 20 % rule is each LB's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
@@ -53,11 +53,13 @@ class Trackers:
         on_own_node: Callable[[str], bool] | None = None,
         exact_delay: float | None = None,
         early_for: float = DEFAULT_EARLY_FOR,
+        slow_start: Collection[LB] = (),
     ) -> None:
         """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`);
         `exact_delay`: the apiservers' `--shutdown-delay-duration` where the run's settings
         say it (`LBSettings.shutdown_delay`); the header's rounded one is used otherwise;
-        `early_for`: how long after T1 a restarted instance's failures are early."""
+        `early_for`: how long after T1 a restarted instance's failures are early;
+        `slow_start`: the LBs that ramp a server taken back up slowly (`budgets.slow_starts`)."""
         streams = tuple(streams)  # an iterator is met twice below
         lb_shutdown = ShutdownTracker(node_of=node_of, max_open=max_open, on_own_node=on_own_node)
         self.lb = Path(DisruptionTracker(), lb_shutdown)
@@ -69,7 +71,7 @@ class Trackers:
         self.retries = RetryFollower()
         self.felt = FeltDisruption()
         self.ages = ConnectionAgeTracker(exact_delay)
-        self.instances = InstanceTracker(streams, early_for=early_for)
+        self.instances = InstanceTracker(streams, early_for=early_for, slow_start=slow_start)
         for stream in streams:
             self.shutdown.add_stream(stream)
             if stream.lb is not LB.LOCALHOST:  # never same-node: the node's own path by name

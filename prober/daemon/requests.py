@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import structlog
 
 from prober.config import Config
-from prober.core.budgets import hairpins
+from prober.core.budgets import hairpins, slow_starts
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.kinds import REQUESTS
 from prober.core.models import StreamId
@@ -83,6 +83,7 @@ class RequestRun:
             placement=placement(config, context.apiservers),
             exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
             early_for=config.early_for,
+            slow_start=slow_starts(config.platform_name, config.lb_settings),
         )
         self._probers: dict[StreamId, list[Prober]] = {}
         self._schedulers: list[StreamScheduler] = []

@@ -28,7 +28,7 @@ kind does, `daemon.requests`); a test or a benchmark may feed it samples directl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -37,6 +37,7 @@ from prober.core.compaction import Compactors
 from prober.core.gaps import GapStats
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import (
+    LB,
     IdentitySeen,
     PaceChange,
     Sample,
@@ -83,6 +84,7 @@ class SampleFeed:
         placement: Placement | None = None,
         exact_delay: float | None = None,
         early_for: float = DEFAULT_EARLY_FOR,
+        slow_start: Collection[LB] = (),
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
@@ -98,6 +100,7 @@ class SampleFeed:
             on_own_node=own,
             exact_delay=exact_delay,
             early_for=early_for,
+            slow_start=slow_start,
         )
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown

@@ -25,7 +25,7 @@ from prober.report.early_verdicts import edges_line, explain_restarts, judge_ear
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
-from prober.report.restarts import restarts_section
+from prober.report.restarts import restart_lines, restarts_section, shutting_label
 from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node, same_node_lines
@@ -163,8 +163,8 @@ def describe(analysis: RunAnalysis) -> list[str]:
     if result.windows:
         rows = [
             [
+                shutting_label(w, result.instances),
                 w.host,
-                w.node or "-",
                 f"{w.delay:g} s",
                 f"{w.t0:.2f} s",
                 f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s",
@@ -174,7 +174,16 @@ def describe(analysis: RunAnalysis) -> list[str]:
             ]
             for w in result.windows
         ]
-        headers = ["apiserver", "node", "delay", "T0", "uncertainty", "closed by", "late", "failed"]
+        headers = [
+            "instance",
+            "apiserver",
+            "delay",
+            "T0",
+            "uncertainty",
+            "closed by",
+            "late",
+            "failed",
+        ]
         lines += [*table(headers, rows), ""]
     rows = []
     for worst in s["worst"]:
@@ -222,6 +231,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     if explained:
         lines += ["", "what each LB's own settings promise, and what it did:", *explained]
     lines += age_lines(s.get("connection_ages"))
+    lines += restart_lines(s.get("restarts"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

@@ -62,6 +62,7 @@ class WindowEntry(TypedDict):
     closed_by: str
     end_t: NotRequired[float]  # schema 2.5: when it closed
     streams: list[WindowStreamEntry]
+    instance: NotRequired[str]  # schema 2.7: the process that shut down, `node #start`
 
 
 class IntervalEntry(TypedDict):

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from prober.core.budgets import slow_starts
 from prober.core.connection_age import ConnectionAges
 from prober.core.instances import DEFAULT_EARLY_FOR, Instance
 from prober.core.models import (
@@ -106,6 +107,7 @@ def replay(log: RunLog) -> Replay:
         on_own_node=own,
         exact_delay=exact_delay,
         early_for=early_for,
+        slow_start=slow_starts(log.run.platform, settings),
     )
     fed = _feed(trackers, log)
     end_t, end_ts = run_end(log)

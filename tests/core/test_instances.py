@@ -208,3 +208,13 @@ def test_early_failures_are_counted_on_their_interval_and_not_in_the_window():
         events += trackers.feed(trackers.mark(record))
     [interval] = [e for e in events if type(e).__name__ == "Interval"]
     assert (interval.samples, interval.early) == (2, 2)
+
+
+def test_an_lb_that_slow_starts_a_server_bounds_its_add_back_by_t1_alone():
+    tracker = InstanceTracker(STREAMS, early_for=EARLY_FOR, slow_start={LB.INTERNAL})
+    for record in rollout():
+        assert isinstance(record, Sample)
+        tracker.feed(tracker.mark(record))
+    [instance] = tracker.close()
+    internal = next(b for b in instance.lbs if b.lb is LB.INTERNAL)
+    assert internal.added_lo == instance.t1_lo == 4.0  # 40 misses, and still no bound

@@ -146,7 +146,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "closed_by",
         "end_t",
         "streams",
+        "instance",
     ]
+    assert [w["instance"] for w in doc["windows"]] == ["master-0 #1", "master-1 #1", "master-2 #1"]
     assert list(doc["windows"][0]["streams"][0]) == [
         "stream",
         "lb",
