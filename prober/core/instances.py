@@ -17,6 +17,9 @@ T1, with its bound (`t1_lo`, `t1_hi`, and which signal set each):
   (`lease-read`);
 - from above: the end of the new process's first answer through an LB (`<lb> answer`): every
   LB, the service network's endpoints too, takes a server only once its `/readyz` said ok.
+  Not an LB that sent a fresh connection to nothing while the host restarted: it may never
+  have taken the host out (a slow LB), and routes to the new process whatever its `/readyz`
+  says (`_Live.blind`); its add-back is then bounded below by its misses alone.
 
 Add-back, per LB (target x LB) of a restarted instance: the instant A the LB took it back
 lies at or before the end of its first answer through that LB (any connection: it was opened
@@ -111,6 +114,9 @@ class _Live:
     t1_hi_by: str | None = None
     seen: bool = False  # answered a sample yet
     since: float = -math.inf  # its host's cut: misses of the LBs count from here
+    # LBs that sent a fresh connection to nothing while its host restarted: they may never
+    # have taken the host out, so their answers say nothing of its /readyz.
+    blind: set[LBKey] = field(default_factory=set)
     hits: dict[LBKey, tuple[float, float, float | None]] = field(default_factory=dict)
     early: dict[LBKey, int] = field(default_factory=dict)
     unattributed: dict[LBKey, int] = field(default_factory=dict)
@@ -130,6 +136,7 @@ class _Host:
     cut_t: float = -math.inf  # when the cut was set: a host that never comes back is let go
     last_true_t: float | None = None  # the newest shutdown=true answer's send time
     lease_ahead: bool = False  # the newest instance came by its Lease, not yet by answers
+    blind: set[LBKey] = field(default_factory=set)  # `_Live.blind`, since the cut
 
 
 class InstanceTracker:
@@ -178,6 +185,7 @@ class InstanceTracker:
         if host.cut is None:  # no shutdown seen: the old process was gone by this renewal
             host.cut = seen.renew_t if seen.renew_t is not None else seen.t
             host.cut_t = host.cut
+            host.blind = set()
         self._restarted(host, seen.host, seen.renew_t or seen.t, seen.holder)
         host.lease_ahead = True
         host.instances[-1].lower(lower, by)
@@ -247,6 +255,7 @@ class InstanceTracker:
                 return None
             if host.cut is None:
                 host.cut_t = sample.t
+                host.blind = set()
             host.cut = sample.end if host.cut is None else min(host.cut, sample.end)
             host.last_true_t = max(host.last_true_t or -math.inf, sample.t)
             return None
@@ -263,7 +272,7 @@ class InstanceTracker:
 
     def _restarted(self, host: _Host, name: str, first_t: float, holder: str | None) -> None:
         start = host.instances[-1].start + 1 if host.instances else 1
-        live = _Live(name, start, holder, first_t, since=host.cut_t)
+        live = _Live(name, start, holder, first_t, since=host.cut_t, blind=set(host.blind))
         live.lower(host.last_true_t, OLD_INSTANCE)
         host.instances.append(live)
         self._open.append(live)
@@ -272,9 +281,9 @@ class InstanceTracker:
         instance.first_t = min(instance.first_t, sample.t)
         if sample.lb is LB.LOCALHOST or sample.same_node:
             return  # a direct path: no LB asked its /readyz first
-        if instance.t1_hi is None or sample.end < instance.t1_hi:
-            instance.t1_hi, instance.t1_hi_by = sample.end, f"{sample.lb} answer"
         key = (sample.target, sample.lb)
+        if key not in instance.blind and (instance.t1_hi is None or sample.end < instance.t1_hi):
+            instance.t1_hi, instance.t1_hi_by = sample.end, f"{sample.lb} answer"
         hit = instance.hits.get(key)
         if hit is None or sample.end < hit[1]:
             instance.hits[key] = (sample.t, sample.end, self._miss_bound(key, instance, sample))
@@ -303,9 +312,17 @@ class InstanceTracker:
     def _unanswered(self, sample: Sample) -> None:
         if sample.lb is LB.LOCALHOST or sample.same_node:
             return
+        key = (sample.target, sample.lb)
+        if sample.connection is Connection.NEW or not sample.connection_age:
+            # A connection the LB sent to nothing: it may still route to a restarting host.
+            for host in self._hosts.values():
+                if host.cut is not None:
+                    host.blind.add(key)
+            for instance in self._open:
+                if key not in instance.hits:
+                    instance.blind.add(key)
         if any(host.cut is not None for host in self._hosts.values()):
             return  # a shutdown under way: the failure may well be its edge's
-        key = (sample.target, sample.lb)
         for instance in self._open:
             lo = instance.t1_lo if instance.t1_lo is not None else instance.first_t
             if lo <= sample.t <= instance.young_until(self.early_for):
@@ -347,7 +364,8 @@ class InstanceTracker:
     def _add_back(self, live: _Live, key: LBKey, t1: float | None) -> AddBack:
         hit = live.hits.get(key)
         first_t, added_hi, sampled = hit if hit is not None else (None, None, None)
-        lows = [x for x in (sampled, live.t1_lo) if x is not None]
+        t1_lo = None if key in live.blind else live.t1_lo  # a blind LB may route before T1
+        lows = [x for x in (sampled, t1_lo) if x is not None]
         added_lo = max(lows) if lows and added_hi is not None else None
         if added_lo is not None and added_hi is not None:
             added_lo = min(added_lo, added_hi)

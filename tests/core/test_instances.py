@@ -17,6 +17,7 @@ from prober.core.trackers import Trackers
 from tests.factories import OTHER, STREAM, sample
 
 STREAMS = (STREAM, OTHER)
+EXTERNAL_NEW = StreamId("kube-api", Protocol.HTTP1, LB.EXTERNAL, Connection.NEW)
 EARLY_FOR = 10.0
 
 
@@ -218,3 +219,14 @@ def test_an_lb_that_slow_starts_a_server_bounds_its_add_back_by_t1_alone():
     [instance] = tracker.close()
     internal = next(b for b in instance.lbs if b.lb is LB.INTERNAL)
     assert internal.added_lo == instance.t1_lo == 4.0  # 40 misses, and still no bound
+
+
+def test_an_lb_that_sent_a_fresh_connection_to_nothing_is_no_witness_of_t1():
+    records = rollout()
+    back = records.pop()  # the new process's first answer, through the internal LB
+    records += [sample(15.0, error=ErrorClass.CONNECT_REFUSED), back]
+    records.append(sample(21.0, host="A", stream=EXTERNAL_NEW))
+    _, _, [instance] = run(records, (*STREAMS, EXTERNAL_NEW))
+    assert (instance.t1_hi, instance.t1_hi_by) == (pytest.approx(21.01), "external-lb answer")
+    internal = next(b for b in instance.lbs if b.lb is LB.INTERNAL)
+    assert internal.added_hi == pytest.approx(20.01)  # it did route there by then
