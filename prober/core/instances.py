@@ -15,6 +15,8 @@ T1, with its bound (`t1_lo`, `t1_hi`, and which signal set each):
   and the new holder's first Lease write, from a post-start hook before `/readyz` goes true
   (`lease-first-write`), or the read before it where that write is not provably the first
   (`lease-read`);
+- on the direct path, for the prober's own node's apiserver: `GET /readyz` asked while it
+  restarts (`ReadyzAnswer`): not ok bounds T1 below, ok above, as tight as the polling;
 - from above: the end of the new process's first answer through an LB (`<lb> answer`): every
   LB, the service network's endpoints too, takes a server only once its `/readyz` said ok.
   Not an LB that sent a fresh connection to nothing while the host restarted: it may never
@@ -47,9 +49,10 @@ import math
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import ClassVar
 
-from prober.core.models import LB, Connection, IdentitySeen, Sample, StreamId
+from prober.core.models import LB, Connection, IdentitySeen, ReadyzAnswer, Sample, StreamId
 from prober.core.reaction import misses_needed
 
 DEFAULT_EARLY_FOR = 90.0
@@ -57,6 +60,7 @@ ADD_BACK_HORIZON = 600.0  # seconds after its first sign: an LB that never took 
 _RECENT = 512  # fresh answers kept per LB: the misses that bound an add-back from below
 
 OLD_INSTANCE, LEASE_FIRST, LEASE_READ = "old-instance", "lease-first-write", "lease-read"
+READYZ_OK, READYZ_NOT_OK = "localhost /readyz ok", "localhost /readyz not ok"
 
 LBKey = tuple[str, LB]  # target x LB: one rotation
 
@@ -214,6 +218,23 @@ class InstanceTracker:
             return True
         return False
 
+    def readyz(self, answer: ReadyzAnswer) -> None:
+        """The prober's own node's apiserver on `GET /readyz`: a new process's `ok` bounds
+        its T1 above (it went true by the answer's end), anything else below (it was still
+        false when the request was read, after it was sent)."""
+        header = answer.shutdown
+        if header is None:
+            return
+        instance = self._answered_by(header.host, header.shutdown, answer)
+        if instance is None or instance not in self._open:
+            return
+        instance.first_t = min(instance.first_t, answer.t)
+        if answer.status == HTTPStatus.OK:
+            if instance.t1_hi is None or answer.end < instance.t1_hi:
+                instance.t1_hi, instance.t1_hi_by = answer.end, READYZ_OK
+        elif answer.status is not None:
+            instance.lower(answer.t, READYZ_NOT_OK)
+
     def feed(self, sample: Sample) -> list[Instance]:
         """The instances done by the time `sample` came (fed after `mark`)."""
         self._now = max(self._now, sample.end)
@@ -244,7 +265,9 @@ class InstanceTracker:
 
     # -- the parts -------------------------------------------------------------------------
 
-    def _answered_by(self, name: str, shutdown: bool, sample: Sample) -> _Live | None:
+    def _answered_by(
+        self, name: str, shutdown: bool, sample: Sample | ReadyzAnswer
+    ) -> _Live | None:
         host = self._hosts.setdefault(name, _Host())
         if not host.instances:
             host.instances.append(_Live(name, 1, None, sample.t, seen=True))

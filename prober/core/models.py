@@ -293,6 +293,27 @@ class IdentitySeen:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadyzAnswer:
+    """What the prober's own node's apiserver said to `GET /readyz` on the direct path
+    (localhost), asked only while an apiserver restarts (`daemon.readyz`): the tightest
+    bracket of T1 a pod can have, for its own node's apiserver (`core.instances`). Run
+    times; `status` None where it failed unanswered (`error`)."""
+
+    KIND: ClassVar[str] = "readyz"
+    t: float
+    ts: str
+    dur: float
+    status: int | None
+    error: ErrorClass | None
+    shutdown: ShutdownHeader | None
+    audit_id: str
+
+    @property
+    def end(self) -> float:
+        return self.t + self.dur
+
+
+@dataclass(frozen=True, slots=True)
 class RunEnd:
     """The daemon's stop path ran to its end: written last, after every record it closed. A
     run whose log has none ended abruptly (SIGKILL, an OOM kill, a node gone) at its last

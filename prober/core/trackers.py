@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
 from prober.core.instances import DEFAULT_EARLY_FOR, Instance, InstanceTracker
-from prober.core.models import LB, Connection, IdentitySeen, Interval, Sample, StreamId, Window
+from prober.core.models import (
+    LB,
+    Connection,
+    IdentitySeen,
+    Interval,
+    ReadyzAnswer,
+    Sample,
+    StreamId,
+    Window,
+)
 from prober.core.perceived import Felt, FeltDisruption, Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
@@ -85,8 +94,12 @@ class Trackers:
         it young (`core.instances`). Called once per sample, before `feed`."""
         return self.instances.mark(sample)
 
-    def identify(self, seen: IdentitySeen) -> None:
-        self.instances.identify(seen)
+    def note(self, record: IdentitySeen | ReadyzAnswer) -> None:
+        """A signal of an apiserver process that is no sample: its Lease, its /readyz."""
+        if isinstance(record, IdentitySeen):
+            self.instances.identify(record)
+        else:
+            self.instances.readyz(record)
 
     def feed(self, sample: Sample) -> list[TrackerEvent]:
         path = self.path_of(sample)

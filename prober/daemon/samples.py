@@ -40,6 +40,7 @@ from prober.core.models import (
     LB,
     IdentitySeen,
     PaceChange,
+    ReadyzAnswer,
     Sample,
     StreamCounters,
     StreamId,
@@ -65,7 +66,7 @@ class _Counts:
 
 
 class SampleFeed:
-    records: ClassVar[tuple[type, ...]] = (Sample, IdentitySeen)
+    records: ClassVar[tuple[type, ...]] = (Sample, IdentitySeen, ReadyzAnswer)
 
     def __init__(
         self,
@@ -118,9 +119,9 @@ class SampleFeed:
         self.fed = 0
         self.final: Summary | None = None  # the last summary, once closed
 
-    def feed(self, record: Sample | IdentitySeen) -> None:
-        if isinstance(record, IdentitySeen):
-            self.trackers.identify(record)  # before the samples after it, as a replay does
+    def feed(self, record: Sample | IdentitySeen | ReadyzAnswer) -> None:
+        if isinstance(record, IdentitySeen | ReadyzAnswer):
+            self.trackers.note(record)  # before the samples after it, as a replay does
             self._emit(record)
             return
         sample = record

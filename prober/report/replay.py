@@ -170,15 +170,16 @@ class _Events:
 
 
 def _feed(trackers: Trackers, log: RunLog) -> _Events:
-    """Every logged sample, and every identity record where the daemon met it among them."""
+    """Every logged sample, and every identity and /readyz record where the daemon met it
+    among them."""
     fed = _Events()
-    identities = list(log.identities)
+    signals = list(log.signals)
     for index, logged in enumerate(log.samples):
-        while identities and identities[0][0] <= index:
-            trackers.identify(identities.pop(0)[1])
+        while signals and signals[0][0] <= index:
+            trackers.note(signals.pop(0)[1])
         fed.add(trackers.feed(trackers.mark(logged)))
-    for _index, seen in identities:
-        trackers.identify(seen)
+    for _index, signal in signals:
+        trackers.note(signal)
     return fed
 
 

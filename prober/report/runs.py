@@ -28,6 +28,7 @@ from prober.core.models import (
     Interval,
     LogRecord,
     PaceChange,
+    ReadyzAnswer,
     Record,
     RunEnd,
     RunRecord,
@@ -61,9 +62,9 @@ class RunLog:
     ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
     apiservers: dict[str, str] = field(default_factory=dict)  # host -> node, as the daemon learnt
     ages: ConnectionAges | None = None  # the daemon's connection-age table, made at its stop
-    # Each identity record with the number of samples logged before it: a replay feeds it
-    # to the trackers where the daemon did.
-    identities: list[tuple[int, IdentitySeen]] = field(default_factory=list)
+    # Each identity and /readyz record with the number of samples logged before it: a replay
+    # feeds it to the trackers where the daemon did.
+    signals: list[tuple[int, IdentitySeen | ReadyzAnswer]] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)  # as the daemon wrote them
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
@@ -73,9 +74,9 @@ class RunLog:
             self.ended = record
         elif isinstance(record, ApiserverNode):
             self.apiservers[record.host] = record.node
-        elif isinstance(record, IdentitySeen):
-            self.identities.append((len(self.samples), record))
-            if record.node:
+        elif isinstance(record, IdentitySeen | ReadyzAnswer):
+            self.signals.append((len(self.samples), record))
+            if isinstance(record, IdentitySeen) and record.node:
                 self.apiservers.setdefault(record.host, record.node)
         elif isinstance(record, Instance):
             self.instances.append(record)

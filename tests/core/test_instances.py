@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import pytest
 
+from prober.core.header import ShutdownHeader
 from prober.core.instances import (
     LEASE_FIRST,
     LEASE_READ,
     OLD_INSTANCE,
+    READYZ_NOT_OK,
+    READYZ_OK,
     Instance,
     InstanceTracker,
 )
-from prober.core.models import LB, Connection, ErrorClass, IdentitySeen, Protocol, Sample, StreamId
+from prober.core.models import (
+    LB,
+    Connection,
+    ErrorClass,
+    IdentitySeen,
+    Protocol,
+    ReadyzAnswer,
+    Sample,
+    StreamId,
+)
 from prober.core.reaction import misses_needed
 from prober.core.trackers import Trackers
 from tests.factories import OTHER, STREAM, sample
@@ -230,3 +242,29 @@ def test_an_lb_that_sent_a_fresh_connection_to_nothing_is_no_witness_of_t1():
     assert (instance.t1_hi, instance.t1_hi_by) == (pytest.approx(21.01), "external-lb answer")
     internal = next(b for b in instance.lbs if b.lb is LB.INTERNAL)
     assert internal.added_hi == pytest.approx(20.01)  # it did route there by then
+
+
+def readyz(t: float, status: int, host: str = "A") -> ReadyzAnswer:
+    return ReadyzAnswer(t, "", 0.01, status, None, ShutdownHeader(False, 70.0, 0.0, host), f"r{t}")
+
+
+def test_the_direct_paths_readyz_brackets_t1_as_tight_as_its_polling():
+    tracker = InstanceTracker(STREAMS, early_for=EARLY_FOR)
+    records = rollout()
+    for record in records[:-1]:
+        assert isinstance(record, Sample)
+        tracker.feed(tracker.mark(record))
+    for t, status in ((15.0, 500), (15.2, 500), (15.4, 200), (15.6, 200)):
+        tracker.readyz(readyz(t, status))
+    tracker.feed(tracker.mark(sample(20.0, host="A")))
+    [instance] = tracker.close()
+    assert (instance.t1_lo, instance.t1_lo_by) == (15.2, READYZ_NOT_OK)
+    assert (instance.t1_hi, instance.t1_hi_by) == (pytest.approx(15.41), READYZ_OK)
+    assert instance.first_t == 15.0
+
+
+def test_a_readyz_answer_from_the_old_process_says_nothing_of_the_new_one():
+    tracker = InstanceTracker(STREAMS, early_for=EARLY_FOR)
+    tracker.feed(tracker.mark(sample(0.0, host="A")))
+    tracker.readyz(readyz(1.0, 200))  # before any shutdown: the running process
+    assert tracker.close() == []
