@@ -154,6 +154,9 @@ KEYS: tuple[Key, ...] = (
         "new-connection streams of an LB whose reaction is open sample this many times "
         "faster than the window rate"),
     Key("max_apiservers", f.positive_int, "most apiservers a run tracks and labels"),
+    Key("early_for", f.duration(),
+        "a restarted apiserver's failed answers this long after its /readyz went true are "
+        "early: routed to it before it could serve", show=_seconds),
     Key("protocols", f.enum_list(Protocol), "comma-separated", show=_joined),
     Key("connections", f.enum_list(Connection), "comma-separated", show=_joined),
     Key("path", f.url_path, "probed path"),
@@ -189,6 +192,11 @@ KEYS: tuple[Key, ...] = (
         flag=Flag.SWITCH),
     Key("node_refresh", f.duration(minimum=1.0), "how often to re-read the identity Leases",
         show=_seconds),
+    Key("identity_renew_interval", f.duration(),
+        "the apiservers' identity Lease renew interval (--identity-lease-renew-interval)",
+        show=_seconds),
+    Key("identity_refresh_fast", f.duration(),
+        "how often to re-read the identity Leases while an apiserver restarts", show=_seconds),
     Key("node", f.node_name, "the node this prober runs on (the downward API's "
         "spec.nodeName): its own apiserver's answers through an LB are same-node, reported "
         "apart from the LB's"),

@@ -34,6 +34,7 @@ class Config:
     interval: float = 0.1  # per worker, while a shutdown window is open
     quiet_interval: float = 1.0  # per stream, while none is (0: always `interval`)
     settle: float = 30.0  # back to quiet this long after the last window or failure
+    early_for: float = 90.0  # `core.instances.DEFAULT_EARLY_FOR`
     workers: int = 2
     timeout: float = 5.0
     max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
@@ -78,6 +79,12 @@ class Config:
     kubeconfig: str | None = None
     localhost: bool = False  # with discovery: also probe https://localhost:6443
     node_refresh: float = 60.0  # how often the identity Leases are re-read
+    # The apiservers' identity Lease renew interval (upstream's 10 s): a renewTime less than
+    # this after the read that showed the old holder is the new holder's first (`k8s.holders`).
+    identity_renew_interval: float = 10.0
+    # How often the Leases are read while an apiserver restarts: well under the renew
+    # interval, so that the read before a new holder's first write comes close enough to it.
+    identity_refresh_fast: float = 1.0
     # The node this prober runs on (the downward API's spec.nodeName, PROBER_NODE): a sample
     # its own node's apiserver answered through an LB is same-node (`core.samenode`).
     node: str | None = None

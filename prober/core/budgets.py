@@ -268,3 +268,13 @@ def hairpins(platform: str, settings: LBSettings | None) -> frozenset[LB]:
         return frozenset(p.lb for p in with_settings(row, settings).lbs if p.hairpin)
     given = settings.lbs.items() if settings is not None else ()
     return frozenset(lb for lb, check in given if check.hairpin)
+
+
+def slow_starts(platform: str, settings: LBSettings | None) -> frozenset[LB]:
+    """The LBs that ramp a server taken back up slowly (HAProxy's `slowstart`): a fresh
+    connection sent elsewhere just after such an LB took a server back is no miss of a
+    balanced rotation (`core.instances`). A platform with no row: none known."""
+    row = PLATFORMS.get(platform)
+    if row is None:
+        return frozenset()
+    return frozenset(p.lb for p in with_settings(row, settings).lbs if p.slowstart)

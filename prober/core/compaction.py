@@ -13,6 +13,9 @@ only depend on:
 * every `shutdown=false` answer from a host whose window is open (it narrows T0): kept;
 * every answered sample while any shutdown window is open: the answers from other servers
   are what bounds each stream's reaction from above (`core.shutdown`);
+* every answered sample through an LB while an apiserver restarts, from its first
+  `shutdown=true` answer until every LB served its next instance (`Trackers.restarting`):
+  T1, each LB's add-back and the misses that bound it come from them (`core.instances`);
 * per host, the newest-sent `shutdown=false` before a window opens (the lower bound on T0):
   held back and written just before the sample that opened the window, marked `held` so that
   the disruption tracker ignores it on replay: fed that late, a success could close an interval
@@ -54,13 +57,18 @@ class Compactor:
         self._written = _WrittenSuccesses()
 
     def select(
-        self, sample: Sample, events: Iterable[object], open_hosts: frozenset[str]
+        self,
+        sample: Sample,
+        events: Iterable[object],
+        open_hosts: frozenset[str],
+        *,
+        needed: bool = False,
     ) -> list[Sample]:
         if sample.stopped:
             return [sample]  # always logged; no success a tracker could meet as a witness
         events = list(events)
         out = self._held_before(events)
-        emitted = bool(events)
+        emitted = bool(events) or needed
         header = sample.shutdown
         keep = emitted or sample.error is not None or sample.late or sample.retried is not None
         keep = keep or sample.burst is not None
@@ -146,7 +154,11 @@ class Compactors:
 
     def select(self, sample: Sample, events: Iterable[object], trackers: Trackers) -> list[Sample]:
         open_hosts = trackers.path_of(sample).shutdown.open_hosts
-        return self._paths[sample.same_node].select(sample, events, open_hosts)
+        if not sample.same_node:  # a restart's answers show each LB's add-back
+            open_hosts = open_hosts | trackers.restarting
+        # An LB's first answer from a new process is kept, though it may end the restart.
+        needed = trackers.instances.hit == sample.audit_id
+        return self._paths[sample.same_node].select(sample, events, open_hosts, needed=needed)
 
 
 class _WrittenSuccesses:

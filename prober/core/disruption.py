@@ -74,6 +74,7 @@ class _Open:
     started: DisruptionStarted
     last_failure_t: float
     samples: int = 1
+    early: int = 0  # failures a just-restarted instance answered (`core.instances`)
 
     def close(self, end_t: float, end_ts: str, end_hi: float | None) -> Interval:
         s = self.started
@@ -94,6 +95,7 @@ class _Open:
             end_lo=self.last_failure_t,
             end_hi=_at_least(end_hi, end_t),
             same_node=s.same_node,
+            early=self.early,
         )
 
 
@@ -165,6 +167,7 @@ class DisruptionTracker:
             inside = sample.t <= current.last_failure_t
             if inside or sample.error == current.started.error:
                 current.samples += 1
+                current.early += sample.early
                 current.last_failure_t = max(current.last_failure_t, sample.t)
                 return []
             closed = self._finish(current.close(sample.t, sample.ts, sample.end))
@@ -222,7 +225,7 @@ class DisruptionTracker:
             closer=closer,
             same_node=self._same_node,
         )
-        self._open[sample.stream] = _Open(started, last_failure_t=sample.t)
+        self._open[sample.stream] = _Open(started, sample.t, early=int(sample.early))
         return started
 
     def _finish(self, interval: Interval) -> Interval:

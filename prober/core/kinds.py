@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from prober.core.connection_age import ConnectionAges
+from prober.core.instances import Instance
 from prober.core.models import (
     Interval,
     LBSettings,
@@ -25,7 +26,8 @@ from prober.core.watch import WATCHES
 
 REQUEST = "request"
 REQUESTS = KindSpec(
-    REQUEST, records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges)
+    REQUEST,
+    records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges, Instance),
 )
 
 
@@ -43,6 +45,7 @@ def run_record(
     streams: Mapping[str, Sequence[str]],
     lb_settings: LBSettings | None = None,
     node: str | None = None,
+    early_for: float | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind: the request streams where every
     schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
@@ -57,4 +60,5 @@ def run_record(
         kind_streams={kind: names for kind, names in others.items() if names},
         lb_settings=lb_settings,
         node=node,
+        early_for=early_for,
     )

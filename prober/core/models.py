@@ -247,6 +247,9 @@ class RunRecord:
     # The node the prober runs on (config `node`, the downward API's spec.nodeName); None:
     # not known, and no sample is same-node (`core.samenode`).
     node: str | None = field(default=None, metadata=OMIT_EMPTY)
+    # Config `early_for`: how long after T1 a restarted apiserver's failures are early
+    # (`core.instances`); None in logs written before, which had none.
+    early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +263,54 @@ class ApiserverNode:
     ts: str
     host: str
     node: str
+
+
+@dataclass(frozen=True, slots=True)
+class IdentitySeen:
+    """The daemon read an apiserver's identity Lease under a holder it had not seen for that
+    host: a new apiserver process (a restart takes the host's Lease over under a new holder
+    identity), or, at the run's first read, the one already running. Written once per host
+    and holder (`k8s.discovery.HostDecoder`); `core.instances` ties it to the instance the
+    samples show.
+
+    Times are run times. `renew_t` is the Lease's `spec.renewTime` (the apiserver's clock)
+    moved onto the run's clock at the read; `before_t` the send time of the newest read that
+    showed the host under another holder or without a Lease (None: this is the run's first
+    read of it). `first` says that `renew_t` is the new holder's first write: the read before
+    came less than one renew interval ahead of it, so no earlier renewal fits between. The
+    first write comes from a post-start hook, before `/readyz` goes true: a lower bound on T1.
+    """
+
+    KIND: ClassVar[str] = "identity"
+    t: float  # run time the read that saw it was answered
+    ts: str
+    host: str  # the Lease's name: the APIServerID, the `host` of the shutdown header
+    node: str | None
+    holder: str  # spec.holderIdentity: this process's own
+    renew_t: float | None
+    before_t: float | None
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyzAnswer:
+    """What the prober's own node's apiserver said to `GET /readyz` on the direct path
+    (localhost), asked only while an apiserver restarts (`daemon.readyz`): the tightest
+    bracket of T1 a pod can have, for its own node's apiserver (`core.instances`). Run
+    times; `status` None where it failed unanswered (`error`)."""
+
+    KIND: ClassVar[str] = "readyz"
+    t: float
+    ts: str
+    dur: float
+    status: int | None
+    error: ErrorClass | None
+    shutdown: ShutdownHeader | None
+    audit_id: str
+
+    @property
+    def end(self) -> float:
+        return self.t + self.dur
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +368,10 @@ class Sample(OfStream):
     # `t` (0 for the request that opened it). None where it had none (the connect failed),
     # and in logs written before it was recorded, which keep their bytes.
     connection_age: float | None = field(default=None, metadata=OMIT_NONE)
+    # A failed answer from an apiserver restarted in the run, in its first seconds after its
+    # /readyz went true (`core.instances`): routed to it before it could serve. Set by the
+    # trackers as they take the sample; left out of the line while false.
+    early: bool = field(default=False, metadata=OMIT_EMPTY)
 
     @property
     def end(self) -> float:
@@ -357,6 +412,7 @@ class Interval(OfStream):
     end_lo: float | None = None
     end_hi: float | None = None
     same_node: bool = field(default=False, metadata=OMIT_EMPTY)  # of same-node samples only
+    early: int = field(default=0, metadata=OMIT_EMPTY)  # its early failures (`Sample.early`)
 
     @property
     def seconds(self) -> float:

@@ -124,7 +124,7 @@ class ShutdownTracker:
             return []  # cut by the stop: no answer, no failure, no witness of any LB
         self._streams.setdefault(sample.stream, sample.stream_id)
         events: list[ShutdownEvent] = list(self._close_expired(sample.t))
-        if sample.failed:
+        if sample.failed and not sample.early:  # the restarted instance's, not the shutdown's
             self._note_failure(sample)
         header = sample.shutdown
         if not sample.held:  # a held sample was fed before any window it now meets opened

@@ -28,8 +28,10 @@ from typing import Any, ClassVar
 from prober.core.models import (
     LB,
     ApiserverNode,
+    IdentitySeen,
     LogRecord,
     Protocol,
+    ReadyzAnswer,
     RunEnd,
     RunRecord,
     StreamNameError,
@@ -120,7 +122,8 @@ class KindTable:
         self._specs: dict[str, KindSpec] = {}
         # The run's own records, of no kind of stream.
         self._types: dict[str, type[LogRecord]] = {
-            record.KIND: record for record in (RunRecord, RunEnd, ApiserverNode)
+            record.KIND: record
+            for record in (RunRecord, RunEnd, ApiserverNode, IdentitySeen, ReadyzAnswer)
         }
         self._owner: dict[str, str] = {}  # record kind -> kind of stream
         for spec in specs:

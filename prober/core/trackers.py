@@ -22,16 +22,26 @@ path's samples and windows only: its 20 % rule is each LB's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from prober.core.connection_age import Attributed, ConnectionAges, ConnectionAgeTracker
 from prober.core.disruption import DisruptionEvent, DisruptionTracker
-from prober.core.models import LB, Interval, Sample, StreamId, Window
+from prober.core.instances import DEFAULT_EARLY_FOR, Instance, InstanceTracker
+from prober.core.models import (
+    LB,
+    Connection,
+    IdentitySeen,
+    Interval,
+    ReadyzAnswer,
+    Sample,
+    StreamId,
+    Window,
+)
 from prober.core.perceived import Felt, FeltDisruption, Retried, RetryFollower
 from prober.core.shutdown import DEFAULT_MAX_OPEN, ShutdownEvent, ShutdownTracker
 
-TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt | Attributed
+TrackerEvent = DisruptionEvent | ShutdownEvent | Retried | Felt | Attributed | Instance
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +61,15 @@ class Trackers:
         max_open: int = DEFAULT_MAX_OPEN,
         on_own_node: Callable[[str], bool] | None = None,
         exact_delay: float | None = None,
+        early_for: float = DEFAULT_EARLY_FOR,
+        slow_start: Collection[LB] = (),
     ) -> None:
         """`on_own_node`: whether a host runs on the prober's own node (`Placement.on_own_node`);
         `exact_delay`: the apiservers' `--shutdown-delay-duration` where the run's settings
-        say it (`LBSettings.shutdown_delay`); the header's rounded one is used otherwise."""
+        say it (`LBSettings.shutdown_delay`); the header's rounded one is used otherwise;
+        `early_for`: how long after T1 a restarted instance's failures are early;
+        `slow_start`: the LBs that ramp a server taken back up slowly (`budgets.slow_starts`)."""
+        streams = tuple(streams)  # an iterator is met twice below
         lb_shutdown = ShutdownTracker(node_of=node_of, max_open=max_open, on_own_node=on_own_node)
         self.lb = Path(DisruptionTracker(), lb_shutdown)
         self.same_node = Path(
@@ -65,6 +80,7 @@ class Trackers:
         self.retries = RetryFollower()
         self.felt = FeltDisruption()
         self.ages = ConnectionAgeTracker(exact_delay)
+        self.instances = InstanceTracker(streams, early_for=early_for, slow_start=slow_start)
         for stream in streams:
             self.shutdown.add_stream(stream)
             if stream.lb is not LB.LOCALHOST:  # never same-node: the node's own path by name
@@ -72,6 +88,18 @@ class Trackers:
 
     def path_of(self, sample: Sample) -> Path:
         return self.same_node if sample.same_node else self.lb
+
+    def mark(self, sample: Sample) -> Sample:
+        """The sample as every tracker takes it: `early` where a restarted instance failed
+        it young (`core.instances`). Called once per sample, before `feed`."""
+        return self.instances.mark(sample)
+
+    def note(self, record: IdentitySeen | ReadyzAnswer) -> None:
+        """A signal of an apiserver process that is no sample: its Lease, its /readyz."""
+        if isinstance(record, IdentitySeen):
+            self.instances.identify(record)
+        else:
+            self.instances.readyz(record)
 
     def feed(self, sample: Sample) -> list[TrackerEvent]:
         path = self.path_of(sample)
@@ -82,13 +110,15 @@ class Trackers:
             self._closed(shutdown)
         events: list[TrackerEvent] = [*disruption, *shutdown, *self.retries.feed(sample)]
         ages = self.ages.feed(sample) if through_lb else []
-        return [*events, *self.felt.feed(sample, events), *ages]
+        felt = self.felt.feed(sample, events)
+        return [*events, *felt, *ages, *self.instances.feed(sample)]
 
     def close(
         self, end_t: float, end_ts: str
-    ) -> list[Interval | Window | Retried | Felt | ConnectionAges]:
+    ) -> list[Interval | Window | Retried | Felt | Instance | ConnectionAges]:
         """End the run at `end_t`: the intervals still open, the windows, the retries, what a
-        client felt of every interval not yet decided, and the connection-age table."""
+        client felt of every interval not yet decided, the restarted instances not yet
+        written, and the connection-age table."""
         paths = (self.lb, self.same_node)
         intervals = [i for p in paths for i in p.disruption.close(end_t, end_ts)]
         lb_windows = self.lb.shutdown.close(end_t)
@@ -99,13 +129,20 @@ class Trackers:
             *self.same_node.shutdown.close(end_t),
             *self.retries.close(end_t),
         ]
-        return [*closed, *self.felt.take(closed), self.ages.close(end_t)]
+        felt = self.felt.take(closed)
+        return [*closed, *felt, *self.instances.close(), self.ages.close(end_t)]
 
     def _closed(self, events: Sequence[ShutdownEvent]) -> None:
         """The LB path's windows, as they close, to the connection-age tracker."""
         for event in events:
             if isinstance(event, Window):
                 self.ages.closed(event)
+
+    @property
+    def restarting(self) -> frozenset[str]:
+        """Hosts shutting down, or back and not yet served through every LB: the event log
+        keeps every answer meanwhile, and the streams stay at the window rate."""
+        return self.instances.restarting
 
     @property
     def open_hosts(self) -> frozenset[str]:
@@ -120,6 +157,10 @@ class Trackers:
         from when until when it rests on every path where it is not (`ShutdownTracker.rests`):
         what `core.pace` lets a stream go quiet by. A prober with no same-node samples gets
         its LB path's answers unchanged."""
+        stream_id = StreamId.parse(stream)
+        fresh = stream_id.connection is Connection.NEW
+        if fresh and self.instances.waiting_on(stream_id.target, stream_id.lb):
+            return False, None  # its fresh connections are what show the add-back
         trackers = (self.lb.shutdown, self.same_node.shutdown)
         unsettled = [tracker for tracker in trackers if not tracker.settled(stream)]
         if not unsettled:

@@ -13,7 +13,7 @@ import contextlib
 import signal
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import structlog
@@ -25,7 +25,7 @@ from prober.common.errors import UserError
 from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.kinds import run_record
-from prober.core.models import ApiserverNode, RunEnd, RunRecord, rfc3339
+from prober.core.models import ApiserverNode, IdentitySeen, RunEnd, RunRecord, rfc3339
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
@@ -44,7 +44,8 @@ class DaemonError(UserError):
 
 
 class HostNames(Protocol):
-    """APIServerID -> node name, refreshed now and then (the identity Leases)."""
+    """APIServerID -> node name, refreshed now and then (the identity Leases), and each new
+    holder of a Lease (`k8s.discovery.HostDecoder`)."""
 
     def node_of(self, host: str) -> str | None: ...
 
@@ -52,7 +53,11 @@ class HostNames(Protocol):
     def nodes(self) -> Mapping[str, str]:
         """Every name learnt so far, a live view."""
 
-    async def refresh(self) -> None: ...
+    def start_run(self, now: Callable[[], float], wall: Callable[[], float]) -> None:
+        """The run's clock and the wall clock, to time each read by."""
+
+    async def refresh(self) -> Sequence[IdentitySeen]:
+        """Read again: the holders seen first, once `start_run` was called."""
 
 
 class Daemon:
@@ -85,6 +90,7 @@ class Daemon:
         self.metrics: Metrics | None = None
         self.run_id = str(uuid.uuid4())
         self._told: dict[str, str] = {}  # the apiservers' nodes written to the log so far
+        self._feeds: list[object] = []  # the kinds' feeds: whose trackers say a restart is on
 
     def stop(self, reason: str = "stopped") -> None:
         self._stop_reason = reason
@@ -100,6 +106,7 @@ class Daemon:
             streams={kind: [s.name for s in named] for kind, named in self._streams.items()},
             lb_settings=self.config.lb_settings,
             node=self.config.node,
+            early_for=self.config.early_for,
         )
         config = self.config
         metrics = self.metrics = Metrics(
@@ -141,6 +148,9 @@ class Daemon:
             apiservers=self._hosts.nodes if self._hosts else {},
         )
         runs = [kind.prepare(context) for kind in self.kinds]
+        self._feeds = [run.feed for run in runs if run.feed is not None]
+        if self._hosts is not None:
+            self._hosts.start_run(pipeline.now, time.time)
         for run in runs:
             if run.feed is not None:
                 pipeline.attach(run.feed)
@@ -265,11 +275,32 @@ class Daemon:
             self.pipeline.summary(self.pipeline.now())
 
     async def _refresh_hosts(self) -> None:
+        """Read the Leases at once (the holders at the run's start), then every
+        `node_refresh`, and every `identity_refresh_fast` while an apiserver restarts: the
+        read before a new holder's first write must come close to it (`k8s.holders`)."""
         assert self._hosts is not None
+        assert self.pipeline is not None
+        clock, config = self._clock, self.config
         while True:
-            await self._clock.sleep_until(self._clock.monotonic() + self.config.node_refresh)
-            await self._hosts.refresh()
+            for seen in await self._hosts.refresh():
+                self.pipeline.submit(seen)
             self._tell_apiservers()
+            due = clock.monotonic() + config.node_refresh
+            # Woken every fast period: a restart that begins during a slow wait is read
+            # within one.
+            while True:
+                await clock.sleep_until(min(due, clock.monotonic() + config.identity_refresh_fast))
+                if self._restarting() or clock.monotonic() >= due:
+                    break
+
+    def _restarting(self) -> bool:
+        """An apiserver restart is under way: a window is open on some kind's trackers (or,
+        where the trackers say so themselves, until every LB served the next instance)."""
+        for feed in self._feeds:
+            trackers = getattr(feed, "trackers", None)
+            if getattr(trackers, "restarting", False) or getattr(trackers, "open_hosts", ()):
+                return True
+        return False
 
     def _tell_apiservers(self) -> None:
         """An `apiserver` record for each APIServerID -> node learnt since the last, so that

@@ -60,7 +60,7 @@ async def discover(config: Config) -> tuple[Config, HostDecoder]:
     )
     if not resolved.targets:
         raise ConfigError("targets: none configured and none discovered")
-    hosts = HostDecoder(access)
+    hosts = HostDecoder(access, renew_interval=config.identity_renew_interval)
     await hosts.refresh()
     structlog.get_logger("prober.daemon").info(
         "discovered",

@@ -14,6 +14,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from prober.core.disruption import DisruptionStarted
+from prober.core.instances import Instance
 from prober.core.models import (
     LB,
     RECORD_TYPES,
@@ -32,6 +33,9 @@ from prober.daemon.scheduler import SKIP_REASONS
 log = structlog.get_logger("prober.metrics")
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 REACTION_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0)
+# Add-back runs from a health check's first pass to its healthy threshold: up to tens of
+# seconds on the clouds (interval x healthy threshold, a timeout), more when an LB is slow.
+ADD_BACK_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0)
 GAP_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0)
 STREAM_LABELS = ("lb", "protocol", "connection")
 RECORD_KINDS = tuple(record.KIND for record in RECORD_TYPES)
@@ -116,6 +120,44 @@ class Metrics:
             "LB had stopped); hi is left out where nothing showed it.",
             labels(*STREAM_LABELS, "side"),
             buckets=REACTION_BUCKETS,
+            registry=registry,
+        )
+        self.restarts = Counter(
+            "prober_apiserver_restarts_total",
+            "Restarted apiserver processes written up: once every LB served it and its young "
+            "period ended, or at the end of the run.",
+            labels(),
+            registry=registry,
+        )
+        self.add_back = Histogram(
+            "prober_apiserver_add_back_seconds",
+            "Per restarted apiserver and LB that took it back: from its /readyz going true "
+            "(T1) to the first request the LB sent it.",
+            labels("lb"),
+            buckets=ADD_BACK_BUCKETS,
+            registry=registry,
+        )
+        self.add_back_bound = Histogram(
+            "prober_apiserver_add_back_bound_seconds",
+            "Per restarted apiserver and LB: where the true add-back lies given the sampling "
+            "and T1's own bound, side=lo and side=hi; a side is left out where unbounded.",
+            labels("lb", "side"),
+            buckets=ADD_BACK_BUCKETS,
+            registry=registry,
+        )
+        self.early = Counter(
+            "prober_early_failures_total",
+            "Requests that failed on a restarted apiserver in its first seconds after its "
+            "/readyz went true (early_for): an LB routed to it before it could serve.",
+            labels("lb"),
+            registry=registry,
+        )
+        self.unattributed = Counter(
+            "prober_unattributed_failures_total",
+            "Unanswered failures (no header: timeouts, resets) through an LB while a restarted "
+            "apiserver was young: maybe early, no answer says whose; counted as each "
+            "restarted apiserver is written up.",
+            labels("lb"),
             registry=registry,
         )
         self.gaps = Histogram(
@@ -226,6 +268,7 @@ class Metrics:
         self._stream_keys: dict[str, tuple[str, str, str]] = {}
         self._gaps: dict[Pace, float] = {}
         self._open_windows: collections.Counter[str] = collections.Counter()  # per host
+        self._child(self.restarts)  # at zero: an alert can watch it from the start
         for kind in record_kinds:  # exported at zero, so an alert can watch it from the start
             self._child(self.event_log_dropped, kind)
 
@@ -247,6 +290,9 @@ class Metrics:
             self._child(self.disruption_seconds, *key)
             self._child(self.felt_seconds, *key)
             self._child(self.gaps, *key)
+            self._child(self.early, str(stream.lb))
+            if stream.lb is not LB.LOCALHOST:  # no LB chose the server: no add-back
+                self._child(self.unattributed, str(stream.lb))
             if stream.lb is not LB.LOCALHOST:  # never same-node
                 self._child(self.same_node, *key)
             for reason in SKIP_REASONS:
@@ -310,6 +356,8 @@ class Metrics:
             self._child(self.bursts, *key).inc()
         if sample.same_node:
             self._child(self.same_node, *key).inc()
+        if sample.early:
+            self._child(self.early, str(sample.lb)).inc()
         if observed.gaps:
             gaps = self._child(self.gaps, *key)
             for gap in observed.gaps:
@@ -334,6 +382,8 @@ class Metrics:
                 self._set_pace(event.pace, event.stream)
         elif isinstance(event, Felt | Retried):
             self._perceived(event)
+        elif isinstance(event, Instance):
+            self._instance(event)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length
 
@@ -347,6 +397,21 @@ class Metrics:
             return
         outcome = "unresolved" if event.by is None else "felt" if event.felt else "succeeded"
         self._child(self.retry_after, *event.sample.stream_id.key, outcome).inc()
+
+    def _instance(self, instance: Instance) -> None:
+        """A restarted apiserver written up: each LB's add-back, its unattributed failures
+        (its early ones were counted live, sample by sample)."""
+        self._child(self.restarts).inc()
+        for back in instance.lbs:
+            lb = str(back.lb)
+            if back.unattributed:
+                self._child(self.unattributed, lb).inc(back.unattributed)
+            if back.seconds is None:
+                continue  # not taken back by the run's end: no add-back to observe
+            self._child(self.add_back, lb).observe(back.seconds)
+            for side, value in (("lo", back.seconds_lo), ("hi", back.seconds_hi)):
+                if value is not None:
+                    self._child(self.add_back_bound, lb, side).observe(value)
 
     def _interval(self, interval: Interval) -> None:
         key = interval.stream_id.key

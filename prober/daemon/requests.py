@@ -14,16 +14,17 @@ reached, which the trackers pass over. So `started` = `samples` in the `stopped`
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import structlog
 
 from prober.config import Config
-from prober.core.budgets import hairpins
+from prober.core.budgets import hairpins, slow_starts
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.kinds import REQUESTS
-from prober.core.models import StreamId
+from prober.core.models import LB, Protocol, StreamId
 from prober.core.pace import PaceTracker
 from prober.core.samenode import Placement
 from prober.core.streamkind import KindSpec
@@ -31,6 +32,7 @@ from prober.daemon.bursts import BurstSender
 from prober.daemon.kinds import KindContext
 from prober.daemon.pacer import Pacer
 from prober.daemon.pipeline import Sink
+from prober.daemon.readyz import READYZ_PATH, ReadyzPoller
 from prober.daemon.samples import SampleFeed
 from prober.daemon.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
@@ -82,8 +84,13 @@ class RequestRun:
             rise=config.rise > 1,
             placement=placement(config, context.apiservers),
             exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
+            early_for=config.early_for,
+            slow_start=slow_starts(config.platform_name, config.lb_settings),
         )
         self._probers: dict[StreamId, list[Prober]] = {}
+        self._contexts: dict[tuple[str | None, Protocol], ssl.SSLContext] = {}
+        self._tokens: dict[str, TokenFile] = {}
+        self._readyz: ReadyzPoller | None = None
         self._schedulers: list[StreamScheduler] = []
         self._bursts: BurstSender | None = None
 
@@ -112,6 +119,28 @@ class RequestRun:
             )
         for scheduler in self._schedulers:
             context.supervisor.spawn(f"stream:{scheduler.stream.name}", scheduler.run)
+        self._readyz = self._readyz_poller()
+        if self._readyz is not None:
+            context.supervisor.spawn("readyz", self._readyz.run)
+
+    def _readyz_poller(self) -> ReadyzPoller | None:
+        """The direct path's `/readyz`, asked while an apiserver restarts; None without a
+        localhost target (`daemon.readyz`)."""
+        direct = [s for s in self.streams if s.lb is LB.LOCALHOST]
+        if not direct:
+            return None
+        context, config = self._context, self._context.config
+        stream = direct[0]
+        target = self._probe_target(stream, READYZ_PATH)
+        window = config.interval / config.workers
+        return ReadyzPoller(
+            Prober(stream, target, context.run_start),
+            lambda: bool(self.feed.trackers.restarting),
+            fast=window,
+            slow=max(config.quiet_interval, window),
+            clock=context.clock,
+            emit=context.emit,
+        )
 
     def _send_burst(self, burst: Burst) -> None:
         if self._bursts is not None:
@@ -127,6 +156,7 @@ class RequestRun:
 
     def tasks(self) -> list[str]:
         names = [f"stream:{s.stream.name}" for s in self._schedulers]
+        names += ["readyz"] if self._readyz is not None else []
         return names + self._context.supervisor.running("burst-")
 
     async def drain(self, timeout: float) -> int:
@@ -134,6 +164,8 @@ class RequestRun:
         return sum(drained)
 
     async def aclose(self) -> None:
+        if self._readyz is not None:
+            await self._readyz.aclose()
         for workers in self._probers.values():
             for prober in workers:
                 await prober.aclose()
@@ -149,32 +181,36 @@ class RequestRun:
 
     def _build_probers(self) -> dict[StreamId, list[Prober]]:
         config = self._context.config
-        tokens: dict[str, TokenFile] = {}
-        contexts = {}
         out: dict[StreamId, list[Prober]] = {}
         for stream in self.streams:
-            target = config.target_of(stream)
-            key = (target.ca_file, stream.protocol)
-            if key not in contexts:
-                contexts[key] = client_context(
-                    target.ca_file, stream.protocol, verify=not config.insecure_skip_tls_verify
-                )
-            token = None
-            if target.token_file:
-                token = tokens.setdefault(
-                    target.token_file, TokenFile(target.token_file, _token_event)
-                )
-            probe_target = ProbeTarget(
-                url=target.url + config.request_path,
-                context=contexts[key],
-                server_name=target.server_name,
-                token=token,
-                timeout=config.timeout,
-                max_in_flight=config.max_in_flight,
-            )
+            target = self._probe_target(stream, config.request_path)
             run_start = self._context.run_start
-            out[stream] = [Prober(stream, probe_target, run_start) for _ in range(config.workers)]
+            out[stream] = [Prober(stream, target, run_start) for _ in range(config.workers)]
         return out
+
+    def _probe_target(self, stream: StreamId, path: str) -> ProbeTarget:
+        """Where a stream's requests go, at `path`: one TLS context per CA and protocol, one
+        token file read per file, shared by every prober."""
+        config = self._context.config
+        target = config.target_of(stream)
+        key = (target.ca_file, stream.protocol)
+        if key not in self._contexts:
+            self._contexts[key] = client_context(
+                target.ca_file, stream.protocol, verify=not config.insecure_skip_tls_verify
+            )
+        token = None
+        if target.token_file:
+            token = self._tokens.setdefault(
+                target.token_file, TokenFile(target.token_file, _token_event)
+            )
+        return ProbeTarget(
+            url=target.url + path,
+            context=self._contexts[key],
+            server_name=target.server_name,
+            token=token,
+            timeout=config.timeout,
+            max_in_flight=config.max_in_flight,
+        )
 
 
 def placement(config: Config, apiservers: Mapping[str, str]) -> Placement | None:

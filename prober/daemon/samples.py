@@ -28,15 +28,19 @@ kind does, `daemon.requests`); a test or a benchmark may feed it samples directl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.compaction import Compactors
 from prober.core.gaps import GapStats
+from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import (
+    LB,
+    IdentitySeen,
     PaceChange,
+    ReadyzAnswer,
     Sample,
     StreamCounters,
     StreamId,
@@ -62,7 +66,7 @@ class _Counts:
 
 
 class SampleFeed:
-    records: ClassVar[tuple[type, ...]] = (Sample,)
+    records: ClassVar[tuple[type, ...]] = (Sample, IdentitySeen, ReadyzAnswer)
 
     def __init__(
         self,
@@ -80,6 +84,8 @@ class SampleFeed:
         rise: bool = False,
         placement: Placement | None = None,
         exact_delay: float | None = None,
+        early_for: float = DEFAULT_EARLY_FOR,
+        slow_start: Collection[LB] = (),
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
@@ -89,7 +95,13 @@ class SampleFeed:
         # Defaults otherwise: analyze replays the same trackers.
         own = placement.on_own_node if placement is not None else None
         self.trackers = Trackers(
-            streams, node_of=node_of, max_open=max_open, on_own_node=own, exact_delay=exact_delay
+            streams,
+            node_of=node_of,
+            max_open=max_open,
+            on_own_node=own,
+            exact_delay=exact_delay,
+            early_for=early_for,
+            slow_start=slow_start,
         )
         self.disruption = self.trackers.disruption
         self.shutdown = self.trackers.shutdown
@@ -107,16 +119,22 @@ class SampleFeed:
         self.fed = 0
         self.final: Summary | None = None  # the last summary, once closed
 
-    def feed(self, sample: Sample) -> None:
+    def feed(self, record: Sample | IdentitySeen | ReadyzAnswer) -> None:
+        if isinstance(record, IdentitySeen | ReadyzAnswer):
+            self.trackers.note(record)  # before the samples after it, as a replay does
+            self._emit(record)
+            return
+        sample = record
         if self._placement is not None:
             sample = self._placement.label(sample)
+        sample = self.trackers.mark(sample)
         events = self.trackers.feed(sample)
         kept = self._compactors.select(sample, events, self.trackers)
         gaps = self._count(sample)
         self.fed += 1
         self._sinks.observe(Observed(sample, gaps))
-        for record in kept:
-            self._sinks.keep(record)
+        for written in kept:
+            self._sinks.keep(written)
         for event in events:
             self._emit(event)
         if self._pace is not None:
@@ -139,7 +157,7 @@ class SampleFeed:
         settled, rests = self.trackers.calm(sample.stream)
         changes = self._pace.feed(
             sample,
-            windows_open=bool(self.trackers.open_hosts),
+            windows_open=bool(self.trackers.open_hosts or self.trackers.restarting),
             opened=any(isinstance(e, WindowOpened) for e in events),
             settled=settled,
             disrupted=self.trackers.disrupted(sample.stream),

@@ -5,6 +5,8 @@ line here. The client is synchronous; callers run these methods in a thread.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +37,17 @@ class Infrastructure:
     platform: str | None  # status.platformStatus.type, lowercased (aws, gcp, azure, ...)
     api_url: str | None  # status.apiServerURL: the external LB
     internal_url: str | None  # status.apiServerInternalURL: the internal LB
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseView:
+    """One kube-apiserver identity Lease as listed. The server's text is never trusted: a
+    field missing or not of its type is None, and a Lease without a name is no LeaseView."""
+
+    host: str  # metadata.name: the APIServerID, the `host` of the shutdown header
+    node: str | None  # the kubernetes.io/hostname label
+    holder: str | None  # spec.holderIdentity: new with every process start
+    renew_wall: float | None  # spec.renewTime (the apiserver's wall clock), epoch seconds
 
 
 class ClusterAccess:
@@ -86,22 +99,31 @@ class ClusterAccess:
             internal_url=_text(status.get("apiServerInternalURL")),
         )
 
-    def identity_leases(self) -> dict[str, str]:
-        """APIServerID (the Lease name) -> node name (its hostname label)."""
-        leases = self._call(
-            f"leases in {IDENTITY_NAMESPACE}",
-            lambda: kubernetes.client.CoordinationV1Api(self._api).list_namespaced_lease(
+    def identity_leases(self) -> list[LeaseView]:
+        """Every kube-apiserver identity Lease, as the server lists them."""
+
+        def read() -> Any:
+            # The raw answer (a urllib3 response), not the client's model: one Lease with a
+            # garbled renewTime would make the model refuse the whole list.
+            answer: Any = kubernetes.client.CoordinationV1Api(self._api).list_namespaced_lease(
                 IDENTITY_NAMESPACE,
                 label_selector=IDENTITY_SELECTOR,
                 _request_timeout=REQUEST_TIMEOUT,
-            ),
-        )
-        nodes: dict[str, str] = {}
-        for lease in leases.items or ():
-            labels = lease.metadata.labels or {}
-            if lease.metadata.name and labels.get(HOSTNAME_LABEL):
-                nodes[lease.metadata.name] = labels[HOSTNAME_LABEL]
-        return nodes
+                _preload_content=False,
+            )
+            try:
+                return answer.data
+            finally:
+                answer.release_conn()
+
+        what = f"leases in {IDENTITY_NAMESPACE}"
+        try:
+            body = json.loads(self._call(what, read))
+        except (ValueError, RecursionError):  # RecursionError: nested past any real answer
+            raise ClusterError(f"{what}: the answer is no JSON") from None
+        items = body.get("items") if isinstance(body, Mapping) else None
+        views = (_lease_view(item) for item in (items if isinstance(items, list) else ()))
+        return [view for view in views if view is not None]
 
     def _call(self, what: str, call: Any) -> Any:
         try:
@@ -110,6 +132,36 @@ class ClusterAccess:
             raise ClusterError(f"{what}: HTTP {exc.status} {exc.reason}") from None
         except _CLIENT_ERRORS as exc:
             raise ClusterError(f"{what}: cannot read from {self.host}: {_one_line(exc)}") from None
+
+
+def _lease_view(item: object) -> LeaseView | None:
+    metadata = _mapping(item, "metadata")
+    name = _text(metadata.get("name"))
+    if name is None:
+        return None
+    spec = _mapping(item, "spec")
+    return LeaseView(
+        host=name,
+        node=_text(_mapping(metadata, "labels").get(HOSTNAME_LABEL)),
+        holder=_text(spec.get("holderIdentity")),
+        renew_wall=_micro_time(spec.get("renewTime")),
+    )
+
+
+def _mapping(parent: object, key: str) -> Mapping[str, Any]:
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _micro_time(value: object) -> float | None:
+    """metav1.MicroTime (RFC 3339 with microseconds) as epoch seconds; None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return moment.timestamp() if moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
 
 
 def _text(value: object) -> str | None:

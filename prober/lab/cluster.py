@@ -140,7 +140,7 @@ class LabCluster:
             "--synthetic-watches", str(SYNTHETIC_WATCHES),
             "--watch-bookmark-interval", period(BOOKMARK_INTERVAL),
             "--etcd-compaction-interval", period(COMPACTION_INTERVAL),
-            "--identity-lease-renew-interval", period(IDENTITY_RENEW),
+            "--identity-lease-renew-interval", format_go_duration(self.identity_renew),
             "--shutdown-watch-termination-grace-period", grace,
             # the drain's floor of 200 per second, scaled with the grace period
             "--watch-drain-min-qps", f"{200.0 / scale:g}",
@@ -228,6 +228,11 @@ class LabCluster:
         await server.process.wait_for_line(_ready, LISTEN_TIMEOUT + self._post_start)
 
     @property
+    def identity_renew(self) -> float:
+        """How often each apiserver renews its identity Lease, on the run's time scale."""
+        return IDENTITY_RENEW * self.platform.time_scale
+
+    @property
     def _post_start(self) -> float:
         return POST_START_HOOKS * self.platform.time_scale
 
@@ -276,10 +281,16 @@ class LabCluster:
         return await server.process.wait(timeout)
 
     async def restart(self, server: Apiserver) -> None:
-        """Start the server again and wait until every LB routes to it."""
+        """Start the server again and wait until every LB routes to it. Its endpoint is back
+        as upstream's endpoint reconciler puts it: once its /readyz is true (`_launch` waits
+        for that), picked up by the proxies after their sync delay, whatever the LBs do."""
         since = time.time()
         await self._launch(server)
-        await self._back(server, since)
+        await asyncio.gather(self._wait_serving(server, since), self._endpoint_back(server))
+
+    async def _endpoint_back(self, server: Apiserver) -> None:
+        await asyncio.sleep(self.platform.lb(LB.SERVICE_NETWORK).sync_delay)
+        await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, True)
 
     async def lose(self, server: Apiserver, endpoint_ttl: float) -> float:
         """The node vanishes (the kernel path): its namespace drops every packet, in and out;
@@ -303,10 +314,10 @@ class LabCluster:
         await self._back(server, since)
 
     async def _back(self, server: Apiserver, since: float) -> None:
+        """A node back from a loss: its endpoint returns at the reconciler's next pass, after
+        the LBs found it healthy again."""
         await self._wait_serving(server, since)
-        delay = self.platform.lb(LB.SERVICE_NETWORK).sync_delay
-        await asyncio.sleep(delay)  # the proxies pick the endpoint up after their sync delay
-        await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, True)
+        await self._endpoint_back(server)
 
     async def _remove(self, server: Apiserver) -> None:
         await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, False)

@@ -19,6 +19,7 @@ from prober.lab.compare import ShutdownResult
 from prober.lab.inbounds import LAB_RESULT, check_lab_run
 from prober.lab.onnode import NodeResult
 from prober.lab.platforms import PLATFORMS
+from prober.lab.restartcheck import rows_table
 from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
@@ -232,6 +233,15 @@ def _restarts(result: LabResult, stdout: TextIO) -> None:
         file=stdout,
     )
     print("\n".join(table(restarts.HEADERS, rows)), file=stdout)
+    measured = rows_table(result.restarts) if result.restarts is not None else []
+    if measured:
+        print("", file=stdout)
+        print(
+            "each LB's add-back against the truth (seconds from T1 to the LB's mark-up; "
+            "measured: to its first answer from the new process, with the bound):",
+            file=stdout,
+        )
+        print("\n".join(measured), file=stdout)
 
 
 def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from prober.config import Config
 from prober.core.budgets import settings_of
 from prober.core.durations import format_go_duration
+from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
 from prober.lab.platforms import PLATFORMS, as_built
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
@@ -108,6 +109,18 @@ def http2_dead_after(scale: float) -> float:
     return values["http2_read_idle_timeout"] + values["http2_ping_timeout"]
 
 
+def identity_settings(renew: float) -> dict[str, str]:
+    """The apiservers' identity Lease renew interval on the run's scale, and reads a third of
+    it apart while one restarts (at most the daemon's default): the read before a new
+    holder's first write then comes less than a renew interval ahead of it, so that the
+    daemon can prove the write is the first (`k8s.holders`)."""
+    fast = min(Config().identity_refresh_fast, renew / 3)
+    return {
+        "identity_renew_interval": format_go_duration(renew),
+        "identity_refresh_fast": f"{fast * 1000:.0f}ms",
+    }
+
+
 def settings_config(settings: LBSettings) -> dict[str, object]:
     """The `lb_settings` key as a config file spells it."""
     spelled: dict[str, object] = {}
@@ -152,6 +165,8 @@ def daemon_config(
         # Adaptive sampling at the daemon's defaults, shrunk with every other duration.
         "quiet_interval": f"{quiet * 1000:.0f}ms",
         "settle": f"{SETTLE * scale * 1000:.0f}ms",
+        # A restarted apiserver's failures this long after its T1 are early, at this scale.
+        "early_for": f"{DEFAULT_EARLY_FOR * scale * 1000:.0f}ms",
         "workers": workers,
         "timeout": f"{REQUEST_TIMEOUT:g}s",
         "listen": "127.0.0.1:0",
@@ -161,6 +176,7 @@ def daemon_config(
         "labels": {"job": f"lab-{options.scenario}"},
         # The apiservers' nodes from their identity Leases, as in a cluster.
         "kubeconfig": str(cluster.kubeconfig()),
+        **identity_settings(cluster.identity_renew),
         **({} if on is None else {"node": on.hostname}),
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged

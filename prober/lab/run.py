@@ -50,6 +50,7 @@ from prober.lab.onnode import hairpins as hairpins_of
 from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
+from prober.lab.restartcheck import RestartCheck, check_restarts, junit_problems
 from prober.lab.scenarios import EARLY_FOR, early_flags, play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
@@ -114,6 +115,7 @@ class LabResult:
     node: NodeResult | None = None  # --prober-on: the daemon on a master, against the truth
     instances: tuple[InstanceTruth, ...] = ()  # every apiserver process (`lab.instances`)
     lb_truth: tuple[LbTruth, ...] = ()  # each LB's state changes
+    restarts: RestartCheck | None = None  # T1, add-back and early against the truth
 
 
 def default_scale(platform: Platform) -> float:
@@ -343,6 +345,17 @@ def _judge(
     gone = [(o.lost - offset, (o.back or o.lost) - offset) for o in over]
     answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes, gone)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]
+    instances = all_instances(truths)
+    restarts = check_restarts(
+        instances,
+        lbs,
+        replay.instances,
+        log.samples,
+        offset=offset,
+        end_t=replay.end_t,
+        tolerance=options.tolerance,
+    )
+    found += [*restarts.problems, *junit_problems(restarts, analysis.verdicts)]
     last = analysis.log.last_summary
     comparison: tuple[str, ...] = ()
     if options.control:
@@ -369,8 +382,9 @@ def _judge(
         comparison=comparison,
         losses=tuple(losses),
         watches=watches,
-        instances=tuple(all_instances(truths)),
+        instances=tuple(instances),
         lb_truth=tuple(lbs.values()),
+        restarts=restarts,
     )
 
 

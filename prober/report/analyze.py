@@ -21,9 +21,11 @@ from prober.report.age_verdicts import explain_ages, judge_ages
 from prober.report.budget_verdicts import explain, judge_budgets
 from prober.report.connection_ages import age_lines
 from prober.report.documents import SummaryDocument, VerdictEntry
+from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
 from prober.report.html_run import RunReport, render_run_report
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
+from prober.report.restarts import restart_lines, restarts_section, shutting_label
 from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node, same_node_lines
@@ -79,9 +81,17 @@ def analyze_runs(
         promised = lb_settings or _promised(run_platform, log.run.lb_settings)
         verdicts += judge_budgets(summary, promised)
         verdicts += judge_ages(summary, promised)
+        restarts = restarts_section(result.instances, promised)
+        if restarts is not None:
+            summary["restarts"] = restarts
+        verdicts += judge_early(summary)
         verdicts += whole_run(summary)
         summary["verdicts"] = [verdict_entry(v) for v in verdicts]
-        summary["explained"] = explain(summary, verdicts, promised) + explain_ages(summary)
+        summary["explained"] = [
+            *explain(summary, verdicts, promised),
+            *explain_ages(summary),
+            *explain_restarts(summary),
+        ]
         analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
 
@@ -147,13 +157,14 @@ def describe(analysis: RunAnalysis) -> list[str]:
         f"run {run.run_id} · platform {s['platform']} · prober {run.version} · "
         f"{result.end_t:.1f} s · {samples} requests · {len(result.windows)} shutdown windows",
         *filter(None, [abrupt_text(s)]),
+        edges_line(analysis.verdicts),
         "",
     ]
     if result.windows:
         rows = [
             [
+                shutting_label(w, result.instances),
                 w.host,
-                w.node or "-",
                 f"{w.delay:g} s",
                 f"{w.t0:.2f} s",
                 f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s",
@@ -163,7 +174,16 @@ def describe(analysis: RunAnalysis) -> list[str]:
             ]
             for w in result.windows
         ]
-        headers = ["apiserver", "node", "delay", "T0", "uncertainty", "closed by", "late", "failed"]
+        headers = [
+            "instance",
+            "apiserver",
+            "delay",
+            "T0",
+            "uncertainty",
+            "closed by",
+            "late",
+            "failed",
+        ]
         lines += [*table(headers, rows), ""]
     rows = []
     for worst in s["worst"]:
@@ -211,6 +231,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     if explained:
         lines += ["", "what each LB's own settings promise, and what it did:", *explained]
     lines += age_lines(s.get("connection_ages"))
+    lines += restart_lines(s.get("restarts"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:

@@ -37,3 +37,8 @@ def utc(started: str | None, t: float) -> str | None:
         return rfc3339(parse_rfc3339(started) + t)
     except (ValueError, OverflowError, OSError):
         return None
+
+
+def instance_anchor(host: str, start: int) -> str:
+    """A restarted apiserver process: its host (the APIServerID) and which start there."""
+    return f"restart-{host}-{start}"

@@ -18,6 +18,8 @@ that `__required_keys__` and `__optional_keys__` tell that test the truth.
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
+from prober.report.restarts import RestartsSection
+
 Metric: TypeAlias = Literal["reaction", "disruption"]
 
 
@@ -60,6 +62,7 @@ class WindowEntry(TypedDict):
     closed_by: str
     end_t: NotRequired[float]  # schema 2.5: when it closed
     streams: list[WindowStreamEntry]
+    instance: NotRequired[str]  # schema 2.7: the process that shut down, `node #start`
 
 
 class IntervalEntry(TypedDict):
@@ -195,6 +198,7 @@ class SummaryDocument(TypedDict):
     apiservers: NotRequired[dict[str, str]]  # schema 2.5: APIServerID -> node, as learnt
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`report.connection_ages`)
+    restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.restarts`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

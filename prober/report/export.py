@@ -1,13 +1,18 @@
 """`prober export`: summary.json files as warehouse rows, newline-delimited JSON that
 `bq load --source_format=NEWLINE_DELIMITED_JSON` takes with `deploy/warehouse/rows.schema.json`.
 
-One table, three kinds of row (`row_type`), each carrying the run's labels:
+One table, four kinds of row (`row_type`), each carrying the run's labels:
 - `stream`: one per run x stream: its samples and disruption seconds (raw, and as a client
   felt them), and how many shutdown windows the run saw (a run with none contributes no
   reaction to the history);
 - `shutdown`: one per run x apiserver shutdown x stream: the reaction with its bound and what
   set it, late requests, failures, the window's T0 with its bound;
-- `interval`: one per disruption interval, with its edges' bounds and whether a client felt it.
+- `interval`: one per disruption interval, with its edges' bounds and whether a client felt it;
+- `restart`: one per restarted apiserver x LB (summary.json's `restarts`): T1 with its bound
+  and the signals that set it, the LB's add-back with its bound against its worst, the early
+  and unattributed failures through it. It has no stream: `stream`, `protocol` and
+  `connection` are null on it (those columns were relaxed to NULLABLE for it; a table made
+  before takes the rows with `bq load --schema_update_option=ALLOW_FIELD_RELAXATION`).
 `deploy/warehouse/thresholds.sql` turns them into the same percentiles `prober thresholds`
 computes from the summaries (`tests/report/test_warehouse.py` holds the two equal).
 
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from prober.common import filekinds
-from prober.core.models import StreamId, StreamNameError
+from prober.core.models import LB, StreamId, StreamNameError
 from prober.report.errors import BadInput
 from prober.report.summary import RunFacts, load_run_facts, parse_key, read_json, started_of
 
@@ -94,6 +99,7 @@ def _rows(path: Path, doc: Mapping[str, object], run: Row) -> Iterator[Row]:
         for j, interval in enumerate(_get(path, stream, "intervals", f"streams[{i}]", list)):
             yield {**run, **ids, "row_type": "interval",
                    **_interval_fields(path, interval, f"streams[{i}].intervals[{j}]")}  # fmt: skip
+    yield from _restart_rows(path, run, doc.get("restarts"))
 
 
 def write_rows(paths: Sequence[Path], labels: Mapping[str, str | bool], out: TextIO) -> int:
@@ -167,6 +173,44 @@ def _interval_fields(path: Path, entry: object, where: str) -> Row:
     row["detail"] = _get(path, entry, "detail", where, str)
     row["interval_samples"] = _get(path, entry, "samples", where, int)
     row["felt"] = _get(path, entry, "felt", where, bool, optional=True)
+    return row
+
+
+def _restart_rows(path: Path, run: Row, section: object) -> Iterator[Row]:
+    if section is None:
+        return  # a run without restarts, or a summary written before them
+    section = _object(path, section, "restarts")
+    for i, entry in enumerate(_get(path, section, "instances", "restarts", list)):
+        where = f"restarts.instances[{i}]"
+        instance = _object(path, entry, where)
+        shared: Row = {"host": _get(path, instance, "host", where, str),
+                       "node": _get(path, instance, "node", where, str, optional=True),
+                       "start": _get(path, instance, "start", where, int),
+                       "holder": _get(path, instance, "holder", where, str, optional=True),
+                       "complete": _get(path, instance, "complete", where, bool)}  # fmt: skip
+        for name in ("t1", "t1_lo", "t1_hi"):
+            shared[name] = _get(path, instance, name, where, float, optional=True)
+        for name in ("t1_lo_by", "t1_hi_by"):
+            shared[name] = _get(path, instance, name, where, str, optional=True)
+        for j, back in enumerate(_get(path, instance, "lbs", where, list)):
+            yield {**run, "row_type": "restart", **shared,
+                   **_add_back_fields(path, back, f"{where}.lbs[{j}]")}  # fmt: skip
+
+
+def _add_back_fields(path: Path, entry: object, where: str) -> Row:
+    entry = _object(path, entry, where)
+    lb = _get(path, entry, "lb", where, str)
+    try:
+        LB(lb)
+    except ValueError:
+        raise BadInput(f"{path}: {where}.lb: not a load balancer: {lb!r:.40}") from None
+    row: Row = {"stream": None, "lb": lb, "protocol": None, "connection": None}
+    for name, column in (("seconds", "add_back_seconds"), ("seconds_lo", "add_back_lo"),
+                         ("seconds_hi", "add_back_hi"), ("budget", "add_back_budget")):  # fmt: skip
+        row[column] = _get(path, entry, name, where, float, optional=True)
+    row["add_back_verdict"] = _get(path, entry, "verdict", where, str, optional=True)
+    for name in ("early", "unattributed"):
+        row[name] = _get(path, entry, name, where, int)
     return row
 
 

@@ -16,18 +16,20 @@ from prober.core.watch import WATCH
 from prober.report.age_verdicts import age_statuses
 from prober.report.anchors import interval_anchor, window_anchor
 from prober.report.budget_verdicts import is_budget_test
+from prober.report.capacity import READY, ROUTED, capacity_lanes
 from prober.report.connection_ages import ages_html
 from prober.report.documents import SummaryDocument, WorstEntry
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
+from prober.report.restart_table import restarts_table
 from prober.report.run_verdict import abrupt_text
 from prober.report.runs import ReadStats, RunLog
 from prober.report.samenode import same_node_table
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
-from prober.report.timeline import StreamMarks, View, lb_timeline, views, window_title
+from prober.report.timeline import Lane, StreamMarks, View, lb_timeline, views, window_title
 from prober.report.verdicts import Verdict, interval_bound
-from prober.report.watch_lanes import WatchLane, watch_lanes, watch_table
+from prober.report.watch_lanes import watch_lanes, watch_table
 
 _EXPLAIN = """
 <p>When a kube-apiserver shuts down gracefully, its <code>/readyz</code> health check fails at once
@@ -90,6 +92,8 @@ def render_run_report(report: RunReport) -> str:
         _windows_table(report.replay, colours),
         "<h2>Timeline per load balancer</h2>",
         _timelines(report, colours),
+        "<h2>Restarted apiservers: when each LB took them back</h2>",
+        restarts_table(report.summary.get("restarts")),
         "<h2>Watches</h2>",
         watch_table(report.summary.get("watches"), report.verdicts),
         "<h2>Per window and stream</h2>",
@@ -186,6 +190,10 @@ def _legend() -> str:
         (swatch("bracket", T0), "reaction: T0 to the last late request"),
         (swatch("shade", T0), "where the true reaction lies, given the sampling"),
         (swatch("shade", FAILURE), "where a disruption truly began and ended"),
+        (swatch("step", ROUTED), "capacity: apiservers the LB sent new connections to"),
+        (swatch("dashstep", READY), "capacity: apiservers ready"),
+        (swatch("line", T0), "on the capacity lane, T1 of a restarted apiserver (/readyz true)"),
+        (swatch("dot", FAILURE), "early failure: a restarted apiserver failed it young"),
     ]
     return (
         '<div class="legend">' + "".join(f"<span>{s}{esc(t)}</span>" for s, t in items) + "</div>"
@@ -194,7 +202,14 @@ def _legend() -> str:
 
 def _timelines(report: RunReport, colours: dict[str, str]) -> str:
     marks = _marks(report)
-    lanes = watch_lanes(report.replay.of_kind(WATCH), report.replay.end_t)
+    lanes: dict[LB, list[Lane]] = {
+        lb: list(found)
+        for lb, found in watch_lanes(report.replay.of_kind(WATCH), report.replay.end_t).items()
+    }
+    replay = report.replay
+    capacity = capacity_lanes(replay.windows, replay.instances, report.log.samples, replay.end_t)
+    for lb, lane in capacity.items():
+        lanes.setdefault(lb, []).append(lane)
     all_views = views(report.replay.windows, report.replay.end_t)
     options = "".join(f'<option value="{v.id}">{esc(v.label)}</option>' for v in all_views)
     parts = [
@@ -223,7 +238,7 @@ def _timelines(report: RunReport, colours: dict[str, str]) -> str:
 def _figure(
     title: str,
     rows: list[StreamMarks],
-    lanes: Sequence[WatchLane],
+    lanes: Sequence[Lane],
     *,
     report: RunReport,
     colours: dict[str, str],

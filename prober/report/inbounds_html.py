@@ -7,7 +7,8 @@ Timelines: what is drawn, in pixels, as `timeline` groups each mark with its ban
 `disruption-interval` group: the bar's left end must lie in the `start` band, its right end
 in the `end` band (unless the bar is only the least width drawn, whose right end stands for
 nothing); a `reaction` group: the bracket's end (its path's `H`) in the reaction's band; a
-`window` group: the T0 line in T0's band. A band is drawn only where it meets the view; a
+`window` group: the T0 line in T0's band; an `instance-t1` group (the capacity lanes,
+`capacity`): the T1 line in T1's band. A band is drawn only where it meets the view; a
 mark without its band is not held. Positions are the attributes' decimals, the band's right
 edge its x plus its width.
 """
@@ -22,7 +23,9 @@ from prober.report.inbounds import Checked, check_text
 from prober.report.timeline import LEAST
 
 # The timeline's groups, and the mark and band classes inside each.
-_GROUPS = ("disruption-interval", "reaction", "window")
+_GROUPS = ("disruption-interval", "reaction", "window", "instance-t1")
+# A line held to its band: the group, the line's class and the band's, what the line is.
+_LINES = {"window": ("t0", "t0-bound", "the T0 line"), "instance-t1": ("t1", "t1-bound", "T1")}
 _PATH_END = re.compile(r"H(-?[\d.]+)")
 
 
@@ -111,10 +114,11 @@ class _Page(HTMLParser):
                 x = float(end[1])
                 self.checked.hold(self.file, f"{where}: the bracket's end at x", x, *_span(band))
         else:
-            line, band = group.first("t0"), group.first("t0-bound")
+            css, band_css, what = _LINES[group.kind]
+            line, band = group.first(css), group.first(band_css)
             if line is not None and band is not None:
                 x = float(line["x1"])
-                self.checked.hold(self.file, f"{where}: the T0 line at x", x, *_span(band))
+                self.checked.hold(self.file, f"{where}: {what} at x", x, *_span(band))
 
 
 def check_html(file: str, text: str) -> Checked:

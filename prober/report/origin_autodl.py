@@ -3,7 +3,7 @@
 (origin `pkg/dataloader/types.go`; origin_types.DataFile).
 
 Every file names the same table, with the whole schema of `deploy/warehouse/rows.schema.json`:
-the loader then builds the very table `prober export` loads (one table, three kinds of row,
+the loader then builds the very table `prober export` loads (one table, four kinds of row,
 `row_type`), and `deploy/warehouse/thresholds.sql` runs on it with only its table name
 changed. The loader adds `JobRunName` and `Source`; `started` is the partition column, so it
 adds no `PartitionTime`.
@@ -30,7 +30,7 @@ TABLE: Final = "prober_run_rows"
 PARTITION_COLUMN: Final = "started"
 CHUNK_SIZE: Final = 5000  # the loader's default, stated
 EXPIRATION_DAYS: Final = 365  # likewise; both are read only when the table is created
-ROW_TYPES: Final = ("stream", "shutdown", "interval")
+ROW_TYPES: Final = ("stream", "shutdown", "interval", "restart")
 
 # deploy/warehouse/rows.schema.json's columns, in its order, with the loader's name of each
 # BigQuery type. A copy, because the image holds the prober package only (Dockerfile): the
@@ -80,6 +80,21 @@ SCHEMA: Final[Mapping[str, AutodlType]] = {
     "interval_samples": "int64",
     "felt_disruption_seconds": "float64",
     "felt": "bool",
+    "start": "int64",
+    "holder": "string",
+    "t1": "float64",
+    "t1_lo": "float64",
+    "t1_hi": "float64",
+    "t1_lo_by": "string",
+    "t1_hi_by": "string",
+    "add_back_seconds": "float64",
+    "add_back_lo": "float64",
+    "add_back_hi": "float64",
+    "add_back_budget": "float64",
+    "add_back_verdict": "string",
+    "early": "int64",
+    "unattributed": "int64",
+    "complete": "bool",
 }
 
 

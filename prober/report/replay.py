@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from prober.core.budgets import slow_starts
 from prober.core.connection_age import ConnectionAges
+from prober.core.instances import DEFAULT_EARLY_FOR, Instance
 from prober.core.models import (
     Interval,
     LogRecord,
@@ -64,6 +66,9 @@ class Replay:
     # Failures, late answers and resends by the phase their connection was opened in
     # (`core.connection_age`); a log without samples has the daemon's, if it stopped cleanly.
     ages: ConnectionAges | None = None
+    # Each apiserver process restarted in the run: T1, every LB's add-back, its early
+    # failures (`core.instances`); a log without samples has the daemon's.
+    instances: tuple[Instance, ...] = ()
 
     @classmethod
     def split(
@@ -95,47 +100,87 @@ def replay(log: RunLog) -> Replay:
     own = None if log.run.node is None else Placement(log.run.node, log.apiservers).on_own_node
     settings = log.run.lb_settings
     exact_delay = settings.shutdown_delay if settings is not None else None
-    trackers = Trackers(streams, node_of=nodes.get, on_own_node=own, exact_delay=exact_delay)
-    intervals: list[Interval] = []
-    windows: list[Window] = []
-    retries: list[Retried] = []
-    felt: list[Felt] = []
-    for sample in log.samples:
-        for event in trackers.feed(sample):
-            if isinstance(event, Interval):
-                intervals.append(event)
-            elif isinstance(event, Window):
-                windows.append(event)
-            elif isinstance(event, Retried):
-                retries.append(event)
-            elif isinstance(event, Felt):
-                felt.append(event)
+    early_for = log.run.early_for if log.run.early_for is not None else DEFAULT_EARLY_FOR
+    trackers = Trackers(
+        streams,
+        node_of=nodes.get,
+        on_own_node=own,
+        exact_delay=exact_delay,
+        early_for=early_for,
+        slow_start=slow_starts(log.run.platform, settings),
+    )
+    fed = _feed(trackers, log)
     end_t, end_ts = run_end(log)
-    closed = trackers.close(end_t, end_ts)
-    retries += [r for r in closed if isinstance(r, Retried)]
-    felt += [r for r in closed if isinstance(r, Felt)]
-    ages = next(r for r in closed if isinstance(r, ConnectionAges))
-    closed_intervals = [r for r in closed if isinstance(r, Interval)]
-    closed_windows = [r for r in closed if isinstance(r, Window)]
-    warnings = _unclean_end(log, closed_intervals, closed_windows, end_t)
+    closed = _Events.of(trackers.close(end_t, end_ts))
+    ages = next(r for r in closed.rest if isinstance(r, ConnectionAges))
+    warnings = _unclean_end(log, closed.intervals, closed.windows, end_t)
     if warnings:  # the daemon never closed its trackers: compare what it did log
-        warnings += _compare(log, intervals, windows)
+        warnings += _compare(log, fed.intervals, fed.windows)
     else:
-        warnings += _compare(log, intervals + closed_intervals, windows + closed_windows)
+        warnings += _compare(log, fed.intervals + closed.intervals, fed.windows + closed.windows)
     if log.ages is not None and log.ages != ages:
         warnings.append(f"{log.source}: the connection-age table differs from the daemon's")
+    instances = fed.instances + closed.instances
+    # A daemon that wrote no early_for predates instance records: nothing to hold them to.
+    if log.ended is not None and log.run.early_for is not None and log.instances != instances:
+        warnings.append(f"{log.source}: the restarted instances differ from the daemon's")
     return Replay.split(
-        intervals + closed_intervals,
-        windows + closed_windows,
+        fed.intervals + closed.intervals,
+        fed.windows + closed.windows,
         run=log.run,
         end_t=end_t,
         stragglers=trackers.shutdown.stragglers,
         warnings=tuple(warnings),
         others=_others(log),
-        retries=tuple(retries),
-        felt=tuple(felt),
+        retries=tuple(fed.retries + closed.retries),
+        felt=tuple(fed.felt + closed.felt),
         ages=ages,
+        instances=tuple(instances),
     )
+
+
+@dataclass(slots=True)
+class _Events:
+    """What the trackers emitted, by type."""
+
+    intervals: list[Interval] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    retries: list[Retried] = field(default_factory=list)
+    felt: list[Felt] = field(default_factory=list)
+    instances: list[Instance] = field(default_factory=list)
+    rest: list[object] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, events: Iterable[object]) -> _Events:
+        found = cls()
+        found.add(events)
+        return found
+
+    def add(self, events: Iterable[object]) -> None:
+        lists: tuple[tuple[type, list[Any]], ...] = (
+            (Interval, self.intervals),
+            (Window, self.windows),
+            (Retried, self.retries),
+            (Felt, self.felt),
+            (Instance, self.instances),
+        )
+        for event in events:
+            into = next((found for kind, found in lists if isinstance(event, kind)), self.rest)
+            into.append(event)
+
+
+def _feed(trackers: Trackers, log: RunLog) -> _Events:
+    """Every logged sample, and every identity and /readyz record where the daemon met it
+    among them."""
+    fed = _Events()
+    signals = list(log.signals)
+    for index, logged in enumerate(log.samples):
+        while signals and signals[0][0] <= index:
+            trackers.note(signals.pop(0)[1])
+        fed.add(trackers.feed(trackers.mark(logged)))
+    for _index, signal in signals:
+        trackers.note(signal)
+    return fed
 
 
 def measured(log: RunLog) -> Replay:
@@ -154,6 +199,7 @@ def measured(log: RunLog) -> Replay:
         warnings=(),
         others=_others(log),
         ages=log.ages,
+        instances=tuple(log.instances),
     )
 
 

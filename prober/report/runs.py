@@ -20,12 +20,15 @@ from pathlib import Path
 from prober.common import filekinds
 from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
+from prober.core.instances import Instance
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
     ApiserverNode,
+    IdentitySeen,
     Interval,
     LogRecord,
     PaceChange,
+    ReadyzAnswer,
     Record,
     RunEnd,
     RunRecord,
@@ -59,6 +62,10 @@ class RunLog:
     ended: RunEnd | None = None  # None: the stop path never finished (the run ended abruptly)
     apiservers: dict[str, str] = field(default_factory=dict)  # host -> node, as the daemon learnt
     ages: ConnectionAges | None = None  # the daemon's connection-age table, made at its stop
+    # Each identity and /readyz record with the number of samples logged before it: a replay
+    # feeds it to the trackers where the daemon did.
+    signals: list[tuple[int, IdentitySeen | ReadyzAnswer]] = field(default_factory=list)
+    instances: list[Instance] = field(default_factory=list)  # as the daemon wrote them
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
         """A record of any kind of stream: the request kind's in their lists, the others'
@@ -67,6 +74,12 @@ class RunLog:
             self.ended = record
         elif isinstance(record, ApiserverNode):
             self.apiservers[record.host] = record.node
+        elif isinstance(record, IdentitySeen | ReadyzAnswer):
+            self.signals.append((len(self.samples), record))
+            if isinstance(record, IdentitySeen) and record.node:
+                self.apiservers.setdefault(record.host, record.node)
+        elif isinstance(record, Instance):
+            self.instances.append(record)
         elif isinstance(record, ConnectionAges):
             self.ages = record
         elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):

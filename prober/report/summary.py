@@ -94,6 +94,7 @@ from prober.report.documents import (
 )
 from prober.report.errors import BadInput
 from prober.report.replay import Replay, run_end
+from prober.report.restarts import shutting_label
 from prober.report.runs import RunLog
 from prober.report.watches import watches_section
 
@@ -141,6 +142,8 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         for s in streams
     ]
     windows = [window_entry(w) for w in result.windows]
+    for entry, window in zip(windows, result.windows, strict=True):
+        entry["instance"] = shutting_label(window, result.instances)
     summary: SummaryDocument = {
         "v": SUMMARY_VERSION,
         "run_id": log.run.run_id,

@@ -93,6 +93,10 @@ def swatch(kind: str, colour: str) -> str:
         "cross": f'<path d="M10 3 L18 11 M18 3 L10 11" stroke="{colour}" stroke-width="2"/>',
         "bar": f'<rect x="2" y="4" width="24" height="6" fill="{colour}"/>',
         "bracket": f'<path d="M3 3 V11 M3 7 H25 M25 3 V11" stroke="{colour}" fill="none"/>',
+        "step": f'<path d="M1 4 H12 V11 H27" stroke="{colour}" stroke-width="1.5" fill="none"/>',
+        "dashstep": f'<path d="M1 4 H12 V11 H27" stroke="{colour}" stroke-width="1.5" '
+        'fill="none" stroke-dasharray="4 3"/>',
+        "dot": f'<circle cx="14" cy="7" r="3" fill="{colour}"/>',
     }
     return (
         f'<svg class="swatch" width="28" height="14" viewBox="0 0 28 14" aria-hidden="true">'

@@ -137,7 +137,7 @@ def _window(
     lo, hi = scale(w.t0_lo), scale(w.t0_hi)
     if hi - lo < LEAST:
         lo, hi = (lo + hi) / 2 - LEAST / 2, (lo + hi) / 2 + LEAST / 2
-    lo, width = _extent(lo, hi)
+    lo, width = extent(lo, hi)
     stop = scale(w.t0 + w.delay)
     label = (
         f"{number}" if x1 - x0 < 120 else f"{number}: {w.host}" + (f" ({w.node})" if w.node else "")
@@ -212,7 +212,7 @@ def _band(
     lo, hi = span
     if hi < scale.lo or lo > scale.hi:
         return ""
-    x0, width = _extent(scale.clamp(lo), scale.clamp(max(lo, hi)))
+    x0, width = extent(scale.clamp(lo), scale.clamp(max(lo, hi)))
     named = f' data-edge="{edge}"' if edge else ""
     return (
         f'<rect class="{css}" x="{x0:.1f}" y="{y - height / 2:.1f}" '
@@ -244,7 +244,7 @@ def _interval(i: Interval, scale: Scale, y: float) -> str:
             ("end", i.end_t, i.end_lo, i.end_hi),
         )
     ]
-    x0, width = _extent(scale.clamp(i.start_t), scale.clamp(i.end_t))
+    x0, width = extent(scale.clamp(i.start_t), scale.clamp(i.end_t))
     if i.end_t >= scale.lo and i.start_t <= scale.hi:
         parts.append(
             f'<rect class="disruption" x="{x0:.1f}" y="{y - 3}" '
@@ -256,7 +256,7 @@ def _interval(i: Interval, scale: Scale, y: float) -> str:
     return _group("disruption-interval", parts)
 
 
-def _extent(x0: float, x1: float) -> tuple[float, float]:
+def extent(x0: float, x1: float) -> tuple[float, float]:
     """Where a mark over [x0, x1] pixels is drawn: its x and width, at least `LEAST` wide.
     The edges are rounded as the file writes them, so that what lies inside [x0, x1] is
     drawn inside the mark, and the right edge is x + width exactly."""

@@ -46,6 +46,8 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert config.request_path == "/api/v1/namespaces/default?resourceVersion=0"
     assert config.listen == ("127.0.0.1", 9090)  # loopback unless told
     assert config.event_loop == "uvloop"
+    # kube-apiserver's identity Lease renew interval; reads well under it in a restart
+    assert (config.identity_renew_interval, config.identity_refresh_fast) == (10.0, 1.0)
     assert config.targets == (Target("kube-api", LB.INTERNAL, "https://api-int.example.com:6443"),)
     assert [s.name for s in config.streams()] == [
         "kube-api-http1-internal-lb-new-connections",
@@ -193,6 +195,10 @@ INVALID = [
     ("event_log_keep_runs: 0", "event_log_keep_runs: expected a whole number of at least 1, got 0"),
     ("event_log_keep_size: 1KiB", "event_log_keep_size: '1KiB' is smaller than 64KiB"),
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
+    ("identity_renew_interval: 0s", "identity_renew_interval: '0s' must be longer than 0s"),
+    ("identity_renew_interval: ten", "identity_renew_interval: 'ten' is not a Go duration "
+     "such as 100ms or 5s"),
+    ("identity_refresh_fast: -1s", "identity_refresh_fast: '-1s' must be longer than 0s"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
     ("log_format: xml", "log_format: 'xml' is not one of json, console"),

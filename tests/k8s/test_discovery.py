@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +15,10 @@ from prometheus_client import CollectorRegistry
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.kinds import standard_kinds
-from prober.core.models import LB, ApiserverNode, RunRecord, Sample, Window
+from prober.core.models import LB, ApiserverNode, IdentitySeen, RunRecord, Sample, Window, rfc3339
 from prober.daemon.app import Daemon
 from prober.daemon.commands import discover
-from prober.k8s.cluster import ClusterAccess, Infrastructure
+from prober.k8s.cluster import ClusterAccess, Infrastructure, LeaseView
 from prober.k8s.discovery import HostDecoder, discover_targets
 from prober.k8s.errors import ClusterError
 from tests.support.certs import Certs
@@ -25,6 +26,7 @@ from tests.support.kube_api import INFRASTRUCTURE, LEASES, KubeAPI, infrastructu
 from tests.support.logcapture import log_line
 from tests.support.replay import read_log
 from tests.support.tls_server import HOST_ID, TLSServer
+from tests.support.waiting import until
 
 IDENTITY = {"apiserver.kubernetes.io/identity": "kube-apiserver"}
 API_TOKEN = "kube-api-token-0b5e"
@@ -50,7 +52,10 @@ def test_infrastructure_and_leases(kube: KubeAPI, certs: Certs, tmp_path: Path) 
     assert access.infrastructure() == Infrastructure(
         "aws", "https://api.example.com:6443", "https://api-int.example.com:6443"
     )
-    assert access.identity_leases() == {HOST_ID: "master-0", "apiserver-other": "master-1"}
+    assert access.identity_leases() == [
+        LeaseView(HOST_ID, "master-0", None, None),
+        LeaseView("apiserver-other", "master-1", None, None),
+    ]
     assert any("labelSelector=apiserver.kubernetes.io" in r for r in kube.requests)
 
 
@@ -181,32 +186,15 @@ async def test_the_daemon_names_the_node_of_a_shutting_down_apiserver(
 
 
 async def test_a_prober_on_a_master_labels_its_own_apiservers_answers_same_node(
-    kube: KubeAPI, tls_server: TLSServer, certs: Certs, token_file: Path, tmp_path: Path
+    shutting_down: dict[str, object], tmp_path: Path
 ) -> None:
     """The node comes from the config (the downward API), the apiservers' nodes from the
     Leases; both are in the event log, and every answer of master-0's apiserver is labelled."""
     events = tmp_path / "events.jsonl"
     config = load_config(
-        env={"PROBER_NODE": "master-0"},
-        flags={
-            "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
-            "platform": "gcp",
-            "targets": [{"lb": "internal-lb", "url": tls_server.url}],
-            "token_file": str(token_file),
-            "protocols": "http2",
-            "connections": "reused",
-            "interval": "20ms",
-            "listen": "127.0.0.1:0",
-            "watches": "false",
-            "event_log": str(events),
-            "duration": "600ms",
-        },
+        env={"PROBER_NODE": "master-0"}, flags={**shutting_down, "duration": "600ms"}
     )
     config, hosts = await discover(config)
-    went_down = time.monotonic()
-    tls_server.plan.header = lambda: format_shutdown_header(
-        True, 70, time.monotonic() - went_down, HOST_ID
-    )
     registry = CollectorRegistry()
     daemon = Daemon(config, registry=registry, hosts=hosts, install_signals=False)
     assert await asyncio.wait_for(daemon.run(), 15) == 0
@@ -226,3 +214,92 @@ async def test_a_prober_on_a_master_labels_its_own_apiservers_answers_same_node(
     # Its window is master-0's own, kept apart: the internal LB's shows nothing of it.
     (window,) = log.of(Window)
     assert (window.node, window.same_node) == ("master-0", True)
+
+
+@pytest.fixture
+def shutting_down(
+    kube: KubeAPI, certs: Certs, tls_server: TLSServer, token_file: Path, tmp_path: Path
+) -> dict[str, object]:
+    """Flags of a daemon on one toy target whose apiserver shuts down: a window stays open,
+    so the Leases are read every `identity_refresh_fast` (`node_refresh` is a minute)."""
+    went_down = time.monotonic()
+    tls_server.plan.header = lambda: format_shutdown_header(
+        True, 70, time.monotonic() - went_down, HOST_ID
+    )
+    return {
+        "kubeconfig": str(kube.kubeconfig(tmp_path, certs.ca_file)),
+        "platform": "gcp",
+        "targets": [{"lb": "internal-lb", "url": tls_server.url}],
+        "token_file": str(token_file),
+        "protocols": "http2",
+        "connections": "reused",
+        "interval": "20ms",
+        "listen": "127.0.0.1:0",
+        "watches": "false",
+        "event_log": str(tmp_path / "events.jsonl"),
+        "identity_refresh_fast": "30ms",
+    }
+
+
+def lease_reads(kube: KubeAPI) -> int:
+    return sum(r.startswith(LEASES) for r in kube.requests)
+
+
+async def test_the_daemon_writes_each_new_holder_reading_fast_in_a_restart(
+    kube: KubeAPI, shutting_down: dict[str, object]
+) -> None:
+    kube.leases[0]["spec"] = {"holderIdentity": f"{HOST_ID}_one", "renewTime": rfc3339(time.time())}
+    flags = shutting_down
+    config, hosts = await discover(load_config(env={}, flags=flags))
+    daemon = Daemon(config, registry=CollectorRegistry(), hosts=hosts, install_signals=False)
+    running = asyncio.create_task(daemon.run())
+    read = lease_reads(kube)
+    # Beyond the read at the start, only the fast cadence can read within the wait.
+    await until(lambda: lease_reads(kube) >= read + 3, "reads while the window is open")
+    kube.leases[0]["spec"] = {"holderIdentity": f"{HOST_ID}_two", "renewTime": rfc3339(time.time())}
+    taken = lease_reads(kube)
+    await until(lambda: lease_reads(kube) >= taken + 2, "a read sent after the takeover")
+    daemon.stop()
+    assert await asyncio.wait_for(running, 15) == 0
+    log = read_log(Path(str(flags["event_log"])), types=standard_kinds().record_types)
+    old, new = log.of(IdentitySeen)
+    assert (old.host, old.node, old.holder, old.before_t, old.first) == (
+        HOST_ID,
+        "master-0",
+        f"{HOST_ID}_one",
+        None,
+        False,
+    )
+    assert (new.host, new.node, new.holder, new.first) == (
+        HOST_ID,
+        "master-0",
+        f"{HOST_ID}_two",
+        True,
+    )
+    assert new.before_t is not None
+    assert new.renew_t is not None
+    assert old.t < new.before_t < new.renew_t < new.t
+
+
+async def test_without_the_lease_permission_the_daemon_warns_once_and_measures(
+    kube: KubeAPI, shutting_down: dict[str, object], log_output: io.StringIO
+) -> None:
+    kube.forbidden.add(LEASES)
+    flags = shutting_down
+    config, hosts = await discover(load_config(env={}, flags=flags))
+    registry = CollectorRegistry()
+    daemon = Daemon(config, registry=registry, hosts=hosts, install_signals=False)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: lease_reads(kube) >= 5, "refused reads at the fast cadence")
+    daemon.stop()
+    assert await asyncio.wait_for(running, 15) == 0
+    warning = log_line(log_output, "apiserver_identity_unavailable")  # one of five reads
+    assert warning["error"] == "leases in kube-system: HTTP 403 Forbidden"
+    lines = [json.loads(line) for line in log_output.getvalue().splitlines()]
+    assert not [line for line in lines if line["level"] == "error"]
+    labels = {"platform": "gcp", "lb": "internal-lb", "protocol": "http2", "connection": "reused"}
+    assert registry.get_sample_value("prober_requests_total", {**labels, "result": "success"})
+    log = read_log(Path(str(flags["event_log"])), types=standard_kinds().record_types)
+    assert log.of(Window)  # measured as ever
+    assert not log.of(IdentitySeen)
+    assert not log.of(ApiserverNode)

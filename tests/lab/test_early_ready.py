@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from prober.core.instances import LEASE_FIRST, READYZ_NOT_OK, READYZ_OK
 from prober.core.models import LB
 from prober.lab.instances import add_backs
 from prober.lab.restarts import lb_of
 from prober.lab.run import LabError, LabOptions, run_lab
+from prober.report.early_verdicts import BEFORE_IT_CAN_SERVE
+from prober.report.verdicts import Status
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -53,6 +56,27 @@ async def test_the_truth_has_each_early_answer_and_each_lb_mark_up(tmp_path: Pat
     for kind, back in backs.items():
         assert back.marked_up is not None, kind
         assert back.marked_up >= restarted.ready, kind  # nothing takes it back before T1
+
+    # The daemon's side, held to that truth by the lab's check: every early answer marked
+    # early on the right instance and LB, T1 and each add-back inside their bounds, and the
+    # early test failed for exactly the LBs that routed a request there.
+    assert result.problems == ()
+    check = result.restarts
+    assert check is not None
+    assert check.early_found == check.early_truth > 0
+    [instance] = result.analysis.replay.instances
+    assert (instance.label, instance.holder) == ("master-0 #2", restarted.holder)
+    assert instance.t1_lo_by in {LEASE_FIRST, READYZ_NOT_OK}
+    through = {lb for lb, n in check.early_by_lb.items() if n and lb is not LB.LOCALHOST}
+    failed = {
+        v.name for v in result.analysis.verdicts
+        if v.name.endswith("before it can serve") and v.status is Status.FAILED
+    }  # fmt: skip
+    assert failed == {BEFORE_IT_CAN_SERVE.format(lb=lb) for lb in through}
+    # master-0 is the direct path's: its /readyz, asked while it restarted, brackets T1.
+    assert instance.t1_hi_by == READYZ_OK
+    assert instance.t1_lo is not None
+    assert instance.t1_hi is not None
 
 
 async def test_the_early_flags_belong_to_the_early_ready_scenario(tmp_path: Path) -> None:

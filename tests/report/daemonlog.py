@@ -19,6 +19,7 @@ from pathlib import Path
 from prober.core.compaction import Compactors
 from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import encode
+from prober.core.instances import Instance
 from prober.core.models import (
     ApiserverNode,
     Interval,
@@ -53,7 +54,7 @@ class RotatingWriter:
         self._size = 0
         self.write(run)
 
-    def write(self, record: Record | RunEnd | ApiserverNode | ConnectionAges) -> None:
+    def write(self, record: Record | RunEnd | ApiserverNode | ConnectionAges | Instance) -> None:
         line = encode(record) + "\n"
         if self.rotate_bytes and self._size + len(line) > self.rotate_bytes and self._size:
             self._rotate()
@@ -83,6 +84,7 @@ class LiveOutput:
     logged_samples: int = 0
     segments: int = 0
     ages: ConnectionAges | None = None
+    instances: list[Instance] = field(default_factory=list)
 
 
 def write_daemon_log(
@@ -140,6 +142,9 @@ def write_daemon_log(
             elif isinstance(event, ConnectionAges):
                 out.ages = event
                 writer.write(event)
+            elif isinstance(event, Instance):
+                out.instances.append(event)
+                writer.write(event)
 
     labelled = samples if placement is None else map(placement.label, samples)
     for s in labelled:
@@ -147,6 +152,7 @@ def write_daemon_log(
         while now >= next_summary:
             writer.write(summary(next_summary))
             next_summary += summary_every
+        s = trackers.mark(s)  # noqa: PLW2901 (the daemon's order: marked, then fed)
         events = trackers.feed(s)
         for kept in compactor.select(s, events, trackers):
             writer.write(kept)

@@ -117,13 +117,18 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "connection_ages", "apiservers", "same_node", "verdicts", "explained",
+        "retry_after", "connection_ages", "apiservers", "same_node", "restarts", "verdicts",
+        "explained",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.
     assert doc["same_node"] == {"node": None, "hairpins": [], "windows": [], "streams": []}
-    assert len(doc["verdicts"]) == 31  # every test junit.xml reports
-    assert len(doc["explained"]) == 10  # one line per LB key, and the 20 % rule's per LB
+    assert len(doc["verdicts"]) == 33  # every test junit.xml reports
+    # one line per LB key, the 20 % rule's per LB, and the add-back's per LB
+    assert len(doc["explained"]) == 12
+    # The restarted apiserver: each LB took it back, and nothing failed on it early.
+    assert [e["lb"] for e in doc["restarts"]["lbs"]] == ["external-lb", "internal-lb"]
+    assert [e["early"] for e in doc["restarts"]["lbs"]] == [0, 0]
     assert doc["ended"]["abruptly"] is False
     assert doc["ended"]["reason"] == "stopped"
     assert doc["watches"] == {
@@ -141,7 +146,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "closed_by",
         "end_t",
         "streams",
+        "instance",
     ]
+    assert [w["instance"] for w in doc["windows"]] == ["master-0 #1", "master-1 #1", "master-2 #1"]
     assert list(doc["windows"][0]["streams"][0]) == [
         "stream",
         "lb",
@@ -222,9 +229,10 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     assert len(suites) == 1
     cases = {case.name: case for case in suites[0]}
     # 16 against history, 12 against the LBs' own settings (8 budgets, 4 delay coverages),
-    # 2 of the 20 % rule (one per LB), and the run's own: recorded to its stop
-    assert len(cases) == 31
-    assert suites[0].tests == 31
+    # 2 of the 20 % rule (one per LB), 2 of the add-back edge (one per LB: none routed to an
+    # apiserver before it could serve), and the run's own: recorded to its stop
+    assert len(cases) == 33
+    assert suites[0].tests == 33
     budget = cases[WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new",
                                         budget="30 s on aws")]  # fmt: skip
     assert not budget.result  # 7.94 s [7.91, 10.93] against the NLB's 30 s
@@ -358,8 +366,8 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
     ]
     suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
     # the whole run passed; the LBs' own settings judge 4 budgets and 2 delay coverages; the
-    # internal LB's 20 % rule held
-    assert (suite.tests, suite.skipped, suite.failures) == (16, 8, 0)
+    # internal LB's 20 % rule held; it took the restarted apiservers back, none early
+    assert (suite.tests, suite.skipped, suite.failures) == (17, 8, 0)
 
 
 def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:

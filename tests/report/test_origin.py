@@ -77,6 +77,7 @@ def test_the_files_are_named_as_ci_finds_them(run: Run, capsys) -> None:
         f"backend-disruption_prober_{STAMP}.json",
         f"e2e-timelines_prober_{STAMP}.json",
         f"prober-interval-{STAMP}-autodl.json",
+        f"prober-restart-{STAMP}-autodl.json",
         f"prober-shutdown-{STAMP}-autodl.json",
         f"prober-stream-{STAMP}-autodl.json",
     ]
@@ -84,7 +85,7 @@ def test_the_files_are_named_as_ci_finds_them(run: Run, capsys) -> None:
     names = [p.name for p in run.out.iterdir()]
     assert sum(bool(re.fullmatch(r"backend-disruption[^/]*", n)) for n in names) == 1
     assert sum(bool(re.fullmatch(r".*e2e-timelines.*\.json", n)) for n in names) == 1
-    assert sum(n.endswith("autodl.json") for n in names) == 3
+    assert sum(n.endswith("autodl.json") for n in names) == 4
 
 
 @pytest.mark.parametrize(
@@ -95,6 +96,7 @@ def test_the_files_are_named_as_ci_finds_them(run: Run, capsys) -> None:
         (f"prober-stream-{STAMP}-autodl.json", "autodl"),
         (f"prober-shutdown-{STAMP}-autodl.json", "autodl"),
         (f"prober-interval-{STAMP}-autodl.json", "autodl"),
+        (f"prober-restart-{STAMP}-autodl.json", "autodl"),
     ],
 )
 def test_each_file_fits_the_schema_of_origins_go_types(run: Run, name: str, shape: str) -> None:
@@ -256,7 +258,7 @@ def test_autodl_rows_are_the_exports_rows_typed_as_declared(run: Run, tmp_path: 
     args = ["export", str(run.summary), "-o", str(exported), *(f"--label={x}" for x in LABELS)]
     assert main(args) == 0
     rows = [json.loads(line) for line in exported.read_text().splitlines()]
-    for row_type in ("stream", "shutdown", "interval"):
+    for row_type in ("stream", "shutdown", "interval", "restart"):
         data = run.load(f"prober-{row_type}-{STAMP}-autodl.json")
         assert data["schema"] == dict(SCHEMA)
         assert data["schema"][data["partition_column"]] == "timestamp"

@@ -45,13 +45,14 @@ def test_the_command_is_listed_after_export_and_says_how(capsys) -> None:
 def test_a_run_without_windows_or_disruption_writes_what_it_has(summary, tmp_path) -> None:
     doc = document(summary)
     doc["windows"] = []
+    doc.pop("restarts")  # no shutdown, no restart
     for stream in doc["streams"]:
         stream["intervals"], stream["disruption_seconds"] = [], 0.0
     written = write_origin_files(cast(SummaryDocument, doc), tmp_path / "quiet")
     assert [p.name for p in written] == [
         f"e2e-timelines_prober_{STAMP}.json",
         f"backend-disruption_prober_{STAMP}.json",
-        f"prober-stream-{STAMP}-autodl.json",  # no shutdown nor interval rows: no file
+        f"prober-stream-{STAMP}-autodl.json",  # no shutdown, interval nor restart rows
     ]
     assert sorted(p.name for p in (tmp_path / "quiet").iterdir()) == sorted(
         p.name for p in written
@@ -92,9 +93,9 @@ def test_several_summaries_write_one_directory_each(summary, tmp_path, capsys) -
         (tmp_path / "in" / run_id / "summary.json").write_text(json.dumps(doc))
     assert main(["origin", str(tmp_path / "in"), "--out", str(tmp_path / "out")]) == 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run-a", "run_b"]
-    assert len(list((tmp_path / "out" / "run_b").iterdir())) == 5
+    assert len(list((tmp_path / "out" / "run_b").iterdir())) == 6
     out = capsys.readouterr().out
-    assert out.count("wrote ") == 10
+    assert out.count("wrote ") == 12
     assert f"wrote {tmp_path}/out/run-a/e2e-timelines_prober_{STAMP}.json\n" in out
 
 

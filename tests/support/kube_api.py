@@ -1,5 +1,6 @@
 """A tiny TLS server speaking just enough of the Kubernetes API for the real `kubernetes`
-client: GET the Infrastructure `cluster` object and list Leases with a label selector.
+client: GET the Infrastructure `cluster` object and list Leases with a label selector (or
+answer a recorded list as it is).
 It checks the bearer token, as an apiserver does. Runs in a thread (the client is sync).
 """
 
@@ -39,6 +40,7 @@ class KubeAPI:
     def __init__(self, context: ssl.SSLContext, token: str) -> None:
         self.infrastructure: dict[str, Any] | None = None
         self.leases: list[dict[str, Any]] = []
+        self.lease_list: dict[str, Any] | None = None  # a recorded LeaseList: served as it is
         self.forbidden: set[str] = set()  # paths RBAC does not let this token read: 403
         self.token = token
         self.requests: list[str] = []
@@ -85,6 +87,8 @@ class KubeAPI:
             return 403, status(403, "Forbidden")
         if parts.path == INFRASTRUCTURE and self.infrastructure is not None:
             return 200, self.infrastructure
+        if parts.path == LEASES and self.lease_list is not None:
+            return 200, self.lease_list
         if parts.path == LEASES:
             selector = parse_qs(parts.query).get("labelSelector", [""])[0]
             key, _, value = selector.partition("=")

@@ -1,0 +1,73 @@
+"""The other edge as a JUnit test per LB, from summary.json's `restarts` (`report.restarts`),
+and the one line that tells a reader which edge of a restart broke.
+
+`... should not route to an apiserver before it can serve` fails on any early failure through
+the LB: an answer that failed from a restarted instance in its first seconds after its
+`/readyz` went true (the bug of openshift/kubernetes #2730). It passes where the LB took a
+restarted instance back and met none, and is skipped where it took none back. The direct
+path (localhost) is no LB: nothing chose the server there, so it is never judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prober.core.models import LB
+from prober.report.documents import SummaryDocument
+from prober.report.restarts import RestartLBEntry
+from prober.report.verdicts import Status, Verdict
+
+BEFORE_IT_CAN_SERVE = (
+    "[sig-api-machinery] load-balancer/{lb} should not route to an apiserver before it can serve"
+)
+
+
+def judge_early(summary: SummaryDocument) -> list[Verdict]:
+    section = summary.get("restarts")
+    if section is None:
+        return []
+    return [_verdict(e) for e in section["lbs"] if e["lb"] != LB.LOCALHOST]
+
+
+def _verdict(e: RestartLBEntry) -> Verdict:
+    name = BEFORE_IT_CAN_SERVE.format(lb=e["lb"])
+    observed = float(e["early"])
+    if e["early"]:
+        message = (
+            f"{e['early']} requests failed on an apiserver it sent them to in its first seconds "
+            f"after /readyz went true: {e['text']}"
+        )
+        return Verdict(name, None, None, Status.FAILED, message, (e["text"],), observed, 0.0)
+    if not e["taken_back"]:
+        message = f"it took no restarted apiserver back in the run: {e['text']}"
+        return Verdict(name, None, None, Status.SKIPPED, message, (), observed, 0.0)
+    return Verdict(name, None, None, Status.PASSED, e["text"], (), observed, 0.0)
+
+
+def explain_restarts(summary: SummaryDocument) -> list[str]:
+    """One line per LB for `explained`."""
+    section = summary.get("restarts")
+    if section is None:
+        return []
+    return [f"{summary['platform']} {e['text']}" for e in section["lbs"]]
+
+
+def edges_line(verdicts: Iterable[Verdict]) -> str:
+    """Which edge of a restart broke, in one line: the shutdown's (an LB kept routing to a
+    server going away) or the add-back's (an LB routed to one that could not serve yet)."""
+    failed = [v for v in verdicts if v.status is Status.FAILED]
+    early = [v for v in failed if _is_early(v.name)]
+    shutdown = [v for v in failed if v.key is not None and not _is_early(v.name)]
+    if not early and not shutdown:
+        return "edges: nothing failed at either edge of a restart"
+    parts = []
+    if shutdown:
+        parts.append(f"shutdown edge (readyz false): {len(shutdown)} LB tests failed")
+    if early:
+        lbs = ", ".join(v.name.split("load-balancer/")[1].split(" ")[0] for v in early)
+        parts.append(f"add-back edge (readyz true too early): routed before it could serve: {lbs}")
+    return "edges: " + "; ".join(parts)
+
+
+def _is_early(name: str) -> bool:
+    return name.endswith("should not route to an apiserver before it can serve")

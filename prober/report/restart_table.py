@@ -1,0 +1,77 @@
+"""The restarted apiservers in `report.html`: a row per instance, from summary.json's
+`restarts` (`report.restarts`), beside the capacity lanes (`report.capacity`).
+
+Each row: the instance as a reader knows it (`node #start`) and its Lease holder, T1 with its
+bound and the signal that set each side, then per LB the add-back with its bound against the
+LB's worst (its budget: interval x healthy threshold, a timeout) and its early failures, and
+the failures through every LB that no answer could put on an instance (unattributed).
+"""
+
+from __future__ import annotations
+
+from prober.report.anchors import instance_anchor
+from prober.report.restarts import AddBackEntry, InstanceEntry, RestartsSection
+from prober.report.svg import esc
+from prober.report.tables import bounded, seconds
+
+# Which signal set a side of T1 (`core.instances`), in the report's words; an LB's answer
+# reads "<lb> answer" and is shown as it is.
+_SIGNALS = {
+    "old-instance": "the old process still answering",
+    "lease-first-write": "the new holder's first Lease write",
+    "lease-read": "the Lease read before the new holder",
+}
+
+
+def signal(by: str | None) -> str:
+    if by is None:
+        return "nothing"
+    return _SIGNALS.get(by, by.replace(" answer", "'s first answer from it"))
+
+
+def restarts_table(section: RestartsSection | None) -> str:
+    if section is None or not section["instances"]:
+        return "<p>No kube-apiserver was restarted during this run.</p>"
+    lbs = [e["lb"] for e in section["lbs"]]
+    rows = [_row(entry, lbs) for entry in section["instances"]]
+    head = (
+        "<tr><th>restarted apiserver</th><th>Lease holder</th>"
+        "<th>T1: /readyz went true [where it truly lies]</th><th>lower bound set by</th>"
+        "<th>upper bound set by</th>"
+        + "".join(f"<th>{esc(lb)}: add-back after T1 [bound]; its worst</th>" for lb in lbs)
+        + "<th>early failures</th><th>unattributed failures</th></tr>"
+    )
+    summary = "".join(f"<li>{esc(e['text'])}</li>" for e in section["lbs"])
+    return f'<table>{head}{"".join(rows)}</table><ul class="explained">{summary}</ul>'
+
+
+def _row(entry: InstanceEntry, lbs: list[str]) -> str:
+    backs = {b["lb"]: b for b in entry["lbs"]}
+    complete = "" if entry["complete"] else " (the run ended before every LB took it back)"
+    cells = [
+        f"<td>{esc(entry['label'])}{esc(complete)}</td>",
+        f"<td>{esc(entry['holder'] or '-')}</td>",
+        f'<td class="num">{bounded(entry["t1"], entry["t1_lo"], entry["t1_hi"])}</td>',
+        f"<td>{esc(signal(entry['t1_lo_by']))}</td>",
+        f"<td>{esc(signal(entry['t1_hi_by']))}</td>",
+        *(_add_back(backs.get(lb)) for lb in lbs),
+        f'<td class="num">{entry["early"]}</td>',
+        f'<td class="num">{sum(b["unattributed"] for b in entry["lbs"])}</td>',
+    ]
+    anchor = instance_anchor(entry["host"], entry["start"])
+    return f'<tr id="{esc(anchor)}">{"".join(cells)}</tr>'
+
+
+def _add_back(back: AddBackEntry | None) -> str:
+    if back is None:
+        return "<td>-</td>"
+    if back["seconds"] is None:
+        shown = "not taken back"
+    else:
+        shown = bounded(back["seconds"], back["seconds_lo"], back["seconds_hi"])
+    if back["budget"] is not None:
+        verdict = f": {back['verdict']}" if back["verdict"] else ""
+        shown += f"; worst {seconds(back['budget'])}{verdict}"
+    if back["early"]:
+        shown += f"; {back['early']} early"
+    return f'<td class="num">{esc(shown)}</td>'
