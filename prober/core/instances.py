@@ -28,8 +28,10 @@ lies at or before the end of its first answer through that LB (any connection: i
 through the LB after the process started), and after T1. Fresh connections the LB sent
 elsewhere bound A from below as they bound a reaction (`core.reaction`): if A came before the
 m-th such miss before the first hit, m fresh choices in a row missed a server in rotation,
-a chance of at most `MISS_CHANCE`. Not so through an LB that ramps a server it took back up
-slowly (HAProxy's `slowstart`): there A is bounded below by T1 alone. The add-back is A - T1:
+a chance of at most `MISS_CHANCE`. Not where a request through the LB went unanswered
+before its first answer (a hang sends nothing: it may have reached the new process), nor
+through an LB that ramps a server it took back up slowly (HAProxy's `slowstart`): there A
+is bounded below by T1 alone. The add-back is A - T1:
 `[A_lo - t1_hi, A_hi - t1_lo]`.
 
 Early: a failed answer from a restarted instance (its header says it answered; a 5xx, a
@@ -52,12 +54,23 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import ClassVar
 
-from prober.core.models import LB, Connection, IdentitySeen, ReadyzAnswer, Sample, StreamId
+from prober.core.models import (
+    LB,
+    Connection,
+    ErrorClass,
+    IdentitySeen,
+    ReadyzAnswer,
+    Sample,
+    StreamId,
+)
 from prober.core.reaction import misses_needed
 
 DEFAULT_EARLY_FOR = 90.0
 ADD_BACK_HORIZON = 600.0  # seconds after its first sign: an LB that never took it back
+IN_FLIGHT = 60.0  # longer than a request lasts (the daemon's timeout, 5 s by default)
 _RECENT = 512  # fresh answers kept per LB: the misses that bound an add-back from below
+# What a fresh connection meets where the LB sent it to no listening server.
+_NOTHING_THERE = frozenset({ErrorClass.CONNECT_REFUSED, ErrorClass.CONNECTION_RESET})
 
 OLD_INSTANCE, LEASE_FIRST, LEASE_READ = "old-instance", "lease-first-write", "lease-read"
 READYZ_OK, READYZ_NOT_OK = "localhost /readyz ok", "localhost /readyz not ok"
@@ -121,6 +134,9 @@ class _Live:
     # LBs that sent a fresh connection to nothing while its host restarted: they may never
     # have taken the host out, so their answers say nothing of its /readyz.
     blind: set[LBKey] = field(default_factory=set)
+    # LBs through which a request sent before their first answer from it went unanswered: it
+    # may have reached this process (a hang sends nothing), so their misses bound nothing.
+    hidden: set[LBKey] = field(default_factory=set)
     hits: dict[LBKey, tuple[float, float, float | None]] = field(default_factory=dict)
     early: dict[LBKey, int] = field(default_factory=dict)
     unattributed: dict[LBKey, int] = field(default_factory=dict)
@@ -141,6 +157,7 @@ class _Host:
     last_true_t: float | None = None  # the newest shutdown=true answer's send time
     lease_ahead: bool = False  # the newest instance came by its Lease, not yet by answers
     blind: set[LBKey] = field(default_factory=set)  # `_Live.blind`, since the cut
+    hidden: set[LBKey] = field(default_factory=set)  # `_Live.hidden`: hangs since the cut
 
 
 class InstanceTracker:
@@ -189,7 +206,7 @@ class InstanceTracker:
         if host.cut is None:  # no shutdown seen: the old process was gone by this renewal
             host.cut = seen.renew_t if seen.renew_t is not None else seen.t
             host.cut_t = host.cut
-            host.blind = set()
+            host.blind, host.hidden = set(), set()
         self._restarted(host, seen.host, seen.renew_t or seen.t, seen.holder)
         host.lease_ahead = True
         host.instances[-1].lower(lower, by)
@@ -278,7 +295,7 @@ class InstanceTracker:
                 return None
             if host.cut is None:
                 host.cut_t = sample.t
-                host.blind = set()
+                host.blind, host.hidden = set(), set()
             host.cut = sample.end if host.cut is None else min(host.cut, sample.end)
             host.last_true_t = max(host.last_true_t or -math.inf, sample.t)
             return None
@@ -296,6 +313,7 @@ class InstanceTracker:
     def _restarted(self, host: _Host, name: str, first_t: float, holder: str | None) -> None:
         start = host.instances[-1].start + 1 if host.instances else 1
         live = _Live(name, start, holder, first_t, since=host.cut_t, blind=set(host.blind))
+        live.hidden = set(host.hidden)
         live.lower(host.last_true_t, OLD_INSTANCE)
         host.instances.append(live)
         self._open.append(live)
@@ -336,14 +354,7 @@ class InstanceTracker:
         if sample.lb is LB.LOCALHOST or sample.same_node:
             return
         key = (sample.target, sample.lb)
-        if sample.connection is Connection.NEW or not sample.connection_age:
-            # A connection the LB sent to nothing: it may still route to a restarting host.
-            for host in self._hosts.values():
-                if host.cut is not None:
-                    host.blind.add(key)
-            for instance in self._open:
-                if key not in instance.hits:
-                    instance.blind.add(key)
+        self._suspect(key, sample)
         if any(host.cut is not None for host in self._hosts.values()):
             return  # a shutdown under way: the failure may well be its edge's
         for instance in self._open:
@@ -351,13 +362,39 @@ class InstanceTracker:
             if lo <= sample.t <= instance.young_until(self.early_for):
                 instance.unattributed[key] = instance.unattributed.get(key, 0) + 1
 
+    def _suspect(self, key: LBKey, sample: Sample) -> None:
+        """What an unanswered request through an LB puts in doubt: that the LB took a
+        restarting host out (`blind`), that its misses before its first answer from the new
+        process are misses (`hidden`)."""
+        fresh = sample.connection is Connection.NEW or not sample.connection_age
+        if fresh and sample.error in _NOTHING_THERE:
+            # A connection the LB sent to nothing: it may still route to a restarting host.
+            for host in self._hosts.values():
+                if host.cut is not None:
+                    host.blind.add(key)
+            for instance in self._open:
+                if key not in instance.hits:
+                    instance.blind.add(key)
+        if sample.error is ErrorClass.TIMEOUT:  # a hang: perhaps on a process not yet seen
+            for host in self._hosts.values():
+                if host.cut is not None:
+                    host.hidden.add(key)
+        for instance in self._open:
+            hit = instance.hits.get(key)
+            since = instance.since if instance.t1_lo is None else instance.t1_lo
+            if sample.t >= since and (hit is None or sample.t < hit[0]):
+                instance.hidden.add(key)
+
     def _missing(self, instance: _Live) -> bool:
         return any(key not in instance.hits for key in self._lbs)
 
     def _ready_to_write(self, instance: _Live, now: float) -> bool:
         if now > instance.first_t + ADD_BACK_HORIZON:
             return True
-        return not self._missing(instance) and now > instance.young_until(self.early_for)
+        # A request sent while it was young may still be in flight: its end (a hang's timeout)
+        # can still void an LB's misses, so the record waits for the slowest to come back.
+        settled = instance.young_until(self.early_for) + IN_FLIGHT
+        return not self._missing(instance) and now > settled
 
     def _finish(self, done: Callable[[_Live], bool]) -> list[Instance]:
         written = [self._record(i, complete=not self._missing(i)) for i in self._open if done(i)]
@@ -388,6 +425,8 @@ class InstanceTracker:
         hit = live.hits.get(key)
         first_t, added_hi, sampled = hit if hit is not None else (None, None, None)
         t1_lo = None if key in live.blind else live.t1_lo  # a blind LB may route before T1
+        if key in live.hidden or key in live.blind:
+            sampled = None  # an unanswered request may have been its first to the process
         lows = [x for x in (sampled, t1_lo) if x is not None]
         added_lo = max(lows) if lows and added_hi is not None else None
         if added_lo is not None and added_hi is not None:

@@ -6,6 +6,7 @@ import pytest
 
 from prober.core.header import ShutdownHeader
 from prober.core.instances import (
+    IN_FLIGHT,
     LEASE_FIRST,
     LEASE_READ,
     OLD_INSTANCE,
@@ -165,7 +166,7 @@ def test_unanswered_failures_through_an_lb_while_an_instance_is_young_are_unattr
     assert (internal.unattributed, internal.early) == (1, 0)
 
 
-def test_the_record_comes_once_every_lb_served_it_and_its_young_time_is_over():
+def test_the_record_comes_once_every_lb_served_it_and_nothing_young_is_in_flight():
     records = [*rollout(), sample(21.0, host="A", stream=OTHER), sample(29.0, host="B")]
     tracker = InstanceTracker(STREAMS, early_for=EARLY_FOR)
     out = []
@@ -173,7 +174,9 @@ def test_the_record_comes_once_every_lb_served_it_and_its_young_time_is_over():
         assert isinstance(record, Sample)
         out.append(tracker.feed(tracker.mark(record)))
     assert [len(o) for o in out[-3:]] == [0, 0, 0]  # young until 20.01 + 10
-    assert tracker.feed(tracker.mark(sample(30.5, host="B")))[0].complete
+    # Young until 30.01; a request sent by then may take IN_FLIGHT to come back.
+    assert tracker.feed(tracker.mark(sample(30.5 + IN_FLIGHT - 1, host="B"))) == []
+    assert tracker.feed(tracker.mark(sample(30.5 + IN_FLIGHT, host="B")))[0].complete
     assert tracker.close() == []
 
 
@@ -268,3 +271,12 @@ def test_a_readyz_answer_from_the_old_process_says_nothing_of_the_new_one():
     tracker.feed(tracker.mark(sample(0.0, host="A")))
     tracker.readyz(readyz(1.0, 200))  # before any shutdown: the running process
     assert tracker.close() == []
+
+
+def test_a_request_unanswered_before_the_first_answer_voids_the_miss_bound():
+    records = rollout()
+    back = records.pop()
+    records += [sample(19.0, error=ErrorClass.TIMEOUT, dur=5.0), back]
+    _, _, [instance] = run(records)
+    internal = next(b for b in instance.lbs if b.lb is LB.INTERNAL)
+    assert internal.added_lo == instance.t1_lo == 4.0  # the hang may have been its first
