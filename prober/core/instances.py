@@ -63,6 +63,7 @@ from prober.core.models import (
     Sample,
     StreamId,
 )
+from prober.core.numbers import micro
 from prober.core.reaction import misses_needed
 
 DEFAULT_EARLY_FOR = 90.0
@@ -76,6 +77,11 @@ OLD_INSTANCE, LEASE_FIRST, LEASE_READ = "old-instance", "lease-first-write", "le
 READYZ_OK, READYZ_NOT_OK = "localhost /readyz ok", "localhost /readyz not ok"
 
 LBKey = tuple[str, LB]  # target x LB: one rotation
+
+
+def instance_label(where: str, start: int) -> str:
+    """An apiserver process as a reader knows it: its node (or host), which start there."""
+    return f"{where} #{start}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +122,7 @@ class Instance:
     @property
     def label(self) -> str:
         """As a reader knows it: its node (its host if none), and which start there."""
-        return f"{self.node or self.host} #{self.start}"
+        return instance_label(self.node or self.host, self.start)
 
 
 @dataclass(slots=True)
@@ -129,7 +135,6 @@ class _Live:
     t1_lo_by: str | None = None
     t1_hi: float | None = None
     t1_hi_by: str | None = None
-    seen: bool = False  # answered a sample yet
     since: float = -math.inf  # its host's cut: misses of the LBs count from here
     # LBs that sent a fresh connection to nothing while its host restarted: they may never
     # have taken the host out, so their answers say nothing of its /readyz.
@@ -277,9 +282,6 @@ class InstanceTracker:
         """Whether a restarted instance has not yet been served through this LB."""
         return any((target, lb) not in i.hits for i in self._open)
 
-    def label(self, host: str, start: int) -> str:
-        return f"{self._nodes.get(host) or host} #{start}"
-
     # -- the parts -------------------------------------------------------------------------
 
     def _answered_by(
@@ -287,7 +289,7 @@ class InstanceTracker:
     ) -> _Live | None:
         host = self._hosts.setdefault(name, _Host())
         if not host.instances:
-            host.instances.append(_Live(name, 1, None, sample.t, seen=True))
+            host.instances.append(_Live(name, 1, None, sample.t))
         newest = host.instances[-1]
         if shutdown:
             if host.lease_ahead:  # the old process, still draining: the new one is not up
@@ -306,7 +308,6 @@ class InstanceTracker:
         host.lease_ahead = False
         host.cut = None
         newest = host.instances[-1]
-        newest.seen = True
         newest.first_t = min(newest.first_t, sample.t)
         return newest
 
@@ -343,7 +344,7 @@ class InstanceTracker:
         return misses[needed - 1] if len(misses) >= needed else None
 
     def _note_fresh(self, sample: Sample) -> None:
-        if sample.lb is LB.LOCALHOST or not _fresh(sample):
+        if sample.lb is LB.LOCALHOST or not _lb_chose(sample):
             return
         assert sample.shutdown is not None
         key = (sample.target, sample.lb)
@@ -366,8 +367,7 @@ class InstanceTracker:
         """What an unanswered request through an LB puts in doubt: that the LB took a
         restarting host out (`blind`), that its misses before its first answer from the new
         process are misses (`hidden`)."""
-        fresh = sample.connection is Connection.NEW or not sample.connection_age
-        if fresh and sample.error in _NOTHING_THERE:
+        if _lb_chose(sample) and sample.error in _NOTHING_THERE:
             # A connection the LB sent to nothing: it may still route to a restarting host.
             for host in self._hosts.values():
                 if host.cut is not None:
@@ -397,10 +397,9 @@ class InstanceTracker:
         return not self._missing(instance) and now > settled
 
     def _finish(self, done: Callable[[_Live], bool]) -> list[Instance]:
-        written = [self._record(i, complete=not self._missing(i)) for i in self._open if done(i)]
-        if written:
-            self._open = [i for i in self._open if not done(i)]
-        return written
+        finished = [i for i in self._open if done(i)]
+        self._open = [i for i in self._open if i not in finished]
+        return [self._record(i, complete=not self._missing(i)) for i in finished]
 
     def _record(self, live: _Live, *, complete: bool) -> Instance:
         lo, hi = live.t1_lo, live.t1_hi
@@ -457,10 +456,13 @@ class InstanceTracker:
 
 
 def _us(value: float | None) -> float | None:
-    """Seconds to the microsecond, as the samples' times are: no arithmetic noise past it."""
-    return None if value is None else round(value, 6)
+    return None if value is None else micro(value)
 
 
-def _fresh(sample: Sample) -> bool:
-    """Whether the LB chose a server for this request: it opened its connection."""
-    return sample.connection is Connection.NEW or sample.connection_age == 0.0
+def _lb_chose(sample: Sample) -> bool:
+    """Whether the LB chose a server for this request: it opened its connection (a connect
+    that failed has no age; an answer in a log from before ages were kept has none either,
+    and a reused stream's then says nothing)."""
+    if sample.connection is Connection.NEW or sample.connection_age == 0.0:
+        return True
+    return sample.connection_age is None and sample.failed

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prober.core.instances import instance_label
 from prober.core.models import LB
 from prober.lab.truth import LbTruth, TruthError, first_up, process_records
 
@@ -55,7 +56,7 @@ class InstanceTruth:
     @property
     def label(self) -> str:
         """As a reader knows an instance: its node, and which start on that node."""
-        return f"{self.hostname} #{self.start}"
+        return instance_label(self.hostname, self.start)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 from prober.core.budgets import Platform
-from prober.core.instances import AddBack, Instance
+from prober.core.instances import AddBack, Instance, instance_label
 from prober.core.models import LB, Window
 from prober.report.tables import bounded, seconds, table
 
@@ -77,7 +77,7 @@ def shutting_label(window: Window, instances: Sequence[Instance]) -> str:
     known) and which start on it, one more than its host's restarts seen before its T0."""
     before = [i for i in instances if i.host == window.host and i.first_t <= window.t0]
     node = window.node or next((i.node for i in instances if i.host == window.host), None)
-    return f"{node or window.host} #{1 + len(before)}"
+    return instance_label(node or window.host, 1 + len(before))
 
 
 def restarts_section(
