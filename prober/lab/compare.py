@@ -50,12 +50,7 @@ class Row:
     def outside(self, tolerance: float) -> float | None:
         """How far the truth lies outside [lo, hi] beyond `tolerance` (negative: below lo);
         None when inside, or when a span of truth meets the bound."""
-        until = self.truth if self.truth_until is None else self.truth_until
-        if self.lo is not None and until < self.lo - tolerance:
-            return until - self.lo
-        if self.hi is not None and self.truth > self.hi + tolerance:
-            return self.truth - self.hi
-        return None
+        return outside(self.truth, self.lo, self.hi, tolerance, self.truth_until)
 
     @property
     def width(self) -> float | None:
@@ -69,6 +64,23 @@ class ShutdownResult:
     t0_error: float | None  # the daemon's t0 minus the true T0, seconds
     rows: tuple[Row, ...]
     offset: float = 0.0  # wall-clock seconds at the daemon's run time 0
+
+
+def outside(
+    truth: float,
+    lo: float | None,
+    hi: float | None,
+    tolerance: float,
+    until: float | None = None,
+) -> float | None:
+    """How far a truth (or the span [truth, until]) lies outside [lo, hi] beyond
+    `tolerance` (negative: below lo); None when inside. None bounds nothing on its side."""
+    last = truth if until is None else until
+    if lo is not None and last < lo - tolerance:
+        return last - lo
+    if hi is not None and truth > hi + tolerance:
+        return truth - hi
+    return None
 
 
 def wall_offset(log: RunLog) -> float:

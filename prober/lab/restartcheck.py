@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 from prober.core.instances import AddBack, Instance
 from prober.core.models import LB, Sample
+from prober.lab.compare import outside
 from prober.lab.instances import InstanceTruth, add_backs
 from prober.lab.restarts import lb_of
 from prober.lab.truth import LbTruth
-from prober.report.early_verdicts import BEFORE_IT_CAN_SERVE
-from prober.report.tables import bounded, table
+from prober.report.early_verdicts import early_lb
+from prober.report.tables import bound, bounded, table
 from prober.report.verdicts import Status, Verdict
 
 
@@ -88,12 +89,12 @@ def check_restarts(
 
 def _t1(label: str, ready: float, instance: Instance, tolerance: float) -> list[str]:
     lo, hi = instance.t1_lo, instance.t1_hi
-    if (lo is not None and ready < lo - tolerance) or (hi is not None and ready > hi + tolerance):
-        return [
-            f"{label}: true T1 at {ready:.3f} s, outside the bound [{_s(lo)}, {_s(hi)}] "
-            f"(set by {instance.t1_lo_by} and {instance.t1_hi_by})"
-        ]
-    return []
+    if outside(ready, lo, hi, tolerance) is None:
+        return []
+    return [
+        f"{label}: true T1 at {ready:.3f} s, outside the bound {bound(lo, hi, 3)} "
+        f"(set by {instance.t1_lo_by} and {instance.t1_hi_by})"
+    ]
 
 
 def _row(
@@ -126,19 +127,16 @@ def _row_problems(row: AddBackRow, tolerance: float, end_t: float) -> list[str]:
             f"{where}: the LB took it back {row.truth:.3f} s after T1; the daemon saw no answer"
         ]
     found = []
-    lo, hi = row.added_lo, row.added_hi
-    if (lo is not None and row.added_truth < lo - tolerance) or row.added_truth > hi + tolerance:
+    if outside(row.added_truth, row.added_lo, row.added_hi, tolerance) is not None:
         found.append(
             f"{where}: the LB took it back at {row.added_truth:.3f} s, outside the bound "
-            f"[{_s(lo)}, {_s(hi)}]"
+            f"{bound(row.added_lo, row.added_hi, 3)}"
         )
     assert row.truth is not None
-    if (row.lo is not None and row.truth < row.lo - tolerance) or (
-        row.hi is not None and row.truth > row.hi + tolerance
-    ):
+    if outside(row.truth, row.lo, row.hi, tolerance) is not None:
         found.append(
             f"{where}: add-back {row.truth:.3f} s after T1, outside the bound "
-            f"[{_s(row.lo)}, {_s(row.hi)}] (measured {_s(row.measured)})"
+            f"{bound(row.lo, row.hi, 3)} (measured {_s(row.measured)})"
         )
     return found
 
@@ -202,9 +200,7 @@ def junit_problems(check: RestartCheck, verdicts: Sequence[Verdict]) -> list[str
     to an instance that answered it early."""
     expected = {str(lb) for lb, n in check.early_by_lb.items() if n and lb is not LB.LOCALHOST}
     failed = {
-        v.name.split("load-balancer/")[1].split(" ")[0]
-        for v in verdicts
-        if v.name.endswith(BEFORE_IT_CAN_SERVE.split("} ")[1]) and v.status is Status.FAILED
+        lb for v in verdicts if v.status is Status.FAILED and (lb := early_lb(v.name)) is not None
     }
     if failed == expected:
         return []

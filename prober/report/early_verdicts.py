@@ -56,18 +56,22 @@ def edges_line(verdicts: Iterable[Verdict]) -> str:
     """Which edge of a restart broke, in one line: the shutdown's (an LB kept routing to a
     server going away) or the add-back's (an LB routed to one that could not serve yet)."""
     failed = [v for v in verdicts if v.status is Status.FAILED]
-    early = [v for v in failed if _is_early(v.name)]
-    shutdown = [v for v in failed if v.key is not None and not _is_early(v.name)]
+    early = [lb for v in failed if (lb := early_lb(v.name)) is not None]
+    shutdown = [v for v in failed if v.key is not None and early_lb(v.name) is None]
     if not early and not shutdown:
         return "edges: nothing failed at either edge of a restart"
     parts = []
     if shutdown:
         parts.append(f"shutdown edge (readyz false): {len(shutdown)} LB tests failed")
     if early:
-        lbs = ", ".join(v.name.split("load-balancer/")[1].split(" ")[0] for v in early)
+        lbs = ", ".join(early)
         parts.append(f"add-back edge (readyz true too early): routed before it could serve: {lbs}")
     return "edges: " + "; ".join(parts)
 
 
-def _is_early(name: str) -> bool:
-    return name.endswith("should not route to an apiserver before it can serve")
+def early_lb(name: str) -> str | None:
+    """The LB a test of `BEFORE_IT_CAN_SERVE` judges; None for any other test."""
+    head, sep, tail = BEFORE_IT_CAN_SERVE.partition("{lb}")
+    if not (sep and name.startswith(head) and name.endswith(tail)):
+        return None
+    return name[len(head) : len(name) - len(tail)]
