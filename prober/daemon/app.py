@@ -294,11 +294,12 @@ class Daemon:
                     break
 
     def _restarting(self) -> bool:
-        """An apiserver restart is under way: a window is open on some kind's trackers (or,
-        where the trackers say so themselves, until every LB served the next instance)."""
+        """An apiserver restart is under way on a kind's trackers (`Trackers.restarting`,
+        from a host's first shutdown=true answer until every LB served its next process),
+        or a shutdown window is still open there."""
         for feed in self._feeds:
-            trackers = getattr(feed, "trackers", None)
-            if getattr(trackers, "restarting", False) or getattr(trackers, "open_hosts", ()):
+            trackers = getattr(feed, "trackers", None)  # the kinds that track shutdowns
+            if trackers is not None and (trackers.restarting or trackers.open_hosts):
                 return True
         return False
 

@@ -49,14 +49,12 @@ class ReadyzPoller:
         self._fast, self._slow = fast, slow
         self._clock = clock
         self._emit = emit
-        self.asked = 0
 
     async def run(self) -> None:
         while True:
             due = self._clock.monotonic() + self._fast
             if self._restarting():
                 self._emit(answer_of(await self._prober.sample()))
-                self.asked += 1
             else:
                 due += self._slow - self._fast
             await self._clock.sleep_until(due)

@@ -70,7 +70,10 @@ class HostDecoder:
     tell same-node samples (`core.samenode`), the holders only tell restarts: without them
     the prober measures as before."""
 
-    def __init__(self, access: ClusterAccess, *, renew_interval: float = 10.0) -> None:
+    def __init__(self, access: ClusterAccess, *, renew_interval: float) -> None:
+        """`renew_interval`: the apiservers' identity Lease renew interval (config
+        `identity_renew_interval`), which alone proves a renewal seen the holder's first:
+        no default, so that no caller reads the Leases by another's."""
         self._access = access
         self._nodes: dict[str, str] = {}
         self.nodes: Mapping[str, str] = MappingProxyType(self._nodes)

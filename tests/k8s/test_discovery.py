@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from prober.config import load_config
+from prober.config import Config, load_config
 from prober.core.header import format_shutdown_header
 from prober.core.kinds import standard_kinds
 from prober.core.models import LB, ApiserverNode, IdentitySeen, RunRecord, Sample, Window, rfc3339
@@ -30,6 +30,8 @@ from tests.support.waiting import until
 
 IDENTITY = {"apiserver.kubernetes.io/identity": "kube-apiserver"}
 API_TOKEN = "kube-api-token-0b5e"
+
+UPSTREAM_RENEW = Config().identity_renew_interval  # the default: upstream's 10 s
 
 
 @pytest.fixture
@@ -78,7 +80,7 @@ def test_targets_from_the_cluster_and_the_pod_environment(
 
 async def test_node_names_are_kept_once_learnt(kube: KubeAPI, certs: Certs, tmp_path: Path):
     access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
-    decoder = HostDecoder(access)
+    decoder = HostDecoder(access, renew_interval=UPSTREAM_RENEW)
     await decoder.refresh()
     kube.leases = kube.leases[1:]  # the stopped server's Lease is gone
     await decoder.refresh()
@@ -90,7 +92,7 @@ async def test_without_permission_to_read_leases_it_says_so_once(
     kube: KubeAPI, certs: Certs, tmp_path: Path, log_output: io.StringIO
 ) -> None:
     access = ClusterAccess.connect(False, str(kube.kubeconfig(tmp_path, certs.ca_file)))
-    decoder = HostDecoder(access)
+    decoder = HostDecoder(access, renew_interval=UPSTREAM_RENEW)
     await decoder.refresh()  # learnt
     kube.forbidden.add(LEASES)
     await decoder.refresh()
@@ -99,7 +101,7 @@ async def test_without_permission_to_read_leases_it_says_so_once(
     assert warning["level"] == "warning"
     assert warning["error"] == "leases in kube-system: HTTP 403 Forbidden"
     assert decoder.node_of(HOST_ID) == "master-0"  # what was learnt stays
-    fresh = HostDecoder(access)
+    fresh = HostDecoder(access, renew_interval=UPSTREAM_RENEW)
     await fresh.refresh()  # never allowed: nothing known, and no error
     assert dict(fresh.nodes) == {}
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from prober.config import Config
 from prober.core.models import IdentitySeen, parse_rfc3339
 from prober.k8s.cluster import ClusterAccess, LeaseView
 from prober.k8s.discovery import HostDecoder
@@ -37,6 +38,8 @@ NEXT_HOLDERS = {
     1: "ad9d074c-01cf-4e41-8e84-7c41d13aba7e",
     2: "701629d4-0a31-42b5-b92c-a441789a73e0",
 }
+
+UPSTREAM_RENEW = Config().identity_renew_interval  # the default: upstream's 10 s
 
 
 def seen(
@@ -189,7 +192,7 @@ async def test_before_the_runs_clock_a_read_learns_nodes_and_makes_no_record(
     read's, with no read before."""
     recorded.lease_list = json.loads((FIXTURES / "leases-three-masters.json").read_text())
     access = ClusterAccess.connect(False, str(recorded.kubeconfig(tmp_path, certs.ca_file)))
-    decoder = HostDecoder(access)
+    decoder = HostDecoder(access, renew_interval=UPSTREAM_RENEW)
     assert await decoder.refresh() == []
     assert decoder.node_of(HOSTS[1]) == "ci-op-x7k2m-master-1"
     script = Script([68.0, 68.1])
