@@ -9,6 +9,7 @@ the failures through every LB that no answer could put on an instance (unattribu
 
 from __future__ import annotations
 
+from prober.core.instances import LEASE_FIRST, LEASE_READ, OLD_INSTANCE
 from prober.report.anchors import instance_anchor
 from prober.report.restarts import AddBackEntry, InstanceEntry, RestartsSection
 from prober.report.svg import esc
@@ -17,9 +18,9 @@ from prober.report.tables import bounded, seconds
 # Which signal set a side of T1 (`core.instances`), in the report's words; an LB's answer
 # reads "<lb> answer" and is shown as it is.
 _SIGNALS = {
-    "old-instance": "the old process still answering",
-    "lease-first-write": "the new holder's first Lease write",
-    "lease-read": "the Lease read before the new holder",
+    OLD_INSTANCE: "the old process still answering",
+    LEASE_FIRST: "the new holder's first Lease write",
+    LEASE_READ: "the Lease read before the new holder",
 }
 
 

@@ -7,10 +7,12 @@ import random
 import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from prober.lab.apiserver import ApiServer, ApiServerOptions, BoundPorts
@@ -87,6 +89,27 @@ class Running:
 
 
 StartServer = Callable[..., Awaitable[Running]]
+
+
+@asynccontextmanager
+async def running_client(
+    running: Running,
+    certs: LabCerts,
+    headers: dict[str, str],
+    *,
+    http2: bool = False,
+    timeout: float = 5.0,
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTPS client of a running fake apiserver, over HTTP/2 or HTTP/1.1 only."""
+    async with httpx.AsyncClient(
+        base_url=running.url,
+        verify=certs.client_context(),
+        http2=http2,
+        http1=not http2,
+        headers=headers,
+        timeout=timeout,
+    ) as made:
+        yield made
 
 
 @pytest.fixture

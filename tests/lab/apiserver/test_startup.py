@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -19,7 +18,7 @@ from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_h
 from prober.lab.apiserver.options import EarlyAnswer
 from prober.lab.etcd import LabEtcd
 from tests.lab.apiserver.rawclient import RawH2
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit
+from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit, running_client
 from tests.support.waiting import until
 
 API = "/api/v1/namespaces/default"
@@ -28,18 +27,10 @@ H2_HEADERS = [(k.lower(), v) for k, v in HEADERS.items()]
 HOOK = "poststarthook/start-kube-apiserver-identity-lease-controller"
 
 
-@asynccontextmanager
-async def client(
+def client(
     running: Running, certs: LabCerts, http2: bool = False
-) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=running.url,
-        verify=certs.client_context(),
-        http2=http2,
-        http1=not http2,
-        headers=HEADERS,
-    ) as made:
-        yield made
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return running_client(running, certs, HEADERS, http2=http2)
 
 
 def records(running: Running, event: str | None = None) -> list[dict[str, Any]]:

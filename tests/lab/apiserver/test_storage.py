@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -18,7 +18,7 @@ import pytest
 from prober.lab.apiserver import server as server_module
 from prober.lab.apiserver.options import OptionsError
 from prober.lab.etcd import LabEtcd
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, running_client
 from tests.support.waiting import until
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
@@ -37,19 +37,10 @@ def lease(name: str, holder: str = "me", rv: str | None = None) -> dict[str, Any
     }
 
 
-@asynccontextmanager
-async def client(
+def client(
     running: Running, certs: LabCerts, http2: bool = False
-) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=running.url,
-        verify=certs.client_context(),
-        http2=http2,
-        http1=not http2,
-        headers=AUTH,
-        timeout=10,
-    ) as made:
-        yield made
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return running_client(running, certs, AUTH, http2=http2, timeout=10)
 
 
 @pytest.fixture
