@@ -143,6 +143,16 @@ def test_held_watches_give_way_to_the_one_whose_end_says_which_is_its_own() -> N
     assert {pairs["int"].how, pairs["ext"].how} == {"reset"}
 
 
+def test_a_held_watch_is_never_one_its_server_ended_in_words() -> None:
+    # gcp at 0.05: a watch held until the stop landed 0.06 s after another one on its
+    # server ended with a 410; that end would have reached the client at once.
+    held = measured(8.15, 16.5, "stopped")
+    ts = [truth(8.09, 8.097, "gone"), truth(8.155, 16.52, "client-gone")]
+    [(_, t)] = pair([held], ts, OFFSET, 0.1)
+    assert t is not None
+    assert t.how == "client-gone"
+
+
 def test_a_group_too_large_to_search_is_paired_nearest_ends_first() -> None:
     # Ten streams of one protocol landing at once on one server: past SEARCHED, greedily.
     ms = [measured(1.0, 10.0 + i, "closed", stream=f"s{i}") for i in range(10)]
