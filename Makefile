@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SYSDEPS := $(VENV)/.system-deps
 PYTEST_ARGS ?=
 
-.PHONY: test test-loaded test-matrix test-repeat lint unit fuzz setup demo bench clean
+.PHONY: test test-loaded test-matrix test-repeat lint unit fuzz setup demo bench golden clean
 
 test: setup lint unit
 
@@ -69,6 +69,11 @@ test-loaded: setup
 # daemon measuring it, the measurement against the truth. DEMO_ARGS='--platform gcp --check'.
 demo: setup
 	$(BIN)/prober lab $(DEMO_ARGS)
+
+# When a change alters an output on purpose: write tests/golden/expected anew from the
+# committed event log, then review `git diff tests/golden` (tests/golden/outputs.py).
+golden: setup
+	$(BIN)/python -m tests.golden.outputs --update
 
 bench: setup
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
