@@ -71,9 +71,11 @@ demo: setup
 	$(BIN)/prober lab $(DEMO_ARGS)
 
 # When a change alters an output on purpose: write tests/golden/expected anew from the
-# committed event log, then review `git diff tests/golden` (tests/golden/outputs.py).
+# committed event log, and the README's picture docs/rollout.svg from it; then review
+# `git diff tests/golden docs` (tests/golden/outputs.py, tests/docs/picture.py).
 golden: setup
 	$(BIN)/python -m tests.golden.outputs --update
+	$(BIN)/python -m tests.docs.picture --update
 
 bench: setup
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

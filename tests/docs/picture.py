@@ -1,0 +1,178 @@
+"""The README's picture, `docs/rollout.svg`: one rolling restart through a late LB and a good one.
+
+Drawn by the report's own timeline (`report.timeline.lb_timeline`, as `report.html` draws
+it) from the committed golden fixture, a real lab run (`prober lab --scenario slow-lb
+--platform gcp --interval 500ms --workers 1`: gcp's external LB was made slow). It takes the
+daemon's own `window` and `interval` records and the logged samples; `prober analyze` of this
+log replays the same (its golden stderr warns of no difference). Only the new-connection
+streams are drawn: a kept connection stays on its server until the server closes it, through
+any LB, so those rows say nothing of the LB's health check.
+
+When the timeline's drawing changes on purpose, draw the picture anew and review it:
+
+    make golden        # also runs: .venv/bin/python -m tests.docs.picture --update
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from prober.core.eventlog import EventLogReader
+from prober.core.models import LB, Connection, Interval, RunEnd, Sample, StreamId, Window
+from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
+from prober.report.timeline import WIDTH, StreamMarks, View, lb_timeline
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "golden" / "fixture" / "events.jsonl.gz"
+PICTURE = ROOT / "docs" / "rollout.svg"
+SHOWN = (LB.EXTERNAL, LB.INTERNAL)
+# The share of the shutdown delay past which a reaction is late: the report's "80 % of the
+# delay" test (the last 20 % is for the connections opened in it to drain).
+LATE_SHARE = 0.8
+HEAD = 96  # pixels above the first timeline: title, subtitle, legend
+GAP = 30  # pixels above each timeline for its heading
+# `report.page`'s rules for the timeline's classes, on a white ground (GitHub's dark theme).
+STYLE = """
+text { font: 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fill: #1b1b1b; }
+.tick { fill: #333; } .axis-title { font-weight: 600; } .label { font-weight: 600; }
+.axis { stroke: #333; } .grid { stroke: #e6e6e6; } .row { stroke: #bbb; }
+.title { font-size: 16px; font-weight: 600; } .lb { font-size: 14px; font-weight: 600; }
+"""
+
+
+class Run:
+    """What the picture needs of one event log: its windows, intervals, samples and end."""
+
+    def __init__(self, path: Path) -> None:
+        self.windows: list[Window] = []
+        self.intervals: list[Interval] = []
+        self.samples: list[Sample] = []
+        self.end_t = 0.0
+        with gzip.open(path, "rb") as lines:
+            for record in EventLogReader(lines, source=str(path)):
+                if isinstance(record, Window):
+                    self.windows.append(record)
+                elif isinstance(record, Interval):
+                    self.intervals.append(record)
+                elif isinstance(record, Sample):
+                    self.samples.append(record)
+                    self.end_t = max(self.end_t, record.end)
+                elif isinstance(record, RunEnd):
+                    self.end_t = max(self.end_t, record.t)
+
+    def marks(self, lb: LB) -> list[StreamMarks]:
+        """The new-connection rows of one LB, in the report's order."""
+        rows: dict[str, StreamMarks] = {}
+        for sample in self.samples:
+            stream = sample.stream_id
+            if stream.lb is not lb or stream.connection is not Connection.NEW:
+                continue
+            row = rows.setdefault(stream.name, StreamMarks(StreamId.parse(stream.name)))
+            if sample.late:
+                row.late.append(sample.t)
+            if sample.failed:
+                row.failures.append(sample.t)
+        for interval in self.intervals:
+            if interval.stream in rows:
+                rows[interval.stream].intervals.append(interval)
+        return sorted(rows.values(), key=lambda m: (m.stream.target, m.stream.protocol))
+
+    def heading(self, lb: LB) -> str:
+        """The LB's verdict in a line: its worst reaction on new connections against the
+        delay, and what failed."""
+        seen = [
+            (ws, w)
+            for w in self.windows
+            for ws in w.streams
+            if ws.stream_id.lb is lb and ws.stream_id.connection is Connection.NEW
+        ]
+        reactions = [(ws.reaction, w.delay) for ws, w in seen if ws.reaction is not None]
+        failures = sum(ws.failures for ws, _ in seen)
+        failed = f"; {failures} requests failed" if failures else "; no request failed"
+        if not reactions:
+            return f"{lb}: good: sent no request to a shutting-down apiserver{failed}"
+        worst, delay = max(reactions)
+        verdict = "late" if worst >= LATE_SHARE * delay else "good"
+        return (
+            f"{lb}: {verdict}: still sent requests {worst:.1f} s after T0 "
+            f"(shutdown delay {delay:g} s){failed}"
+        )
+
+
+def _legend(y: float) -> str:
+    items = [
+        ("band", HOST_COLOURS[0], "shutdown window of one apiserver"),
+        ("line", T0, "T0: /readyz false"),
+        ("dash", HOST_COLOURS[0], "delay ends"),
+        ("tick", LATE, "late request"),
+        ("cross", FAILURE, "failed request"),
+        ("bar", FAILURE, "disruption"),
+        ("bracket", T0, "reaction"),
+    ]
+    parts, x = [], 16.0
+    for kind, colour, text in items:
+        parts.append(f'<g transform="translate({x:.0f},{y - 11})">{swatch(kind, colour)}</g>')
+        parts.append(f'<text x="{x + 32:.0f}" y="{y}">{esc(text)}</text>')
+        x += 32 + 6.6 * len(text) + 14
+    return "\n".join(parts)
+
+
+def draw(path: Path = FIXTURE) -> str:
+    """The picture of the run in `path`, as SVG text."""
+    run = Run(path)
+    # Named by their node: the apiservers' long ids would overlap in the windows' labels.
+    run.windows = [replace(w, host=w.node or w.host, node=None) for w in run.windows]
+    colours: dict[str, str] = {}
+    for w in run.windows:
+        colours.setdefault(w.host, HOST_COLOURS[len(colours) % len(HOST_COLOURS)])
+    view = View("all", "the whole run", 0.0, max(run.end_t, 1.0), zoomed=False)
+    body, y = [], float(HEAD)
+    for lb in SHOWN:
+        rows = run.marks(lb)
+        svg = lb_timeline(f"load balancer {lb}", rows, run.windows, colours, view)
+        height = float(svg.split('height="', 1)[1].split('"', 1)[0])
+        body.append(f'<text class="lb" x="16" y="{y + 20:.0f}">{esc(run.heading(lb))}</text>')
+        body.append(f'<g transform="translate(0,{y + GAP:.0f})">{svg}</g>')
+        y += GAP + height
+    title = "One rolling restart of three kube-apiservers, seen through two load balancers"
+    subtitle = (
+        f"{len(run.windows)} apiservers shut down one by one; a lab run on gcp whose external "
+        "LB was made slow (tests/golden/fixture)"
+    )
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y:.0f}" '
+            f'viewBox="0 0 {WIDTH} {y:.0f}" role="img" aria-label="{esc(title)}">',
+            f"<title>{esc(title)}</title>",
+            f"<style>{STYLE}</style>",
+            f'<rect width="{WIDTH}" height="{y:.0f}" fill="#ffffff"/>',
+            f'<text class="title" x="16" y="26">{esc(title)}</text>',
+            f'<text x="16" y="48">{esc(subtitle)}</text>',
+            _legend(78),
+            *body,
+            "</svg>",
+            "",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--update", action="store_true", help=f"write {PICTURE}")
+    args = parser.parse_args(argv)
+    text = draw()
+    if args.update:
+        PICTURE.write_text(text, encoding="utf-8")
+        print(f"wrote {PICTURE.relative_to(ROOT)}")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
