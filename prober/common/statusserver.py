@@ -18,25 +18,23 @@ import h11
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 MAX_REQUEST = 16 * 1024
-# Prometheus keeps a scrape connection open between scrapes (default every 30-60 s); a client
-# silent for longer than this holds a connection and a task for nothing.
-IDLE_TIMEOUT = 120.0
-# Once a request has begun, its head must be whole within this (one byte every 0.8 s held a
-# head open for as long as the client liked), and an answer must be taken within WRITE_TIMEOUT
-# (a pipelining client that never reads held its handler in drain()).
-HEAD_TIMEOUT = 10.0
-WRITE_TIMEOUT = 10.0
-MAX_CONNECTIONS = 64  # a scraper or two, a kubelet, a person with curl; past that, refused
 
 Check = Callable[[], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    idle: float = IDLE_TIMEOUT
-    head: float = HEAD_TIMEOUT
-    write: float = WRITE_TIMEOUT
-    connections: int = MAX_CONNECTIONS
+    """What one client may hold of the server: seconds, but `connections`."""
+
+    # Prometheus keeps a scrape connection open between scrapes (default every 30-60 s); a
+    # client silent for longer than this holds a connection and a task for nothing.
+    idle: float = 120.0
+    # Once a request has begun, its head must be whole within this (one byte every 0.8 s held
+    # a head open for as long as the client liked), and an answer must be taken within `write`
+    # (a pipelining client that never reads held its handler in drain()).
+    head: float = 10.0
+    write: float = 10.0
+    connections: int = 64  # a scraper or two, a kubelet, a person with curl; past that, refused
 
 
 def passing() -> list[str]:

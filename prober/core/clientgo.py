@@ -14,21 +14,18 @@ from dataclasses import dataclass, field
 
 from prober.core.numbers import decimal_or_none
 
-BACKOFF_INITIAL = 0.8
-BACKOFF_CAP = 30.0
-BACKOFF_FACTOR = 2.0
-BACKOFF_JITTER = 1.0
-BACKOFF_RESET = 120.0  # healthy this long since the last backoff: start again at the initial
 MAX_RETRIES = 10  # a REST request's tries on Retry-After
 
 
 @dataclass(frozen=True, slots=True)
 class BackoffPolicy:
-    initial: float = BACKOFF_INITIAL
-    cap: float = BACKOFF_CAP
-    factor: float = BACKOFF_FACTOR
-    jitter: float = BACKOFF_JITTER
-    reset_after: float = BACKOFF_RESET
+    """The reflector's: NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)."""
+
+    initial: float = 0.8
+    cap: float = 30.0
+    factor: float = 2.0
+    jitter: float = 1.0
+    reset_after: float = 120.0  # healthy this long since the last backoff: start again at initial
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import typing
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -124,10 +125,33 @@ OMIT_EMPTY: dict[str, bool] = {"omit_empty": True}
 OMIT_NONE: dict[str, bool] = {"omit_none": True}
 
 
+class StreamIdentity:
+    """What an identity of a stream of any kind spells out of itself, as a log line or the
+    event log writes it: `stream` (its name) and its other `FIELDS`."""
+
+    __slots__ = ()
+    FIELDS: ClassVar[tuple[str, ...]]
+
+    @property
+    @abstractmethod
+    def name(self) -> str: ...
+
+    def fields(self) -> dict[str, str]:
+        """The identity spelled out: name first."""
+        return {key: self.value_of(key) for key in self.FIELDS}
+
+    def value_of(self, key: str) -> str:
+        """A field of the identity as the event log writes it: `stream` is the name."""
+        if key == "stream":
+            return self.name
+        return str(getattr(self, key))
+
+
 @dataclass(frozen=True, slots=True)
-class StreamId:
+class StreamId(StreamIdentity):
     """target x protocol x LB x connection mode: one independently tracked series of samples."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = WITHOUT_TARGET["keys"]
     target: str
     protocol: Protocol
     lb: LB
@@ -141,16 +165,6 @@ class StreamId:
     def key(self) -> tuple[LB, Protocol, Connection]:
         """What metrics, thresholds and verdicts key on: a target is one per cluster."""
         return (self.lb, self.protocol, self.connection)
-
-    def fields(self, keys: tuple[str, ...] = WITHOUT_TARGET["keys"]) -> dict[str, str]:
-        """The identity as a log line or the event log spells it out: name first."""
-        return {key: self.value_of(key) for key in keys}
-
-    def value_of(self, key: str) -> str:
-        """A field of the identity as the event log writes it: `stream` is the name."""
-        if key == "stream":
-            return self.name
-        return str(getattr(self, key))
 
     @classmethod
     def parse(cls, name: str) -> StreamId:

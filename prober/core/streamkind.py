@@ -34,6 +34,7 @@ from prober.core.models import (
     ReadyzAnswer,
     RunEnd,
     RunRecord,
+    StreamIdentity,
     StreamNameError,
     split_stream_name,
 )
@@ -55,12 +56,13 @@ class KindRecord(typing.Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class KindStreamId:
+class KindStreamId(StreamIdentity):
     """A stream of a kind other than requests, one per target x protocol x LB: named
     `<target>-<protocol>-<lb>-<kind>`, e.g. `kube-api-http2-internal-lb-watch`. No request
     stream's name parses as one (theirs end in `-connections`, which no kind may be called),
     nor the other way round."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("stream", "lb", "protocol")
     target: str
     protocol: Protocol
     lb: LB
@@ -73,14 +75,6 @@ class KindStreamId:
     @property
     def key(self) -> tuple[LB, Protocol]:
         return (self.lb, self.protocol)
-
-    def fields(self, keys: tuple[str, ...] = ("stream", "lb", "protocol")) -> dict[str, str]:
-        return {key: self.value_of(key) for key in keys}
-
-    def value_of(self, key: str) -> str:
-        if key == "stream":
-            return self.name
-        return str(getattr(self, key))
 
     @classmethod
     def parse(cls, name: str, kind: str) -> KindStreamId:

@@ -41,24 +41,15 @@ class LogSink:
                 t=event.t,
             )
         elif isinstance(event, DisruptionStarted):
-            self._log.warning(
-                "disruption_started",
-                **event.stream_id.fields(),
-                error=event.error.value,
-                detail=event.detail,
-                t=event.start_t,
-                **_same_node(event.same_node),
-            )
+            self._disruption("disruption_started", event, detail=event.detail, t=event.start_t)
         elif isinstance(event, Interval):
-            self._log.warning(
+            self._disruption(
                 "disruption_ended",
-                **event.stream_id.fields(),
-                error=event.error.value,
+                event,
                 seconds=round(event.seconds, 3),
                 samples=event.samples,
                 start_t=event.start_t,
                 end_t=event.end_t,
-                **_same_node(event.same_node),
             )
         elif isinstance(event, WindowOpened):
             self._log.warning(
@@ -83,6 +74,16 @@ class LogSink:
                 failures=sum(s.failures for s in event.streams),
                 late=sum(s.late for s in event.streams),
             )
+
+    def _disruption(self, name: str, of: DisruptionStarted | Interval, **numbers: Any) -> None:
+        """A disruption's start or end: its stream and error, then that moment's numbers."""
+        self._log.warning(
+            name,
+            **of.stream_id.fields(),
+            error=of.error.value,
+            **numbers,
+            **_same_node(of.same_node),
+        )
 
     def _connection_ages(self, table: ConnectionAges) -> None:
         """At the run's end: failures, late answers and resends by the phase of their

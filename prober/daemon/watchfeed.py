@@ -10,6 +10,13 @@ from typing import ClassVar
 
 from prober.core.watch import STOPPED, Heartbeat, WatchAttempt, WatchEnd, WatchSeen, WatchTracker
 from prober.daemon.metrics import WatchMetrics
+from prober.daemon.metricspecs import (
+    WATCH_ATTEMPTS,
+    WATCH_BLIND,
+    WATCH_DOOMED,
+    WATCH_ENDS,
+    WATCH_LAG,
+)
 from prober.daemon.pipeline import Event, Observed, Sink
 
 
@@ -60,18 +67,18 @@ class WatchSink:
             return
         if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen):
             return
-        key = m.key(str(event.stream_id.lb), str(event.stream_id.protocol))
+        key = (str(event.stream_id.lb), str(event.stream_id.protocol))
         if isinstance(event, WatchAttempt):
-            m.attempts.labels(*key, event.step, event.outcome).inc()
+            m.child(WATCH_ATTEMPTS, *key, event.step, event.outcome).inc()
             if event.doomed:
-                m.doomed.labels(*key).inc()
+                m.child(WATCH_DOOMED, *key).inc()
         elif isinstance(event, WatchEnd):
-            m.ends.labels(*key, event.how).inc()
+            m.child(WATCH_ENDS, *key, event.how).inc()
         else:
             result = self._tracker.stream(event.stream)
             for lag in result.lags[self._lags.get(event.stream, 0) :]:
-                m.lag.labels(*key).observe(lag)
+                m.child(WATCH_LAG, *key).observe(lag)
             self._lags[event.stream] = len(result.lags)
             blind = result.blind_seconds
-            m.blind.labels(*key).inc(max(0.0, blind - self._blind.get(event.stream, 0.0)))
+            m.child(WATCH_BLIND, *key).inc(max(0.0, blind - self._blind.get(event.stream, 0.0)))
             self._blind[event.stream] = blind

@@ -33,10 +33,9 @@ from prober.probe.wire.errors import (
     ConnectFailed,
     ConnectFailure,
     ConnectionClosed,
-    GoAway,
+    Http2Ended,
     ProtocolViolation,
     Stalled,
-    StreamReset,
     WireError,
 )
 from prober.probe.wire.stream import StreamLimits
@@ -238,7 +237,7 @@ def _end_how(exc: WireError) -> str:
         return "too_large"
     if isinstance(exc, ProtocolViolation):
         return "error"
-    if isinstance(exc, GoAway | StreamReset):
+    if isinstance(exc, Http2Ended):
         return "goaway"
     if isinstance(exc, ConnectionClosed):
         return "reset" if exc.reset else "closed"

@@ -59,15 +59,24 @@ class BodyLimit(ProtocolViolation):
     many unread."""
 
 
-class GoAway(WireError):
+class Http2Ended(WireError):
+    """A frame of the peer's with an HTTP/2 error code (`code_name` its name) ended the
+    request: a GOAWAY or an RST_STREAM."""
+
+    def __init__(self, message: str, error_code: int, code_name: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.code_name = code_name
+
+
+class GoAway(Http2Ended):
     """An HTTP/2 GOAWAY ended the request. A graceful one (NO_ERROR) promises every stream up
     to `last_stream_id` its answer, so only a stream above it ends this way: the server never
     processed it (`unprocessed`), and it may be sent again on a new connection."""
 
     def __init__(self, error_code: int, code_name: str, last_stream_id: int, stream_id: int):
-        super().__init__(f"GOAWAY {code_name} last_stream_id={last_stream_id}")
-        self.error_code = error_code
-        self.code_name = code_name
+        message = f"GOAWAY {code_name} last_stream_id={last_stream_id}"
+        super().__init__(message, error_code, code_name)
         self.last_stream_id = last_stream_id
         self.unprocessed = stream_id > last_stream_id
 
@@ -76,13 +85,11 @@ class GoAway(WireError):
         return self.error_code == 0
 
 
-class StreamReset(WireError):
+class StreamReset(Http2Ended):
     """The peer reset the request's HTTP/2 stream (RST_STREAM)."""
 
     def __init__(self, error_code: int, code_name: str) -> None:
-        super().__init__(f"RST_STREAM {code_name}")
-        self.error_code = error_code
-        self.code_name = code_name
+        super().__init__(f"RST_STREAM {code_name}", error_code, code_name)
 
 
 class Stalled(WireError):

@@ -123,19 +123,9 @@ class ResponseReader:
         )
 
     def _step(self) -> _Step:
-        state = self._state
-        if state is _State.HEAD:
-            return self._read_head()
-        if state is _State.LENGTH:
-            return self._read_length()
-        if state is _State.CHUNK_SIZE:
-            return self._read_chunk_size()
-        if state is _State.CHUNK_DATA:
-            return self._read_chunk_data()
-        if state is _State.CHUNK_END:
-            return self._read_chunk_end()
-        if state is _State.TRAILERS:
-            return self._read_trailers()
+        read = _READERS.get(self._state)
+        if read is not None:
+            return read(self)
         self._take(bytes(self._buffer))  # UNTIL_CLOSE: everything up to the close
         self._buffer.clear()
         return None
@@ -260,6 +250,17 @@ class ResponseReader:
         if self._buffer:
             keep_alive = False  # bytes nobody asked for: the connection is not to be trusted
         return Response(status, headers, bytes(self._body), keep_alive)
+
+
+# What each state reads next; past them, the body runs until the close (`_step`).
+_READERS: dict[_State, Callable[[ResponseReader], _Step]] = {
+    _State.HEAD: ResponseReader._read_head,
+    _State.LENGTH: ResponseReader._read_length,
+    _State.CHUNK_SIZE: ResponseReader._read_chunk_size,
+    _State.CHUNK_DATA: ResponseReader._read_chunk_data,
+    _State.CHUNK_END: ResponseReader._read_chunk_end,
+    _State.TRAILERS: ResponseReader._read_trailers,
+}
 
 
 def _parse_head(head: bytes) -> tuple[int, int, Headers]:
