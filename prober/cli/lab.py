@@ -208,7 +208,7 @@ def _graces(text: str) -> list[float]:
 def _run(args: argparse.Namespace) -> int:
     from prober.core.models import LB  # noqa: PLC0415
     from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
-    from prober.lab.run import LabOptions  # noqa: PLC0415
+    from prober.lab.options import LabOptions  # noqa: PLC0415
 
     options = LabOptions(
         scenario=args.scenario,

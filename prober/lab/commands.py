@@ -18,9 +18,10 @@ from prober.lab import lossblind, nodeloss, restarts, watchcheck
 from prober.lab.compare import ShutdownResult
 from prober.lab.inbounds import LAB_RESULT, check_lab_run
 from prober.lab.onnode import NodeResult
+from prober.lab.options import LabOptions
 from prober.lab.platforms import PLATFORMS
 from prober.lab.restartcheck import rows_table
-from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
+from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
 from prober.report.analyze import describe
