@@ -8,6 +8,7 @@ Argument parsing only; the work is in the layer below.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command
@@ -242,6 +243,8 @@ def _run(args: argparse.Namespace) -> int:
             args.compare_watch_grace,
             out=args.out or default_out(),
             check=args.check,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
         )
     return lab_command(
         options,
@@ -249,4 +252,6 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out or default_out(),
         repeat=args.repeat,
         check=args.check,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
     )

@@ -7,11 +7,10 @@ import dataclasses
 import datetime as dt
 import io
 import json
-import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from prober.common.exits import ExitCode
 from prober.lab import comparetable, lossblind, nodeloss, restarts, watchcheck
@@ -27,6 +26,8 @@ from prober.report.analyze import describe
 from prober.report.tables import seconds, table
 from prober.report.verdicts import Status
 
+T = TypeVar("T")
+
 
 def default_out() -> Path:
     return Path("lab-out") / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -39,10 +40,9 @@ def lab_command(
     out: Path,
     repeat: int,
     check: bool,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
+    stdout: TextIO,
+    stderr: TextIO,
 ) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     several = repeat > 1 or len(platforms) > 1
     failed = False
     for platform in platforms:
@@ -56,21 +56,25 @@ def lab_command(
         )
         for index in range(repeat):
             run_out = out / f"{platform}-{index + 1:02d}" if several else out
-            try:
-                result = asyncio.run(
-                    run_lab(replace(options, platform=platform), run_out, _printer(stdout))
-                )
-            except OSError as exc:  # a port, a file or a process the lab could not have
-                raise LabError(str(exc)) from None
-            except KeyboardInterrupt:
-                print(
-                    f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr
-                )
+            work = run_lab(replace(options, platform=platform), run_out, _printer(stdout))
+            result = run_or_interrupted(work, run_out, stderr)
+            if result is None:
                 return ExitCode.INTERRUPTED
             failed = bool(report(result, stdout)) or failed
     if check and failed:
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def run_or_interrupted(work: Coroutine[Any, Any, T], out: Path, stderr: TextIO) -> T | None:
+    """Run one lab's work to its end; None when Ctrl-C ended it first (said on `stderr`)."""
+    try:
+        return asyncio.run(work)
+    except OSError as exc:  # a port, a file or a process the lab could not have
+        raise LabError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"prober lab: interrupted; its processes are stopped ({out})", file=stderr)
+        return None
 
 
 def verdict_line(result: LabResult) -> str:
