@@ -8,6 +8,7 @@ Argument parsing only; the work is in the layer below.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command
@@ -208,7 +209,7 @@ def _graces(text: str) -> list[float]:
 def _run(args: argparse.Namespace) -> int:
     from prober.core.models import LB  # noqa: PLC0415
     from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
-    from prober.lab.run import LabOptions  # noqa: PLC0415
+    from prober.lab.options import LabOptions  # noqa: PLC0415
 
     options = LabOptions(
         scenario=args.scenario,
@@ -242,6 +243,8 @@ def _run(args: argparse.Namespace) -> int:
             args.compare_watch_grace,
             out=args.out or default_out(),
             check=args.check,
+            stdout=sys.stdout,
+            stderr=sys.stderr,
         )
     return lab_command(
         options,
@@ -249,4 +252,6 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out or default_out(),
         repeat=args.repeat,
         check=args.check,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
     )

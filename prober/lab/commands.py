@@ -7,25 +7,26 @@ import dataclasses
 import datetime as dt
 import io
 import json
-import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from prober.common.exits import ExitCode
-from prober.lab import lossblind, nodeloss, restarts, watchcheck
-from prober.lab.compare import ShutdownResult
+from prober.lab import comparetable, lossblind, nodeloss, restarts, watchcheck
 from prober.lab.inbounds import LAB_RESULT, check_lab_run
 from prober.lab.onnode import NodeResult
+from prober.lab.options import LabOptions
 from prober.lab.platforms import PLATFORMS
 from prober.lab.restartcheck import rows_table
-from prober.lab.run import LabError, LabOptions, LabResult, default_scale, run_lab
+from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
 from prober.report.analyze import describe
 from prober.report.tables import seconds, table
 from prober.report.verdicts import Status
+
+T = TypeVar("T")
 
 
 def default_out() -> Path:
@@ -39,10 +40,9 @@ def lab_command(
     out: Path,
     repeat: int,
     check: bool,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
+    stdout: TextIO,
+    stderr: TextIO,
 ) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     several = repeat > 1 or len(platforms) > 1
     failed = False
     for platform in platforms:
@@ -56,21 +56,25 @@ def lab_command(
         )
         for index in range(repeat):
             run_out = out / f"{platform}-{index + 1:02d}" if several else out
-            try:
-                result = asyncio.run(
-                    run_lab(replace(options, platform=platform), run_out, _printer(stdout))
-                )
-            except OSError as exc:  # a port, a file or a process the lab could not have
-                raise LabError(str(exc)) from None
-            except KeyboardInterrupt:
-                print(
-                    f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr
-                )
+            work = run_lab(replace(options, platform=platform), run_out, _printer(stdout))
+            result = run_or_interrupted(work, run_out, stderr)
+            if result is None:
                 return ExitCode.INTERRUPTED
             failed = bool(report(result, stdout)) or failed
     if check and failed:
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def run_or_interrupted(work: Coroutine[Any, Any, T], out: Path, stderr: TextIO) -> T | None:
+    """Run one lab's work to its end; None when Ctrl-C ended it first (said on `stderr`)."""
+    try:
+        return asyncio.run(work)
+    except OSError as exc:  # a port, a file or a process the lab could not have
+        raise LabError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"prober lab: interrupted; its processes are stopped ({out})", file=stderr)
+        return None
 
 
 def verdict_line(result: LabResult) -> str:
@@ -112,9 +116,9 @@ def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
         "where the sampling puts the true value; the truth must lie inside it):",
         file=stdout,
     )
-    print("\n".join(table(HEADERS, _rows(result.results, result.tolerance))), file=stdout)
+    print("\n".join(comparetable.rows_table(result.results, result.tolerance)), file=stdout)
     print("", file=stdout)
-    for line in _t0_lines(result.results):
+    for line in comparetable.t0_lines(result.results):
         print(line, file=stdout)
     print("", file=stdout)
     print("sampling achieved per stream (gap between consecutive requests):", file=stdout)
@@ -200,14 +204,14 @@ def _node(node: NodeResult, tolerance: float, stdout: TextIO) -> None:
     print("\n".join(describe(node.analysis)), file=stdout)
     print("", file=stdout)
     print(f"its LB path against the truth (no {hairpin}: it never reached the LB):", file=stdout)
-    print("\n".join(table(HEADERS, _rows(node.results, tolerance))), file=stdout)
+    print("\n".join(comparetable.rows_table(node.results, tolerance)), file=stdout)
     print("", file=stdout)
     print(
         f"its same-node path against the truth ({node.hostname}'s apiserver answers it until it "
         "stops listening; through another LB, as that LB routes):",
         file=stdout,
     )
-    print("\n".join(table(HEADERS, _rows(node.same_node, tolerance))), file=stdout)
+    print("\n".join(comparetable.rows_table(node.same_node, tolerance)), file=stdout)
     if node.charged:
         print("", file=stdout)
         print(
@@ -267,41 +271,7 @@ def _watch_loss(loss: nodeloss.NodeLoss, stdout: TextIO) -> None:
         )
 
 
-HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "hi set by", "truth"]
-HEADERS += ["error"]
-HEADERS += ["late", "failed"]
 GAP_HEADERS = ["stream", "samples", "gap p50", "gap p99", "gap max", "skipped"]
-
-
-def _rows(results: Sequence[ShutdownResult], tolerance: float) -> list[list[str]]:
-    rows = []
-    for result in results:
-        if result.window is None:
-            rows.append([result.truth.hostname, "(no window seen)", *["-"] * 9])
-            continue
-        for row in result.rows:
-            rows.append(
-                [
-                    row.apiserver,
-                    str(row.lb),
-                    row.protocol,
-                    str(row.connection),
-                    seconds(row.measured, 3),
-                    _bound(row.lo, row.hi) + (" !" if row.outside(tolerance) is not None else ""),
-                    row.bound_by or "-",
-                    seconds(row.truth, 3)
-                    + ("" if row.truth_until is None else f" to {row.truth_until:.3f}"),
-                    "-" if row.error is None else f"{row.error:+.3f} s",
-                    str(row.late),
-                    str(row.failures)
-                    + ("" if row.failures == 0 or row.failures_expected else " !"),
-                ]
-            )
-    return rows
-
-
-def _bound(lo: float | None, hi: float | None) -> str:
-    return f"[{'?' if lo is None else f'{lo:.3f}'}, {'?' if hi is None else f'{hi:.3f}'}]"
 
 
 def _gap_rows(result: LabResult) -> list[list[str]]:
@@ -316,20 +286,6 @@ def _gap_rows(result: LabResult) -> list[list[str]]:
         ]
         for s in result.streams
     ]
-
-
-def _t0_lines(results: Sequence[ShutdownResult]) -> list[str]:
-    lines = []
-    for result in results:
-        if result.window is None or result.t0_error is None:
-            continue
-        w = result.window
-        lines.append(
-            f"{result.truth.hostname}: T0 bound [{w.t0_lo:.3f}, {w.t0_hi:.3f}] s "
-            f"(±{(w.t0_hi - w.t0_lo) / 2 * 1000:.0f} ms), the estimate off the true T0 by "
-            f"{result.t0_error * 1000:+.0f} ms"
-        )
-    return lines
 
 
 def to_json(result: LabResult) -> dict[str, Any]:
@@ -361,7 +317,7 @@ def to_json(result: LabResult) -> dict[str, Any]:
             for s in result.streams
         ],
         "node": None if result.node is None else node_json(result.node),
-        "shutdowns": shutdowns_json(result.results),
+        "shutdowns": comparetable.shutdowns_json(result.results),
     }
 
 
@@ -372,39 +328,9 @@ def node_json(node: NodeResult) -> dict[str, Any]:
         "hairpins": [str(lb) for lb in node.hairpins],
         "same_node_samples": node.labelled,
         "problems": list(node.problems),
-        "lb_path": shutdowns_json(node.results),
-        "same_node_path": shutdowns_json(node.same_node),
+        "lb_path": comparetable.shutdowns_json(node.results),
+        "same_node_path": comparetable.shutdowns_json(node.same_node),
         "charged": [
             {"name": v.name, "status": v.status.value, "message": v.message} for v in node.charged
         ],
     }
-
-
-def shutdowns_json(results: Sequence[ShutdownResult]) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiserver": r.truth.hostname,
-            "host": r.truth.apiserver,
-            "seen": r.window is not None,
-            "t0_error": r.t0_error,
-            "t0_uncertainty": None if r.window is None else (r.window.t0_hi - r.window.t0_lo) / 2,
-            "streams": [
-                {
-                    "lb": str(row.lb),
-                    "protocol": row.protocol,
-                    "connection": str(row.connection),
-                    "measured": row.measured,
-                    "lo": row.lo,
-                    "hi": row.hi,
-                    "truth": row.truth,
-                    "truth_until": row.truth_until,
-                    "error": row.error,
-                    "late": row.late,
-                    "failures": row.failures,
-                    "failures_expected": row.failures_expected,
-                }
-                for row in r.rows
-            ],
-        }
-        for r in results
-    ]

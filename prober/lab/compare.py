@@ -4,6 +4,11 @@ The daemon's `window` records say, per apiserver shutdown and stream, when it es
 how long after it the stream's LB still delivered requests (`reaction`). The truth says when
 T0 really was and when each LB stopped routing (`prober.lab.truth`). Both are brought onto the
 daemon's run clock through the samples, which carry wall time (`ts`) and run time (`t`).
+
+One pass, in this order: the clock (`wall_offset`), each true shutdown matched with its window
+and each of the window's streams beside its LB's truth (`compare`), then what `--check` fails
+on (`problems`) and what a reader must know though nothing failed (`findings`). What the
+comparison prints and writes is `lab.comparetable`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prober.core.models import LB, Connection, Window, parse_rfc3339
+from prober.core.models import LB, Connection, Window, WindowStream, parse_rfc3339
 from prober.lab.truth import LbTruth, ShutdownTruth, expected_reaction, first_down
 from prober.report.runs import RunLog
+from prober.report.tables import bound, seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,11 @@ class Row:
         """How far the truth lies outside [lo, hi] beyond `tolerance` (negative: below lo);
         None when inside, or when a span of truth meets the bound."""
         return outside(self.truth, self.lo, self.hi, tolerance, self.truth_until)
+
+    @property
+    def label(self) -> str:
+        """The shutdown and the stream, as problems and findings name them."""
+        return f"{self.apiserver} {self.lb} {self.protocol} {self.connection}"
 
     @property
     def width(self) -> float | None:
@@ -102,46 +113,9 @@ def compare(
     unmatched = list(windows)
     for shutdown in shutdowns:
         window = _closest(shutdown, unmatched, offset)
-        if window is None:
-            results.append(ShutdownResult(shutdown, None, None, (), offset))
-            continue
-        unmatched.remove(window)
-        rows = []
-        for ws in window.streams:
-            lb = lbs.get(ws.lb)
-            if lb is None or (lb.reaches is not None and shutdown.hostname not in lb.reaches):
-                continue
-            down = (
-                first_down(lb.events, shutdown.hostname, shutdown.t0, until=shutdown.stopped)
-                if lb.events
-                else math.inf
-            )
-            reaction = expected_reaction(shutdown, down, lb.reset_on_down)
-            lag = max((e.lag for e in lb.events if e.wall == down and not e.up), default=0.0)
-            new = ws.connection is Connection.NEW
-            truth = reaction.new if new else reaction.reused
-            until = None if new or reaction.reused_until == truth else reaction.reused_until
-            refusing_from = min(shutdown.not_accepting, shutdown.stopped) - shutdown.t0
-            rows.append(
-                Row(
-                    apiserver=shutdown.hostname,
-                    lb=ws.lb,
-                    protocol=str(ws.protocol),
-                    connection=ws.connection,
-                    measured=ws.reaction,
-                    lo=ws.reaction_lo,
-                    hi=ws.reaction_hi,
-                    truth=truth,
-                    late=ws.late,
-                    failures=ws.failures,
-                    failures_expected=truth >= refusing_from or lb.reset_on_down,
-                    bound_by=ws.bound_by,
-                    truth_until=until,
-                    lb_lag=lag,
-                )
-            )
-        t0_error = window.t0 + offset - shutdown.t0
-        results.append(ShutdownResult(shutdown, window, t0_error, tuple(rows), offset))
+        if window is not None:
+            unmatched.remove(window)
+        results.append(_result(shutdown, window, lbs, offset))
     return results
 
 
@@ -152,6 +126,53 @@ def _closest(shutdown: ShutdownTruth, windows: Sequence[Window], offset: float) 
     best = min(mine, key=lambda w: abs(w.t0 + offset - shutdown.t0))
     # The same host shuts down again only after a restart: a window far from this T0 is another.
     return best if abs(best.t0 + offset - shutdown.t0) < 5.0 else None
+
+
+def _result(
+    shutdown: ShutdownTruth, window: Window | None, lbs: Mapping[LB, LbTruth], offset: float
+) -> ShutdownResult:
+    """A shutdown's rows: each stream of its window whose LB can reach its server."""
+    if window is None:
+        return ShutdownResult(shutdown, None, None, (), offset)
+    rows = []
+    for ws in window.streams:
+        lb = lbs.get(ws.lb)
+        if lb is not None and (lb.reaches is None or shutdown.hostname in lb.reaches):
+            rows.append(_row(shutdown, ws, lb))
+    t0_error = window.t0 + offset - shutdown.t0
+    return ShutdownResult(shutdown, window, t0_error, tuple(rows), offset)
+
+
+def _row(shutdown: ShutdownTruth, ws: WindowStream, lb: LbTruth) -> Row:
+    """One stream's measurement beside the truth: the last instant its LB could still deliver
+    a request to the server, for a new connection or a reused one."""
+    down = (
+        first_down(lb.events, shutdown.hostname, shutdown.t0, until=shutdown.stopped)
+        if lb.events
+        else math.inf
+    )
+    reaction = expected_reaction(shutdown, down, lb.reset_on_down)
+    lag = max((e.lag for e in lb.events if e.wall == down and not e.up), default=0.0)
+    new = ws.connection is Connection.NEW
+    truth = reaction.new if new else reaction.reused
+    until = None if new or reaction.reused_until == truth else reaction.reused_until
+    refusing_from = min(shutdown.not_accepting, shutdown.stopped) - shutdown.t0
+    return Row(
+        apiserver=shutdown.hostname,
+        lb=ws.lb,
+        protocol=str(ws.protocol),
+        connection=ws.connection,
+        measured=ws.reaction,
+        lo=ws.reaction_lo,
+        hi=ws.reaction_hi,
+        truth=truth,
+        late=ws.late,
+        failures=ws.failures,
+        failures_expected=truth >= refusing_from or lb.reset_on_down,
+        bound_by=ws.bound_by,
+        truth_until=until,
+        lb_lag=lag,
+    )
 
 
 TOLERANCE = 0.1
@@ -166,32 +187,38 @@ def problems(
     """What `--check` fails on: a truth outside [lo - tolerance, hi + tolerance] (a reaction,
     or T0), a shutdown the daemon did not see, failures where none should be."""
     found = []
-    total_failures = 0
     for result in results:
-        name = result.truth.hostname
-        if result.window is None:
-            found.append(f"{name}: the daemon saw no shutdown window")
-            continue
-        window, true_t0 = result.window, result.truth.t0 - result.offset
-        if not window.t0_lo - tolerance <= true_t0 <= window.t0_hi + tolerance:
-            found.append(
-                f"{name}: true T0 at {true_t0:.3f} s, outside the bound "
-                f"[{window.t0_lo:.3f}, {window.t0_hi:.3f}]"
-            )
-        for row in result.rows:
-            total_failures += row.failures
-            where = f"{name} {row.lb} {row.protocol} {row.connection}"
-            off = row.outside(tolerance)
-            if off is not None:
-                by = f", hi set by {row.bound_by}" if off > 0 and row.bound_by else ""
-                found.append(
-                    f"{where}: truth {row.truth:.3f} s, outside the bound {_bound(row)} "
-                    f"by {off:+.3f} s (measured {_seconds(row.measured)}{by})"
-                )
-            if row.failures and not (row.failures_expected or expect_failures):
-                found.append(f"{where}: {row.failures} failed requests inside the window")
-    if expect_failures and total_failures == 0:
+        found += _shutdown_problems(result, tolerance, expect_failures)
+    failures = sum(row.failures for result in results for row in result.rows)
+    if expect_failures and failures == 0:
         found.append("the scenario should make requests fail, and none did")
+    return found
+
+
+def _shutdown_problems(
+    result: ShutdownResult, tolerance: float, expect_failures: bool
+) -> list[str]:
+    name = result.truth.hostname
+    if result.window is None:
+        return [f"{name}: the daemon saw no shutdown window"]
+    found = []
+    window, true_t0 = result.window, result.truth.t0 - result.offset
+    if outside(true_t0, window.t0_lo, window.t0_hi, tolerance) is not None:
+        found.append(
+            f"{name}: true T0 at {true_t0:.3f} s, outside the bound "
+            f"{bound(window.t0_lo, window.t0_hi, 3)}"
+        )
+    for row in result.rows:
+        off = row.outside(tolerance)
+        if off is not None:
+            by = f", hi set by {row.bound_by}" if off > 0 and row.bound_by else ""
+            found.append(
+                f"{row.label}: truth {row.truth:.3f} s, outside the bound "
+                f"{bound(row.lo, row.hi, 3)} by {off:+.3f} s "
+                f"(measured {seconds(row.measured, 3)}{by})"
+            )
+        if row.failures and not (row.failures_expected or expect_failures):
+            found.append(f"{row.label}: {row.failures} failed requests inside the window")
     return found
 
 
@@ -201,34 +228,23 @@ def findings(results: Sequence[ShutdownResult]) -> list[str]:
     found = []
     for result in results:
         for row in result.rows:
-            where = f"{result.truth.hostname} {row.lb} {row.protocol} {row.connection}"
             if row.truth <= 0 or (row.connection is Connection.REUSED and row.measured is None):
                 continue  # a reused stream whose connections were all elsewhere: no reaction
             if row.measured is None and row.hi is None:
                 found.append(
-                    f"{where}: no late request and no upper bound: the stream says "
+                    f"{row.label}: no late request and no upper bound: the stream says "
                     f"nothing of a {row.truth:.3f} s reaction"
                 )
             elif row.measured is None:
                 continue
             elif row.hi is None:
                 found.append(
-                    f"{where}: no upper bound (nothing after the last late request "
+                    f"{row.label}: no upper bound (nothing after the last late request "
                     f"showed the LB had stopped); truth {row.truth:.3f} s"
                 )
             elif row.width is not None and row.width > row.truth:
                 found.append(
-                    f"{where}: bound {_bound(row)} is {row.width:.3f} s wide, wider "
-                    f"than the reaction itself ({row.truth:.3f} s)"
+                    f"{row.label}: bound {bound(row.lo, row.hi, 3)} is {row.width:.3f} s wide, "
+                    f"wider than the reaction itself ({row.truth:.3f} s)"
                 )
     return found
-
-
-def _bound(row: Row) -> str:
-    lo = "?" if row.lo is None else f"{row.lo:.3f}"
-    hi = "?" if row.hi is None else f"{row.hi:.3f}"
-    return f"[{lo}, {hi}]"
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f} s"

@@ -8,13 +8,14 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from prober.config import Config
 from prober.core.budgets import settings_of
 from prober.core.durations import format_go_duration
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
+from prober.lab.options import LabOptions
 from prober.lab.platforms import PLATFORMS, as_built
 from prober.lab.processes import ManagedProcess, ProcessGroup, Tee
 
@@ -59,21 +60,6 @@ def daemon_logs(log_dir: Path) -> list[Path]:
     """Every daemon's stdout, in the order they ran: the pod logs a gather step collects."""
     found = sorted(log_dir.glob(f"{DAEMON}*.stdout.log"))
     return sorted(found, key=lambda p: (len(p.name), p.name))  # prober-run before prober-run-2
-
-
-class DaemonOptions(Protocol):
-    """What of a lab run's options shapes its daemons' configuration."""
-
-    @property
-    def platform(self) -> str: ...
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def interval(self) -> str: ...
-    @property
-    def quiet_interval(self) -> float | None: ...
-    @property
-    def workers(self) -> int | None: ...
 
 
 # client-go's watch constants (seconds), each with the floor it keeps on a small time scale,
@@ -142,7 +128,7 @@ def settings_config(settings: LBSettings) -> dict[str, object]:
 
 def daemon_config(
     cluster: LabCluster,
-    options: DaemonOptions,
+    options: LabOptions,
     event_log: Path,
     *,
     lbs: Sequence[LB] | None = None,

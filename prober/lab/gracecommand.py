@@ -3,10 +3,8 @@ reads (`watch-grace.json`), and `--check` over every run."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -14,8 +12,9 @@ from typing import TextIO
 
 from prober.common.exits import ExitCode
 from prober.core.durations import format_go_duration
-from prober.lab.commands import report
-from prober.lab.run import LabError, LabOptions, LabResult, profile_for
+from prober.lab.commands import report, run_or_interrupted
+from prober.lab.options import LabOptions
+from prober.lab.run import LabError, LabResult, profile_for
 from prober.lab.watchgrace import (
     GraceComparison,
     GraceRun,
@@ -39,10 +38,9 @@ def grace_command(
     *,
     out: Path,
     check: bool,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
+    stdout: TextIO,
+    stderr: TextIO,
 ) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     check_options(options, graces)
     failed = False
     for platform in platforms:
@@ -50,15 +48,11 @@ def grace_command(
         if run_out.exists() and any(run_out.iterdir()):
             raise LabError(f"{run_out}: output directory is not empty; each run needs its own")
         mine = replace(options, platform=platform)
-        try:
-            comparison, results = asyncio.run(
-                compare_watch_grace(mine, graces, run_out, _printer(stdout, mine, graces))
-            )
-        except OSError as exc:  # a port, a file or a process the lab could not have
-            raise LabError(str(exc)) from None
-        except KeyboardInterrupt:
-            print(f"prober lab: interrupted; its processes are stopped ({run_out})", file=stderr)
+        work = compare_watch_grace(mine, graces, run_out, _printer(stdout, mine, graces))
+        ran = run_or_interrupted(work, run_out, stderr)
+        if ran is None:
             return ExitCode.INTERRUPTED
+        comparison, results = ran
         for result in results:
             _write_report(result)
         print("", file=stdout)

@@ -3,13 +3,12 @@ ground truth of when it gave up on a server, and a wait for the next one."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from prober.lab.platforms import LBProfile
 from prober.lab.processes import ProcessError, ProcessGroup
+from prober.lab.waiters import Waiters
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +30,11 @@ class StateChanges:
 
     name: str
     events: list[ServerEvent] = field(default_factory=list)
-    _watchers: list[tuple[Callable[[ServerEvent], bool], asyncio.Future[ServerEvent]]] = field(
-        default_factory=list
-    )
+    _waiters: Waiters[ServerEvent] = field(default_factory=Waiters)
 
     def add(self, event: ServerEvent) -> None:
         self.events.append(event)
-        for predicate, future in self._watchers:
-            if not future.done() and predicate(event):
-                future.set_result(event)
+        self._waiters.offer(event)
 
     def current(self, servers: list[str]) -> dict[str, bool]:
         """Each server's state after the last change; a server starts up."""
@@ -59,19 +54,13 @@ class StateChanges:
         for event in self.events:
             if wanted(event):
                 return event
-        future: asyncio.Future[ServerEvent] = asyncio.get_running_loop().create_future()
-        self._watchers.append((wanted, future))
         try:
-            # Not wait_for: on 3.11 it can swallow a cancellation (see lab.processes).
-            async with asyncio.timeout(timeout):
-                return await future
+            return await self._waiters.wait(wanted, timeout)
         except TimeoutError:
             state = "UP" if up else "DOWN"
             raise ProcessError(
                 f"{self.name}: {server} not {state} within {timeout:.0f} s"
             ) from None
-        finally:
-            self._watchers = [(p, f) for p, f in self._watchers if f is not future]
 
 
 class LabLB(Protocol):

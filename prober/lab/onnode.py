@@ -29,7 +29,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import yaml
 
@@ -38,8 +37,9 @@ from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LB, LBSettings, Sample
 from prober.lab.cluster import Apiserver, LabCluster
 from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
-from prober.lab.daemons import DaemonOptions, daemon_config, start_daemon, wait_ready
+from prober.lab.daemons import daemon_config, start_daemon, wait_ready
 from prober.lab.eviction import write_reports
+from prober.lab.options import LabOptions
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, lab_truth
 from prober.report.analyze import RunAnalysis, analyze_runs
@@ -73,18 +73,7 @@ class ProberOnError(UserError, ValueError):
     """A master-side prober the lab cannot run as asked."""
 
 
-class ProberOnOptions(Protocol):
-    @property
-    def prober_on(self) -> str | None: ...
-    @property
-    def servers(self) -> int: ...
-    @property
-    def evict(self) -> bool: ...
-    @property
-    def scenario(self) -> str: ...
-
-
-def check_prober_on(options: ProberOnOptions, lb_hairpins: Sequence[LB], *, kernel: bool) -> None:
+def check_prober_on(options: LabOptions, lb_hairpins: Sequence[LB], *, kernel: bool) -> None:
     """Refuse, in one line, a master-side prober the lab cannot reproduce."""
     if options.evict or options.scenario == "upgrade":
         raise ProberOnError(
@@ -104,7 +93,7 @@ def check_prober_on(options: ProberOnOptions, lb_hairpins: Sequence[LB], *, kern
 
 
 async def start_node_prober(
-    cluster: LabCluster, options: DaemonOptions, group: ProcessGroup, out: Path, hostname: str
+    cluster: LabCluster, options: LabOptions, group: ProcessGroup, out: Path, hostname: str
 ) -> NodeRun:
     """The master's network readied, the daemon on it started and sampling."""
     server = next(s for s in cluster.apiservers if s.hostname == hostname)

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from prober.common.errors import UserError
+from prober.lab.waiters import Waiters
 
 LineHandler = Callable[[str], None]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -71,7 +72,7 @@ class ManagedProcess:
         self._on_line = on_line
         self._proc: asyncio.subprocess.Process | None = None
         self._pumps: list[asyncio.Task[None]] = []
-        self._waiters: list[tuple[Callable[[str], bool], asyncio.Future[str]]] = []
+        self._waiters: Waiters[str] = Waiters()
 
     @property
     def pid(self) -> int | None:
@@ -110,19 +111,12 @@ class ManagedProcess:
 
     async def wait_for_line(self, predicate: Callable[[str], bool], timeout: float) -> str:
         """The next stdout line that satisfies `predicate`; fails if the process exits first."""
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._waiters.append((predicate, future))
         try:
-            # Not wait_for: on 3.11 it returns the result when the task is cancelled just as
-            # the future completes, and a Ctrl-C in that instant was lost (the lab ran on).
-            async with asyncio.timeout(timeout):
-                return await future
+            return await self._waiters.wait(predicate, timeout)
         except TimeoutError:
             raise ProcessError(
                 f"{self.name}: no expected output within {timeout:.0f} s (see {self.stdout_path})"
             ) from None
-        finally:
-            self._waiters = [(p, f) for p, f in self._waiters if f is not future]
 
     def send_signal(self, sig: signal.Signals) -> None:
         if self._proc is not None and self._proc.returncode is None:
@@ -160,20 +154,14 @@ class ManagedProcess:
                     self._dispatch(line.decode("utf-8", "replace").rstrip("\n"))
         if not watched:
             return
-        for _, future in self._waiters:
-            if not future.done():
-                future.set_exception(
-                    ProcessError(
-                        f"{self.name} exited (code {self.returncode}); see {self.stderr_path}"
-                    )
-                )
+        self._waiters.fail(
+            ProcessError(f"{self.name} exited (code {self.returncode}); see {self.stderr_path}")
+        )
 
     def _dispatch(self, text: str) -> None:
         if self._on_line is not None:
             self._on_line(text)
-        for predicate, future in self._waiters:
-            if not future.done() and predicate(text):
-                future.set_result(text)
+        self._waiters.offer(text)
 
 
 class ProcessGroup:

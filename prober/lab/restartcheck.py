@@ -31,17 +31,13 @@ from prober.report.verdicts import Status, Verdict
 
 @dataclass(frozen=True, slots=True)
 class AddBackRow:
-    """One LB's add-back of one restarted instance: the truth and the daemon's bound."""
+    """One LB's add-back of one restarted instance: the truth beside the daemon's bounds."""
 
     instance: str  # node #start
     lb: LB
     truth: float | None  # seconds from T1 to the LB's mark-up; None: it did not mark it up
-    measured: float | None
-    lo: float | None
-    hi: float | None
     added_truth: float | None  # the mark-up on the run clock
-    added_lo: float | None
-    added_hi: float | None
+    back: AddBack  # the daemon's: the add-back instant and its seconds after T1, bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,40 +99,30 @@ def _row(
     mine = [b for b in instance.lbs if b.lb is lb]
     if not mine:
         return None  # the daemon did not probe this LB
-    back: AddBack = mine[0]
     added = None if marked is None else marked - offset
-    return AddBackRow(
-        instance=label,
-        lb=lb,
-        truth=None if added is None else added - ready,
-        measured=back.seconds,
-        lo=back.seconds_lo,
-        hi=back.seconds_hi,
-        added_truth=added,
-        added_lo=back.added_lo,
-        added_hi=back.added_hi,
-    )
+    truth = None if added is None else added - ready
+    return AddBackRow(instance=label, lb=lb, truth=truth, added_truth=added, back=mine[0])
 
 
 def _row_problems(row: AddBackRow, tolerance: float, end_t: float) -> list[str]:
-    where = f"{row.instance} {row.lb}"
+    where, back = f"{row.instance} {row.lb}", row.back
     if row.added_truth is None or row.added_truth > end_t:
         return []  # it never took the server out (a slow LB), or not within the run
-    if row.added_hi is None:
+    if back.added_hi is None:
         return [
             f"{where}: the LB took it back {row.truth:.3f} s after T1; the daemon saw no answer"
         ]
     found = []
-    if outside(row.added_truth, row.added_lo, row.added_hi, tolerance) is not None:
+    if outside(row.added_truth, back.added_lo, back.added_hi, tolerance) is not None:
         found.append(
             f"{where}: the LB took it back at {row.added_truth:.3f} s, outside the bound "
-            f"{bound(row.added_lo, row.added_hi, 3)}"
+            f"{bound(back.added_lo, back.added_hi, 3)}"
         )
     assert row.truth is not None
-    if outside(row.truth, row.lo, row.hi, tolerance) is not None:
+    if outside(row.truth, back.seconds_lo, back.seconds_hi, tolerance) is not None:
         found.append(
             f"{where}: add-back {row.truth:.3f} s after T1, outside the bound "
-            f"{bound(row.lo, row.hi, 3)} (measured {_s(row.measured)})"
+            f"{bound(back.seconds_lo, back.seconds_hi, 3)} (measured {_s(back.seconds)})"
         )
     return found
 
@@ -220,7 +206,7 @@ def rows_table(check: RestartCheck) -> list[str]:
             r.instance,
             str(r.lb),
             "-" if r.truth is None else f"{r.truth:.3f} s",
-            bounded(r.measured, r.lo, r.hi, 3),
+            bounded(r.back.seconds, r.back.seconds_lo, r.back.seconds_hi, 3),
         ]
         for r in check.rows
     ]

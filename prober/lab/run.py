@@ -42,12 +42,12 @@ from prober.lab.daemons import (
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
 from prober.lab.instances import InstanceTruth, all_instances
-from prober.lab.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
 from prober.lab.onnode import NodeResult, NodeRun, check_prober_on, judge_node, start_node_prober
 from prober.lab.onnode import hairpins as hairpins_of
-from prober.lab.platforms import PLATFORMS, SLOW_INTERVAL, Platform, as_built, slow_lb
+from prober.lab.options import LabOptions
+from prober.lab.platforms import PLATFORMS, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.restartcheck import RestartCheck, check_restarts, junit_problems
@@ -68,30 +68,6 @@ from prober.report.analyze import RunAnalysis, analyze_runs
 
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below
-
-
-@dataclass(frozen=True, slots=True)
-class LabOptions:
-    platform: str = "aws"
-    scenario: str = "rollout"
-    time_scale: float | None = None  # None: shrink the shutdown delay to about TARGET_DELAY
-    servers: int = 3
-    shutdowns: int | None = None  # how many of the servers the scenario takes down (all)
-    interval: str = "100ms"
-    quiet_interval: float | None = None  # seconds; None: the daemon's default, scaled; 0: off
-    workers: int | None = None  # per stream; None: 2 (1 for each of the upgrade's daemons)
-    goaway_chance: float = 0.0
-    tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
-    evict: bool = False  # kill the daemon inside the first window and start another
-    log_max_size: int = DEFAULT_MAX_SIZE  # upgrade: the kubelet's containerLogMaxSize
-    control: bool = False  # a second daemon with today's sampling beside (`lab.policies`)
-    lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
-    watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
-    slow_lb: LB = LB.EXTERNAL  # slow-lb: which LB is slow
-    slow_interval: float = SLOW_INTERVAL  # slow-lb: its check's interval, x the delay
-    prober_on: str | None = None  # a second daemon on this master (`lab.onnode`)
-    early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
-    early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
 
 
 @dataclass(frozen=True, slots=True)

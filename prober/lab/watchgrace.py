@@ -25,7 +25,8 @@ from prober.core.models import LB
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, WatchAttempt
 from prober.lab.gracetruth import ServerShutdown, server_shutdowns
-from prober.lab.run import LabError, LabOptions, LabResult, profile_for, run_lab
+from prober.lab.options import LabOptions
+from prober.lab.run import LabError, LabResult, profile_for, run_lab
 from prober.report.analyze import RunAnalysis
 
 GRACEFUL = ("rollout", "slow-lb")  # the scenarios whose apiservers shut down gracefully

@@ -23,7 +23,7 @@ server, and only this record has it (the audit log has what was answered).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prober.common.clock import Clock
@@ -67,21 +67,14 @@ class EarlyRequest:
     after_ready: bool  # /readyz was true when it arrived
 
 
+@dataclass(eq=False, slots=True)
 class EarlyAnswers:
-    def __init__(
-        self,
-        answer: EarlyAnswer,
-        startup: Startup,
-        clock: Clock,
-        truth: TruthLog,
-        request_timeout: float,
-    ) -> None:
-        self.answer = answer
-        self.startup = startup
-        self.clock = clock
-        self.truth = truth
-        self.request_timeout = request_timeout
-        self._held: dict[int, EarlyRequest] = {}  # hangs in progress, by id()
+    answer: EarlyAnswer
+    startup: Startup
+    clock: Clock
+    truth: TruthLog
+    request_timeout: float
+    _held: dict[int, EarlyRequest] = field(default_factory=dict, init=False)  # hangs, by id()
 
     def applies(self, path: str) -> bool:
         """Whether a request for `path` gets the early answer now: the health checks stay

@@ -37,37 +37,48 @@ class Answer:
 
 
 @dataclass(slots=True)
-class BodyReceived:
-    """A piece of the request body of `stream_id`."""
+class StreamEvent:
+    """What became of the request on `stream_id` after its headers."""
 
     stream_id: int
+
+
+@dataclass(slots=True)
+class BodyReceived(StreamEvent):
+    """A piece of the request body."""
+
     data: bytes
 
 
-@dataclass(slots=True)
-class RequestEnded:
-    stream_id: int
+class RequestEnded(StreamEvent):
+    """The request body is complete."""
+
+    __slots__ = ()
 
 
-@dataclass(slots=True)
-class StreamAborted:
+class StreamAborted(StreamEvent):
     """The client reset this stream (HTTP/2 RST_STREAM)."""
 
-    stream_id: int
+    __slots__ = ()
 
 
 @dataclass(slots=True)
-class ProtocolFailed:
+class ConnectionEnding:
+    """The connection is ending, and why, in words the truth log keeps."""
+
+    reason: str
+
+
+class ProtocolFailed(ConnectionEnding):
     """The peer broke the protocol; whatever answer is possible is queued, then close."""
 
-    reason: str
+    __slots__ = ()
 
 
-@dataclass(slots=True)
-class PeerClosed:
+class PeerClosed(ConnectionEnding):
     """The peer closed its side (EOF, or an HTTP/2 GOAWAY)."""
 
-    reason: str
+    __slots__ = ()
 
 
 Event = RequestStarted | BodyReceived | RequestEnded | StreamAborted | ProtocolFailed | PeerClosed

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from prober.common.clock import Clock
 from prober.core.phase import LATE_FRACTION, ShutdownPhase, phase_at
@@ -78,15 +78,36 @@ class Timing:
     shutdown_timeout: float | None = None
 
 
-class Lifecycle:
+Name = TypeVar("Name", bound=str)
+
+
+class Instants(Generic[Name]):
+    """When each of a server's named instants came (a signal, readiness), on both clocks,
+    and a wait for each."""
+
+    def __init__(self, names: Iterable[Name], clock: Clock) -> None:
+        self.clock = clock
+        self.times: dict[Name, SignalTime] = {}
+        self._events = {name: asyncio.Event() for name in names}
+
+    async def wait(self, name: Name) -> SignalTime:
+        await self._events[name].wait()
+        return self.times[name]
+
+    def _stamp(self, name: Name) -> SignalTime:
+        stamp = SignalTime(self.clock.monotonic(), self.clock.wall())
+        self.times[name] = stamp
+        self._events[name].set()
+        return stamp
+
+
+class Lifecycle(Instants[Signal]):
     """The signals, when each fired, and the per-request facts that depend on them."""
 
     def __init__(self, timing: Timing, clock: Clock, listener: SignalListener) -> None:
+        super().__init__(Signal, clock)
         self.timing = timing
-        self.clock = clock
         self._listener = listener
-        self.times: dict[Signal, SignalTime] = {}
-        self._events = {signal: asyncio.Event() for signal in Signal}
         self.trigger = ""
 
     # -- facts the request path asks for -------------------------------------------------
@@ -131,10 +152,6 @@ class Lifecycle:
     def signaled(self, signal: Signal) -> bool:
         return signal in self.times
 
-    async def wait(self, signal: Signal) -> SignalTime:
-        await self._events[signal].wait()
-        return self.times[signal]
-
     # -- transitions ---------------------------------------------------------------------
     def initiate(self, trigger: str) -> bool:
         """Start graceful termination (SIGTERM, the admin endpoint, the API); idempotent."""
@@ -147,12 +164,8 @@ class Lifecycle:
         return True
 
     def _fire(self, signal: Signal) -> None:
-        if signal in self.times:
-            return
-        stamp = SignalTime(self.clock.monotonic(), self.clock.wall())
-        self.times[signal] = stamp
-        self._events[signal].set()
-        self._listener(signal, stamp, self.trigger)
+        if signal not in self.times:
+            self._listener(signal, self._stamp(signal), self.trigger)
 
     async def run(self, drainer: Drainer) -> None:
         """The whole sequence, from waiting for the trigger to the last connection closed."""
@@ -219,7 +232,7 @@ class Lifecycle:
         return False
 
 
-class Startup:
+class Startup(Instants[str]):
     """Readiness going true. kube-apiserver listens, then runs its post-start hooks
     (k8s.io/apiserver `hooks.go`): each is a `poststarthook/<name>` check of /readyz, of
     /healthz and, after `--livez-grace-period`, of /livez, failing until the hook returns.
@@ -248,11 +261,9 @@ class Startup:
             early_ready,
             livez_grace,
         )
-        self.clock = clock
+        super().__init__((self.READY, self.SERVING), clock)
         self._listener = listener
         self.listened: float | None = None  # monotonic
-        self.times: dict[str, SignalTime] = {}
-        self._events = {name: asyncio.Event() for name in (self.READY, self.SERVING)}
 
     @property
     def order(self) -> tuple[str, str]:
@@ -291,12 +302,5 @@ class Startup:
             await self.clock.sleep(self.early_ready)
             self._fire(self.SERVING)
 
-    async def wait(self, name: str) -> SignalTime:
-        await self._events[name].wait()
-        return self.times[name]
-
     def _fire(self, name: str) -> None:
-        stamp = SignalTime(self.clock.monotonic(), self.clock.wall())
-        self.times[name] = stamp
-        self._events[name].set()
-        self._listener(name, stamp)
+        self._listener(name, self._stamp(name))
