@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prober.cli.parsing import Subparsers, add_command
+from prober.cli.parsing import Subparsers, add_command, options_of
 from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
@@ -55,6 +55,8 @@ def register(sub: Subparsers) -> None:
     parser = add_command(sub, "lab", __doc__, EXAMPLE, _run)
     parser.add_argument(
         "--platform",
+        dest="platforms",
+        metavar="PLATFORM",
         default="aws",
         type=lambda text: _platforms(text, sorted(PLATFORMS)),
         help=f"one or more of {', '.join(sorted(PLATFORMS))}, comma-separated (aws)",
@@ -125,6 +127,7 @@ def register(sub: Subparsers) -> None:
     )
     parser.add_argument(
         "--slow-lb-interval",
+        dest="slow_interval",
         type=flag(positive_float),
         default=0.6,
         metavar="FRACTION",
@@ -177,6 +180,7 @@ def register(sub: Subparsers) -> None:
     )
     parser.add_argument(
         "--container-log-max-size",
+        dest="log_max_size",
         type=flag(size),
         default=10 * 1024 * 1024,
         metavar="SIZE",
@@ -211,27 +215,8 @@ def _run(args: argparse.Namespace) -> int:
     from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
     from prober.lab.options import LabOptions  # noqa: PLC0415
 
-    options = LabOptions(
-        scenario=args.scenario,
-        time_scale=args.time_scale,
-        interval=args.interval,
-        quiet_interval=args.quiet_interval,
-        workers=args.workers,
-        goaway_chance=args.goaway_chance,
-        tolerance=args.tolerance,
-        evict=args.evict,
-        log_max_size=args.container_log_max_size,
-        control=args.control,
-        lb=args.lb,
-        shutdowns=args.shutdowns,
-        watch_grace=args.watch_grace,
-        slow_lb=LB(args.slow_lb),
-        slow_interval=args.slow_lb_interval,
-        prober_on=args.prober_on,
-        early_for=args.early_for,
-        early_answer=args.early_answer,
-    )
-    platforms = args.platform if isinstance(args.platform, list) else [args.platform]
+    options = options_of(LabOptions, args, slow_lb=LB(args.slow_lb))
+    platforms = args.platforms if isinstance(args.platforms, list) else [args.platforms]
     if args.compare_watch_grace is not None:
         from prober.lab.gracecommand import grace_command  # noqa: PLC0415
 

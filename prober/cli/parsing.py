@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    D = TypeVar("D", bound=DataclassInstance)
 
 Handler = Callable[[argparse.Namespace], int]
 # Generic only to type checkers: argparse's class takes no subscript at run time.
@@ -61,6 +67,16 @@ def forward(command: Callable[..., int], *positional: str) -> Handler:
         return command(*(getattr(args, name) for name in positional), **given)
 
     return handler
+
+
+def options_of(cls: type[D], args: argparse.Namespace, **given: Any) -> D:
+    """`cls`, a dataclass of options, from the parsed destinations named as its fields, as
+    `forward` does for a command's keywords; `given`: values the parser cannot make as
+    they are."""
+    parsed = {
+        f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)
+    }
+    return cls(**(parsed | given))
 
 
 def add_labels(parser: argparse.ArgumentParser, help: str) -> None:

@@ -127,6 +127,8 @@ class _Met:
 
 @dataclass(frozen=True, slots=True)
 class _Shutdown:
+    """One closed window's T0 and delay as bounds, and the last instant it held."""
+
     t0_lo: float
     t0_hi: float
     delay_lo: float

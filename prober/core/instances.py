@@ -127,6 +127,9 @@ class Instance:
 
 @dataclass(slots=True)
 class _Live:
+    """What the tracker knows of one apiserver process while it runs: when it was first
+    seen, the bounds of its T1 and who gave them, and from when its LBs' misses count."""
+
     host: str
     start: int
     holder: str | None

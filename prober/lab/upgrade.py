@@ -59,6 +59,9 @@ NICE = 10
 
 @dataclass(frozen=True, slots=True)
 class PodSpec:
+    """One prober pod the upgrade runs: the workload it belongs to, the master it is
+    scheduled on, the LBs it probes and how much of its event log goes to stdout."""
+
     name: str
     workload: Workload
     node: str

@@ -85,6 +85,8 @@ class Head:
 
 @dataclass(frozen=True, slots=True)
 class Data:
+    """A piece of a streamed answer's body."""
+
     stream_id: int
     data: bytes
 
