@@ -23,13 +23,14 @@ from prober.report.connection_ages import age_lines
 from prober.report.documents import SummaryDocument, VerdictEntry
 from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
 from prober.report.html_run import RunReport, render_run_report
+from prober.report.jsonio import write_json
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
 from prober.report.restarts import restart_lines, restarts_section, shutting_label
 from prober.report.run_verdict import abrupt_text, whole_run
 from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node, same_node_lines
-from prober.report.summary import build_summary, write_json
+from prober.report.summary import build_summary
 from prober.report.tables import bounded, seconds, table
 from prober.report.thresholds import Thresholds
 from prober.report.verdicts import Status, Verdict, judge

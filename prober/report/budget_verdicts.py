@@ -29,8 +29,8 @@ from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Connection
 from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
+from prober.report.keys import Key, entry_key
 from prober.report.samenode import same_node_only
-from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
 from prober.report.verdicts import Status, Verdict, failures_in
 

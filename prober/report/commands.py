@@ -21,13 +21,15 @@ from prober.report.documents import (
 )
 from prober.report.errors import BadInput
 from prober.report.export import export_rows, parse_labels, read_summary, write_rows
+from prober.report.history import RunFacts
 from prober.report.html_dashboard import load_snapshots, render_trend_page, span
 from prober.report.html_thresholds import render_dashboard
+from prober.report.jsonio import read_json, write_json
+from prober.report.keys import key_name
 from prober.report.origin import write_origin_files
 from prober.report.queryresult import load_query_result, runs_in
 from prober.report.recommend import Part, Recommendation, recommend
 from prober.report.regression import Regression, check_regression
-from prober.report.summary import RunFacts, key_name, read_json, write_json
 from prober.report.tables import seconds, table
 from prober.report.thresholds import aggregate, load_thresholds, period_of, to_document
 from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN, WatchAllowed

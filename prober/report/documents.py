@@ -35,7 +35,7 @@ class StreamFields(KeyFields):
     stream: str
 
 
-# summary.json (`summary.build_summary`), v2; read back by `summary.load_run_facts`
+# summary.json (`summary.build_summary`), v2; read back by `history.load_run_facts`
 
 
 class WindowStreamEntry(StreamFields):

@@ -31,7 +31,9 @@ from typing import Any, Final, TextIO
 from prober.common import filekinds
 from prober.core.models import LB, StreamId, StreamNameError
 from prober.report.errors import BadInput
-from prober.report.summary import RunFacts, load_run_facts, parse_key, read_json, started_of
+from prober.report.history import RunFacts, load_run_facts, started_of
+from prober.report.jsonio import read_json
+from prober.report.keys import parse_key
 
 EXPORT_VERSION: Final = 1
 # The run's labels: what the release team slices the history by. `platform` comes from the

@@ -27,6 +27,7 @@ from prober.core.models import Connection, StreamId, parse_rfc3339
 from prober.report.documents import SummaryDocument
 from prober.report.errors import BadInput
 from prober.report.export import Row, export_rows
+from prober.report.jsonio import write_json
 from prober.report.origin_autodl import autodl_files
 from prober.report.origin_timeline import disruption_line, timeline
 from prober.report.origin_types import (
@@ -37,7 +38,6 @@ from prober.report.origin_types import (
     backend_name,
 )
 from prober.report.origin_watches import watch_intervals
-from prober.report.summary import write_json
 
 OriginDocument = IntervalList | BackendDisruptionList | DataFile
 

@@ -41,7 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from prober.report.documents import Metric
-from prober.report.summary import Key, RunFacts
+from prober.report.history import RunFacts
+from prober.report.keys import Key
 from prober.report.thresholds import Entry, Thresholds, run_values
 
 QUANTILES = {"p50": 0.50, "p75": 0.75, "p95": 0.95}

@@ -27,16 +27,10 @@ from prober.core.budgets import hairpins
 from prober.core.models import LB
 from prober.core.numbers import micro_floats
 from prober.report.documents import SameNodeEntry, SameNodeStreamEntry, SummaryDocument
+from prober.report.keys import Key, entry_key
 from prober.report.replay import Replay
 from prober.report.runs import RunLog
-from prober.report.summary import (
-    Key,
-    entry_key,
-    forgiven_intervals,
-    interval_entry,
-    same_node_counts,
-    window_entry,
-)
+from prober.report.summary import forgiven_intervals, interval_entry, same_node_counts, window_entry
 from prober.report.svg import esc
 from prober.report.tables import bounded, seconds, table
 

@@ -29,7 +29,9 @@ from prober.core.models import LB, Connection, Protocol, parse_rfc3339
 from prober.core.stats import percentiles
 from prober.report.documents import Metric, Period, ThresholdRow, ThresholdsDocument
 from prober.report.errors import BadInput
-from prober.report.summary import Key, RunFacts, key_name, parse_key, read_json
+from prober.report.history import RunFacts
+from prober.report.jsonio import read_json
+from prober.report.keys import Key, key_name, parse_key
 
 THRESHOLDS_VERSION: Final = 1
 ALL_PLATFORMS = "all"

@@ -33,8 +33,8 @@ from prober.report.documents import (
     WindowEntry,
     WindowStreamEntry,
 )
+from prober.report.keys import Key, entry_key
 from prober.report.samenode import same_node_only
-from prober.report.summary import Key, entry_key
 from prober.report.tables import bound
 from prober.report.thresholds import Lookup, Thresholds
 

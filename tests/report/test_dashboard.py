@@ -15,7 +15,7 @@ from prober.core.models import LB, Connection, Protocol
 from prober.report.documents import Period
 from prober.report.html_dashboard import FAINT
 from prober.report.html_thresholds import AXIS_TITLES
-from prober.report.summary import write_json
+from prober.report.jsonio import write_json
 from prober.report.svg import HOST_COLOURS
 from prober.report.thresholds import METRICS, Entry, load_period, to_document
 from tests.report.browser import open_page

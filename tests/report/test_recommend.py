@@ -9,8 +9,8 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
+from prober.report.jsonio import write_json
 from prober.report.recommend import delay_for, recommend
-from prober.report.summary import write_json
 from prober.report.thresholds import Entry, Thresholds, to_document
 
 

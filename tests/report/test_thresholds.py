@@ -11,7 +11,7 @@ from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
 from prober.report.errors import BadInput
-from prober.report.summary import RunFacts, WorstOfRun, load_run_facts
+from prober.report.history import RunFacts, WorstOfRun, load_run_facts
 from prober.report.thresholds import Entry, Thresholds, aggregate, load_thresholds
 from tests.report.history import summary_doc, write_history
 
