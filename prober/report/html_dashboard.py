@@ -30,7 +30,8 @@ from prober.report.html_thresholds import (
 )
 from prober.report.page import page
 from prober.report.svg import Scale, esc, nice_ticks, tick_label
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry, load_period, load_thresholds
+from prober.report.threshold_rows import METRICS, Entry
+from prober.report.thresholds import ALL_PLATFORMS, load_period, load_thresholds
 
 WIDTH = 1040
 LEFT = 64

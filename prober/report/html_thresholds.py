@@ -13,7 +13,8 @@ from prober.core.models import LB, Connection, Protocol
 from prober.report.keys import Key, key_name
 from prober.report.page import page
 from prober.report.svg import HOST_COLOURS, Scale, esc, grid, x_axis
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry
+from prober.report.threshold_rows import METRICS, Entry
+from prober.report.thresholds import ALL_PLATFORMS
 
 WIDTH = 1040
 LEFT = 290

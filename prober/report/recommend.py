@@ -29,7 +29,8 @@ from prober.core.budgets import DEFAULT_SHUTDOWN_DELAY, PLATFORMS
 from prober.core.models import LB, Connection
 from prober.core.phase import LATE_FRACTION
 from prober.report.budget_verdicts import budget_of
-from prober.report.thresholds import ALL_PLATFORMS, Entry, Thresholds
+from prober.report.threshold_rows import Entry
+from prober.report.thresholds import ALL_PLATFORMS, Thresholds
 
 DEFAULT_BUFFER = 10.0
 STEP = 5.0

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from prober.report.documents import Metric
 from prober.report.history import RunFacts
 from prober.report.keys import Key
-from prober.report.thresholds import Entry, Thresholds, run_values
+from prober.report.threshold_rows import Entry
+from prober.report.thresholds import Thresholds, run_values
 
 QUANTILES = {"p50": 0.50, "p75": 0.75, "p95": 0.95}
 DEFAULT_QUANTILE = "p75"

@@ -16,7 +16,6 @@ Platform names are compared in lower case (`AWS` from an Infrastructure object i
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,41 +26,16 @@ from typing import Final, cast
 from prober.common import filekinds
 from prober.core.models import LB, Connection, Protocol, parse_rfc3339
 from prober.core.stats import percentiles
-from prober.report.documents import Metric, Period, ThresholdRow, ThresholdsDocument
+from prober.report.documents import Metric, Period, ThresholdsDocument
 from prober.report.errors import BadInput
 from prober.report.history import RunFacts
 from prober.report.jsonio import read_json
-from prober.report.keys import Key, key_name, parse_key
+from prober.report.keys import Key, key_name
+from prober.report.threshold_rows import METRICS, Entry, from_row, to_row
 
 THRESHOLDS_VERSION: Final = 1
 ALL_PLATFORMS = "all"
-METRICS: tuple[Metric, ...] = ("reaction", "disruption")
-QUANTILE_FIELDS = ("p50", "p75", "p95", "p99")
 DEFAULT_MIN_RUNS = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    platform: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
-    metric: Metric
-    p50: float
-    p75: float
-    p95: float
-    p99: float
-    runs: int
-    usable: bool
-
-    @property
-    def key(self) -> Key:
-        return (self.lb, self.protocol, self.connection)
-
-    @property
-    def allowed(self) -> float:
-        """The P99 rounded up to the second, never below 1 s (origin's rule)."""
-        return float(max(1, math.ceil(self.p99)))
 
 
 def run_values(facts: RunFacts) -> list[tuple[Key, Metric, float]]:
@@ -111,7 +85,7 @@ def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
 
 
 def to_document(entries: Iterable[Entry], period: Period | None = None) -> ThresholdsDocument:
-    rows = [_row(e) for e in entries]
+    rows = [to_row(e) for e in entries]
     if period is None:
         return {"v": THRESHOLDS_VERSION, "entries": rows}
     return {"v": THRESHOLDS_VERSION, "period": period, "entries": rows}
@@ -124,22 +98,6 @@ def period_of(runs: Iterable[RunFacts]) -> Period | None:
         return None
     known = sorted((s for s in started if s is not None), key=parse_rfc3339)
     return {"start": known[0], "end": known[-1]}
-
-
-def _row(e: Entry) -> ThresholdRow:
-    return {
-        "platform": e.platform,
-        "lb": e.lb.value,
-        "protocol": e.protocol.value,
-        "connection": e.connection.value,
-        "metric": e.metric,
-        "p50": e.p50,
-        "p75": e.p75,
-        "p95": e.p95,
-        "p99": e.p99,
-        "runs": e.runs,
-        "usable": e.usable,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +148,8 @@ def load_thresholds(path: Path) -> Thresholds:
     rows = doc.get("entries")
     if not isinstance(rows, list):
         raise BadInput(f"{path}: field 'entries': expected a list")
-    return Thresholds((_entry(path, i, row) for i, row in enumerate(rows)), str(path))
+    entries = (from_row(row, f"{path}: entries[{i}]") for i, row in enumerate(rows))
+    return Thresholds(entries, str(path))
 
 
 def load_period(path: Path) -> Period | None:
@@ -219,43 +178,3 @@ def _is_rfc3339(text: str) -> bool:
     except ValueError:
         return False
     return moment.tzinfo is not None
-
-
-def _entry(path: Path, index: int, raw: object) -> Entry:
-    where = f"{path}: entries[{index}]"
-    if not isinstance(raw, dict):
-        raise BadInput(f"{where}: expected an object")
-    lb, protocol, connection = parse_key(raw, where)
-    if raw.get("metric") not in METRICS:
-        raise BadInput(f"{where}.metric: {raw.get('metric')!r} is not one of {list(METRICS)}")
-    for name in QUANTILE_FIELDS:
-        value = raw.get(name)
-        # json.loads takes NaN and Infinity; `recommend` cannot round them (it crashed).
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise BadInput(f"{where}.{name}: expected a number, got {value!r:.40}")
-    runs, usable, platform = raw.get("runs"), raw.get("usable"), raw.get("platform")
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise BadInput(f"{where}.runs: expected a positive integer, got {runs!r:.40}")
-    if not isinstance(usable, bool):
-        raise BadInput(f"{where}.usable: expected true or false, got {usable!r:.40}")
-    if not isinstance(platform, str) or not platform:
-        raise BadInput(f"{where}.platform: expected a platform name, got {platform!r:.40}")
-    row = cast(ThresholdRow, raw)  # every key checked above, as in `summary._worst_of_run`
-    return Entry(
-        row["platform"].lower(),
-        lb,
-        protocol,
-        connection,
-        row["metric"],
-        # JSON may spell 5.0 as 5: the allowed values and the verdicts must not tell.
-        p50=float(row["p50"]),
-        p75=float(row["p75"]),
-        p95=float(row["p95"]),
-        p99=float(row["p99"]),
-        runs=row["runs"],
-        usable=row["usable"],
-    )

@@ -12,7 +12,8 @@ from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
 from prober.report.errors import BadInput
 from prober.report.history import RunFacts, WorstOfRun, load_run_facts
-from prober.report.thresholds import Entry, Thresholds, aggregate, load_thresholds
+from prober.report.threshold_rows import Entry
+from prober.report.thresholds import Thresholds, aggregate, load_thresholds
 from tests.report.history import summary_doc, write_history
 
 KEY = (LB.INTERNAL, Protocol.HTTP2, Connection.NEW)
