@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_out, forward
 from prober.common.values import duration, flag
-from prober.report.commands import analyze_command
+from prober.report.analyze import analyze_command
 from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN
 
 EXAMPLE = """\

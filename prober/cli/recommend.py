@@ -11,8 +11,7 @@ from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, forward
 from prober.common.values import flag, non_negative_float
-from prober.report.commands import recommend_command
-from prober.report.recommend import DEFAULT_BUFFER
+from prober.report.recommend import DEFAULT_BUFFER, recommend_command
 
 EXAMPLE = """\
 examples:

@@ -15,9 +15,8 @@ from pathlib import Path
 from prober.cli.parsing import Subparsers, add_command, add_out, add_summaries, forward
 from prober.common.errors import UserError
 from prober.common.values import flag, positive_int
-from prober.report.commands import check_command, thresholds_command
-from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
-from prober.report.thresholds import DEFAULT_MIN_RUNS
+from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES, check_command
+from prober.report.thresholds import DEFAULT_MIN_RUNS, thresholds_command
 
 EXAMPLE = """\
 examples:

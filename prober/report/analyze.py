@@ -8,13 +8,16 @@ several daemons, or a daemon restarted onto the same file) write into OUT/<run i
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from prober import __version__
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
 from prober.report.age_verdicts import explain_ages, judge_ages
@@ -32,9 +35,14 @@ from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node, same_node_lines
 from prober.report.summary import build_summary
 from prober.report.tables import bounded, seconds, table
-from prober.report.thresholds import Thresholds
+from prober.report.thresholds import Thresholds, load_thresholds
 from prober.report.verdicts import Status, Verdict, judge
-from prober.report.watch_verdicts import WatchAllowed, judge_watches
+from prober.report.watch_verdicts import (
+    BLIND_WITHIN,
+    REESTABLISH_WITHIN,
+    WatchAllowed,
+    judge_watches,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,3 +271,49 @@ def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
     headers = ["lb", "protocol", "watches", "ends", "doomed", "re-establish max", "blind",
                "re-establish/not doomed/not blind"]  # fmt: skip
     return ["", *table(headers, rows)]
+
+
+def analyze_command(
+    paths: Sequence[Path],
+    *,
+    platform: str | None,
+    thresholds_path: Path | None,
+    out: Path,
+    skip_bad_lines: bool,
+    pod_logs: bool = False,
+    watch_reestablish_within: float = REESTABLISH_WITHIN,
+    watch_blind_within: float = BLIND_WITHIN,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    thresholds = load_thresholds(thresholds_path) if thresholds_path else None
+    analyses, stats = analyze_runs(
+        paths,
+        platform=platform,
+        thresholds=thresholds,
+        skip_bad_lines=skip_bad_lines,
+        pod_logs=pod_logs,
+        watch_allowed=WatchAllowed(watch_reestablish_within, watch_blind_within),
+    )
+    written = []
+    for analysis in analyses:
+        target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+        with writing(f"into {target}"):
+            written += write_outputs(analysis, stats, target)
+    for note in stats.notes:
+        print(f"note: {note}", file=stderr)
+    if stats.skipped:
+        print(
+            f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "
+            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)",
+            file=stderr,
+        )
+    for analysis in analyses:
+        for warning in analysis.warnings:
+            print(f"warning: {warning}", file=stderr)
+        print("\n".join(describe(analysis)), file=stdout)
+        print(file=stdout)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return ExitCode.FAILED if any(a.failed for a in analyses) else ExitCode.OK

@@ -13,8 +13,7 @@ from prober.core.models import LB, Connection, Protocol
 from prober.report.keys import Key, key_name
 from prober.report.page import page
 from prober.report.svg import HOST_COLOURS, Scale, esc, grid, x_axis
-from prober.report.threshold_rows import METRICS, Entry
-from prober.report.thresholds import ALL_PLATFORMS
+from prober.report.threshold_rows import ALL_PLATFORMS, METRICS, Entry
 
 WIDTH = 1040
 LEFT = 290

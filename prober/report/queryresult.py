@@ -30,8 +30,13 @@ from prober.report.errors import BadInput
 from prober.report.jsonio import read_text
 from prober.report.keys import Key, parse_key
 from prober.report.origin_types import BACKEND_PREFIX, parse_backend_name
-from prober.report.threshold_rows import METRICS, QUANTILE_FIELDS, Entry
-from prober.report.thresholds import ALL_PLATFORMS, sort_entries
+from prober.report.threshold_rows import (
+    ALL_PLATFORMS,
+    METRICS,
+    QUANTILE_FIELDS,
+    Entry,
+    sort_entries,
+)
 
 COLUMNS = ("platform", "lb", "protocol", "connection", "metric", *QUANTILE_FIELDS, "runs")
 # origin's allowed disruption rows (`MasterNodesUpdated` is optional: older files lack it).

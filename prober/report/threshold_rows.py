@@ -9,7 +9,7 @@ row's keys on disk (`to_row`); reading a row back checks each field by its decla
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, get_args, get_type_hints
@@ -21,6 +21,7 @@ from prober.report.keys import Key
 
 METRICS: tuple[Metric, ...] = get_args(Metric)
 QUANTILE_FIELDS = ("p50", "p75", "p95", "p99")
+ALL_PLATFORMS = "all"  # the platform of the entries that pool every platform's runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,22 @@ class Entry:
     def allowed(self) -> float:
         """The P99 rounded up to the second, never below 1 s (origin's rule)."""
         return float(max(1, math.ceil(self.p99)))
+
+
+def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """Platforms by name, `all` last; then LB, protocol, connection, metric, as enumerated."""
+    return sorted(entries, key=_order)
+
+
+def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
+    return (
+        e.platform == ALL_PLATFORMS,
+        e.platform,
+        list(LB).index(e.lb),
+        list(Protocol).index(e.protocol),
+        list(Connection).index(e.connection),
+        METRICS.index(e.metric),
+    )
 
 
 def to_row(entry: Entry) -> ThresholdRow:

@@ -16,25 +16,31 @@ Platform names are compared in lower case (`AWS` from an Infrastructure object i
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, TextIO, cast
 
 from prober.common import filekinds
-from prober.core.models import LB, Connection, Protocol, parse_rfc3339
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
+from prober.core.models import parse_rfc3339
 from prober.core.stats import percentiles
 from prober.report.documents import Metric, Period, ThresholdsDocument
 from prober.report.errors import BadInput
+from prober.report.export import load_facts
 from prober.report.history import RunFacts
-from prober.report.jsonio import read_json
+from prober.report.html_thresholds import render_dashboard
+from prober.report.jsonio import read_json, write_json
 from prober.report.keys import Key, key_name
-from prober.report.threshold_rows import METRICS, Entry, from_row, to_row
+from prober.report.queryresult import load_query_result, runs_in
+from prober.report.tables import seconds, table
+from prober.report.threshold_rows import ALL_PLATFORMS, Entry, from_row, sort_entries, to_row
 
 THRESHOLDS_VERSION: Final = 1
-ALL_PLATFORMS = "all"
 DEFAULT_MIN_RUNS = 100
 
 
@@ -66,22 +72,6 @@ def aggregate(runs: Iterable[RunFacts], min_runs: int = DEFAULT_MIN_RUNS) -> lis
             Entry(platform, *key, metric, p.p50, p.p75, p.p95, p.p99, p.count, p.count >= min_runs)
         )
     return sort_entries(entries)
-
-
-def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
-    """Platforms by name, `all` last; then LB, protocol, connection, metric, as enumerated."""
-    return sorted(entries, key=_order)
-
-
-def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
-    return (
-        e.platform == ALL_PLATFORMS,
-        e.platform,
-        list(LB).index(e.lb),
-        list(Protocol).index(e.protocol),
-        list(Connection).index(e.connection),
-        METRICS.index(e.metric),
-    )
 
 
 def to_document(entries: Iterable[Entry], period: Period | None = None) -> ThresholdsDocument:
@@ -178,3 +168,65 @@ def _is_rfc3339(text: str) -> bool:
     except ValueError:
         return False
     return moment.tzinfo is not None
+
+
+def thresholds_command(
+    summaries: Sequence[Path],
+    *,
+    output: Path | None,
+    out: Path,
+    min_runs: int,
+    query_result: Path | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """From summaries, or from the warehouse query's result (`query_result`): the same
+    thresholds.json either way."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if query_result is not None:
+        entries, period = load_query_result(query_result, min_runs)
+        runs = sources = runs_in(entries)
+    else:
+        facts = load_facts(summaries, stderr)
+        entries, period = aggregate(facts, min_runs), period_of(facts)
+        runs = sources = len(facts)
+    json_path = output or out / "thresholds.json"
+    html_path = out / "thresholds.html"
+    with writing(json_path):
+        out.mkdir(parents=True, exist_ok=True)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(json_path, to_document(entries, period))
+    with writing(html_path):
+        html_path.write_text(render_dashboard(entries, runs, sources), encoding="utf-8")
+    rows = [
+        [
+            e.platform,
+            e.lb.value,
+            e.protocol.value,
+            e.connection.value,
+            e.metric,
+            seconds(e.p50),
+            seconds(e.p95),
+            seconds(e.p99),
+            f"{e.allowed:.0f} s",
+            str(e.runs),
+            "yes" if e.usable else f"no (< {min_runs})",
+        ]
+        for e in entries
+    ]
+    headers = [
+        "platform",
+        "lb",
+        "protocol",
+        "connection",
+        "metric",
+        "P50",
+        "P95",
+        "P99",
+        "allowed",
+        "runs",
+        "usable",
+    ]
+    print("\n".join(table(headers, rows)), file=stdout)
+    print(f"\nwrote {json_path}\nwrote {html_path}", file=stdout)
+    return ExitCode.OK
