@@ -127,7 +127,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "streams": stream_entries,
         "worst": worst_entries(streams, windows, seconds, felt),
     }
-    watched = result.of_kind(WATCH)
+    watched = result.others.get(WATCH, ())
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
     summary["ended"] = ended_entry(log)
     told: dict[str, list[Retried]] = defaultdict(list)
