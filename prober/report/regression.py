@@ -148,11 +148,13 @@ def check_command(
     *,
     history: Path,
     out: Path,
-    quantile: str,
-    alpha: float,
+    quantile: str = DEFAULT_QUANTILE,
+    alpha: float = DEFAULT_ALPHA,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
+    """`prober thresholds --check`: the summaries' runs against the history, a test per key
+    (`check_regression`), into `out`/regression.json; exit 1 where one regressed."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     thresholds = load_thresholds(history)
     facts = load_facts(summaries, stderr)
