@@ -1,14 +1,21 @@
-"""What `summarize` shows and writes: a table, `audit-summary.json`, JUnit per apiserver."""
+"""`prober audit summarize`: what it reads, shows and writes (a table, `audit-summary.json`,
+JUnit per apiserver), and its exit code: 1 with `--check` where a request came late."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 from xml.etree import ElementTree as ET
 
-from prober.audit.summary import AuditSummary
+from prober.audit.evidence import ProberEvidence, read_prober_logs, read_shutdown_events
+from prober.audit.files import InputError, discover
+from prober.audit.summary import AuditSummary, summarize
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.models import rfc3339
 
 SUMMARY_FILE = "audit-summary.json"
@@ -143,3 +150,32 @@ def _write(path: Path, text: str) -> Path:
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def summarize_command(
+    paths: Sequence[Path],
+    *,
+    node: str | None = None,
+    events: Sequence[Path] = (),
+    shutdown_events: Sequence[Path] = (),
+    out: Path = Path("."),
+    junit: bool = False,
+    check: bool = False,
+    max_line_bytes: int,
+    stdout: TextIO | None = None,
+) -> int:
+    stdout = stdout or sys.stdout
+    families, notes = discover(paths, node)
+    if not families:
+        raise InputError(f"no audit logs found in {', '.join(map(str, paths))}")
+    evidence: ProberEvidence | None = read_prober_logs(events) if events else None
+    spans = [span for path in shutdown_events for span in read_shutdown_events(path)]
+    summary = summarize(families, evidence=evidence, spans=spans, max_line_bytes=max_line_bytes)
+    summary.notes[:0] = notes
+    print(render_table(summary), file=stdout)
+    with writing(f"to {out}"):
+        written = write_outputs(summary, out, junit=junit)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    late = sum(summary.late_by_apiserver.values())
+    return ExitCode.FAILED if check and late else ExitCode.OK

@@ -31,14 +31,16 @@ COMMANDS: tuple[str, ...] = (
     "audit",
 )
 
+DESCRIPTION = (
+    "Measure how long the load balancers in front of kube-apiserver keep routing requests to "
+    "an apiserver after its /readyz went false."
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prober",
-        description=(
-            "Measure how long the load balancers in front of kube-apiserver keep routing "
-            "requests to an apiserver after its /readyz went false."
-        ),
+        description=DESCRIPTION,
         epilog="Example: prober --version",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prober.cli.parsing import Subparsers, add_command, add_out, forward
-from prober.common.values import duration, flag
-from prober.report.commands import analyze_command
+from prober.cli.parsing import Subparsers, add_command, add_out, add_value, forward
+from prober.common.values import duration
+from prober.report.analyze import analyze_command
 from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN
 
 EXAMPLE = """\
@@ -24,6 +24,20 @@ Reads PATH's rotated segments (PATH.000001.gz, ...) and then PATH. Writes summar
 junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hold several runs).
 Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
 """
+
+# The watch tests' limits: each flag's default, and why that default.
+WATCH_LIMITS = {
+    "--watch-reestablish-within": (
+        REESTABLISH_WITHIN,
+        "watch test: every ended watch established again within this (default 5s: "
+        "client-go's backoff reaches it by a third failed try)",
+    ),
+    "--watch-blind-within": (
+        BLIND_WITHIN,
+        "watch test: no blind interval longer than this (default 15s: client-go's "
+        "HTTP/2 ping timeout; longer is a flow the LB dropped silently)",
+    ),
+}
 
 
 def register(sub: Subparsers) -> None:
@@ -47,22 +61,8 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="skip and count corrupt lines instead of refusing the log",
     )
-    parser.add_argument(
-        "--watch-reestablish-within",
-        type=flag(duration()),
-        default=REESTABLISH_WITHIN,
-        metavar="DURATION",
-        help="watch test: every ended watch established again within this (default 5s: "
-        "client-go's backoff reaches it by a third failed try)",
-    )
-    parser.add_argument(
-        "--watch-blind-within",
-        type=flag(duration()),
-        default=BLIND_WITHIN,
-        metavar="DURATION",
-        help="watch test: no blind interval longer than this (default 15s: client-go's "
-        "HTTP/2 ping timeout; longer is a flow the LB dropped silently)",
-    )
+    for name, (default, help) in WATCH_LIMITS.items():
+        add_value(parser, name, duration(), default, metavar="DURATION", help=help)
     parser.add_argument(
         "--pod-logs",
         action="store_true",

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prober.audit.commands import follow_command, summarize_command
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES
+from prober.audit.output import summarize_command
+from prober.audit.run import follow_command
 from prober.cli.parsing import Subparsers, add_command, add_out, forward
 from prober.common.exits import ExitCode
 from prober.common.values import flag, positive_int

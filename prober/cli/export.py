@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_labels, add_summaries, forward
-from prober.report.commands import export_command
-from prober.report.export import LABELS
+from prober.report.export import LABELS, export_command
 
 EXAMPLE = """\
 examples:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
     D = TypeVar("D", bound=DataclassInstance)
 
+from prober.common.values import flag
+
 Handler = Callable[[argparse.Namespace], int]
 # Generic only to type checkers: argparse's class takes no subscript at run time.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -84,3 +86,17 @@ def add_labels(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument(
         "--label", dest="labels", action="append", default=[], metavar="KEY=VALUE", help=help
     )
+
+
+def add_value(
+    parser: argparse.ArgumentParser,
+    name: str,
+    parse: Callable[[object], object],
+    default: object,
+    *,
+    metavar: str,
+    help: str,
+) -> None:
+    """An option of one value, checked by `parse` (a bad one is a usage error), `default`
+    unless given."""
+    parser.add_argument(name, type=flag(parse), default=default, metavar=metavar, help=help)

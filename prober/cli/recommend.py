@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prober.cli.parsing import Subparsers, add_command, forward
-from prober.common.values import flag, non_negative_float
-from prober.report.commands import recommend_command
-from prober.report.recommend import DEFAULT_BUFFER
+from prober.cli.parsing import Subparsers, add_command, add_value, forward
+from prober.common.values import non_negative_float
+from prober.report.recommend import DEFAULT_BUFFER, recommend_command
 
 EXAMPLE = """\
 examples:
@@ -32,10 +31,11 @@ def register(sub: Subparsers) -> None:
     )
     parser.add_argument("--thresholds", type=Path, required=True, metavar="FILE")
     parser.add_argument("--platform", help="only this platform")
-    parser.add_argument(
+    add_value(
+        parser,
         "--buffer",
-        type=flag(non_negative_float),
-        default=DEFAULT_BUFFER,
+        non_negative_float,
+        DEFAULT_BUFFER,
         metavar="SECONDS",
         help=f"margin after the worst late arrival (default {DEFAULT_BUFFER:g})",
     )

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prober.cli.parsing import Subparsers, add_command, add_out, add_summaries, forward
+from prober.cli.parsing import Subparsers, add_command, add_out, add_summaries, add_value, forward
 from prober.common.errors import UserError
-from prober.common.values import flag, positive_int
-from prober.report.commands import check_command, thresholds_command
-from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES
-from prober.report.thresholds import DEFAULT_MIN_RUNS
+from prober.common.values import positive_int
+from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES, check_command
+from prober.report.thresholds import DEFAULT_MIN_RUNS, thresholds_command
 
 EXAMPLE = """\
 examples:
@@ -53,10 +52,11 @@ def register(sub: Subparsers) -> None:
     )
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="thresholds.json path")
     add_out(parser)
-    parser.add_argument(
+    add_value(
+        parser,
         "--min-runs",
-        type=flag(positive_int),
-        default=DEFAULT_MIN_RUNS,
+        positive_int,
+        DEFAULT_MIN_RUNS,
         metavar="N",
         help=f"runs a key needs to be usable for verdicts (default {DEFAULT_MIN_RUNS})",
     )

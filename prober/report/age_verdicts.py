@@ -12,8 +12,6 @@ whose LBs keep flows fails it only where a connection opened before the mark rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB
 from prober.report.documents import AgeFindingEntry, SummaryDocument
@@ -65,9 +63,3 @@ def explain_ages(summary: SummaryDocument) -> list[str]:
     if section is None:
         return []
     return [f"{summary['platform']} {f['text']}" for f in section["findings"]]
-
-
-def age_statuses(verdicts: Iterable[Verdict]) -> dict[str, str]:
-    """Each LB's outcome of the test, for the report's findings."""
-    names = {TWENTY_PERCENT.format(lb=lb): str(lb) for lb in LB}
-    return {names[v.name]: str(v.status) for v in verdicts if v.name in names}

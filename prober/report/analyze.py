@@ -1,99 +1,98 @@
 """`prober analyze`: event logs -> summary.json, junit.xml and report.html per run.
 
-Each run is replayed through the core trackers (`replay`), summarised (`summary`), judged
-against the history (`verdicts`), and written. One run writes into OUT; several runs (logs of
-several daemons, or a daemon restarted onto the same file) write into OUT/<run id>/ each.
+A pipeline of four stages, each entered once, every run through one before the next
+(`stages.STAGES` names each stage's modules; `tests/report/test_pipeline_trace.py` holds
+a real run to it):
+1. replay: the logs read (`runs`) and each run replayed through the core trackers (`replay`);
+2. results: its summary (`summary`, with `samenode`'s and `restarts`' sections) and its watch
+   streams (`watches`);
+3. verdicts: the history loaded (`thresholds`), then every test judged (`judging`);
+4. documents: summary.json, junit.xml and report.html written (`write_outputs`), the run
+   told in words (`run_text`).
+One run writes into OUT; several runs (logs of several daemons, or a daemon restarted onto
+the same file) write into OUT/<run id>/ each.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from prober import __version__
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
-from prober.report.age_verdicts import explain_ages, judge_ages
-from prober.report.budget_verdicts import explain, judge_budgets
-from prober.report.connection_ages import age_lines
-from prober.report.documents import SummaryDocument, VerdictEntry
-from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
+from prober.core.watch import WATCH
+from prober.report.analysis import RunAnalysis
+from prober.report.documents import SummaryDocument
 from prober.report.html_run import RunReport, render_run_report
+from prober.report.jsonio import write_json
+from prober.report.judging import judge_run, load_history
 from prober.report.junit import write_junit
 from prober.report.replay import Replay, replay
-from prober.report.restarts import restart_lines, restarts_section, shutting_label
-from prober.report.run_verdict import abrupt_text, whole_run
+from prober.report.restarts import restarts_section
+from prober.report.run_text import describe
 from prober.report.runs import ReadStats, RunLog, load_runs
-from prober.report.samenode import add_same_node, same_node_lines
-from prober.report.summary import build_summary, write_json
-from prober.report.tables import bounded, seconds, table
+from prober.report.samenode import add_same_node
+from prober.report.summary import build_summary
 from prober.report.thresholds import Thresholds
-from prober.report.verdicts import Status, Verdict, judge
-from prober.report.watch_verdicts import WatchAllowed, judge_watches
+from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN, WatchAllowed
+from prober.report.watches import WatchStreams, watch_streams
 
-
-@dataclass(frozen=True, slots=True)
-class RunAnalysis:
-    log: RunLog
-    replay: Replay
-    summary: SummaryDocument
-    verdicts: list[Verdict]
-    warnings: list[str]
-
-    @property
-    def failed(self) -> bool:
-        return any(v.status is Status.FAILED for v in self.verdicts)
+# `describe` and `RunAnalysis` are the lab's too: it tells and reads its runs as analyze does.
+__all__ = ["RunAnalysis", "analyze_command", "analyze_runs", "describe", "run_dir", "write_outputs"]
 
 
 def analyze_runs(
     paths: Sequence[Path],
     *,
     platform: str | None = None,
-    thresholds: Thresholds | None = None,
+    thresholds: Thresholds | Path | None = None,
     skip_bad_lines: bool = False,
     pod_logs: bool = False,
     watch_allowed: WatchAllowed | None = None,
     lb_settings: Platform | None = None,
 ) -> tuple[list[RunAnalysis], ReadStats]:
-    """Every run of the logs, replayed, summarised and judged. `lb_settings`: what the LBs
-    promise (`core.budgets`); the platform's row of the table by default."""
+    """Every run of the logs, replayed, summarised and judged: each stage for every run
+    before the next. `thresholds`: the history, or its thresholds.json, read at the verdicts
+    stage; `lb_settings`: what the LBs promise (`core.budgets`), the platform's row by
+    default."""
     logs, stats = load_runs(paths, skip_bad_lines=skip_bad_lines, pod_logs=pod_logs)
+    replays = [replay(log) for log in logs]
+    results = [
+        _results(log, result, platform or log.run.platform, lb_settings)
+        for log, result in zip(logs, replays, strict=True)
+    ]
+    history = load_history(thresholds)
     analyses = []
-    for log in logs:
-        result = replay(log)
-        run_platform = platform or log.run.platform
-        summary, warnings = build_summary(log, result, run_platform)
-        add_same_node(summary, log, result)
-        warnings = [*result.warnings, *warnings]
-        if thresholds is not None and not thresholds.covers(run_platform):
-            warnings.append(
-                f"{thresholds.source}: no history for platform {run_platform!r} (it has "
-                f"{', '.join(thresholds.platforms) or 'nothing'}): verdicts that need it are "
-                "skipped"
-            )
-        verdicts = judge(summary, thresholds) + judge_watches(
-            summary.get("watches"), watch_allowed or WatchAllowed()
+    for log, result, (summary, warnings, promised, watches) in zip(
+        logs, replays, results, strict=True
+    ):
+        judged = judge_run(summary, promised, history, watch_allowed or WatchAllowed())
+        warned = [*warnings, *judged.warnings]
+        analyses.append(
+            RunAnalysis(log, result, summary, judged.verdicts, warned, watches, judged.edges)
         )
-        promised = lb_settings or _promised(run_platform, log.run.lb_settings)
-        verdicts += judge_budgets(summary, promised)
-        verdicts += judge_ages(summary, promised)
-        restarts = restarts_section(result.instances, promised)
-        if restarts is not None:
-            summary["restarts"] = restarts
-        verdicts += judge_early(summary)
-        verdicts += whole_run(summary)
-        summary["verdicts"] = [verdict_entry(v) for v in verdicts]
-        summary["explained"] = [
-            *explain(summary, verdicts, promised),
-            *explain_ages(summary),
-            *explain_restarts(summary),
-        ]
-        analyses.append(RunAnalysis(log, result, summary, verdicts, warnings))
     return analyses, stats
+
+
+def _results(
+    log: RunLog, result: Replay, platform: str, lb_settings: Platform | None
+) -> tuple[SummaryDocument, list[str], Platform | None, WatchStreams]:
+    """The results stage of one run: its summary, warnings about what it could not count,
+    what its LBs promise, and its watch streams."""
+    summary, warnings = build_summary(log, result, platform)
+    add_same_node(summary, log, result)
+    promised = lb_settings or _promised(platform, log.run.lb_settings)
+    restarts = restarts_section(result.instances, promised)
+    if restarts is not None:
+        summary["restarts"] = restarts
+    watches = watch_streams(result.others.get(WATCH, ()), result.end_t)
+    return summary, [*result.warnings, *warnings], promised, watches
 
 
 def _promised(platform: str, settings: LBSettings | None) -> Platform | None:
@@ -101,16 +100,6 @@ def _promised(platform: str, settings: LBSettings | None) -> Platform | None:
     configured with laid over it."""
     row = PLATFORMS.get(platform)
     return None if row is None else with_settings(row, settings)
-
-
-def verdict_entry(verdict: Verdict) -> VerdictEntry:
-    return {
-        "name": verdict.name,
-        "status": verdict.status.value,
-        "message": verdict.message,
-        "observed": verdict.observed,
-        "allowed": verdict.allowed,
-    }
 
 
 def write_outputs(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Path]:
@@ -133,7 +122,13 @@ def write_outputs(analysis: RunAnalysis, stats: ReadStats, out: Path) -> list[Pa
         properties["ended_abruptly_at"] = f"{ended['t']:.6f}"
     write_junit(junit_path, analysis.verdicts, properties)
     report = RunReport(
-        analysis.log, analysis.replay, analysis.summary, analysis.verdicts, analysis.warnings, stats
+        analysis.log,
+        analysis.replay,
+        analysis.summary,
+        analysis.verdicts,
+        analysis.warnings,
+        stats,
+        analysis.watches,
     )
     html_path.write_text(render_run_report(report), encoding="utf-8")
     return [summary_path, junit_path, html_path]
@@ -145,120 +140,46 @@ def run_dir(out: Path, run_id: str, several: bool) -> Path:
     return out / (re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).strip("._") or "run")
 
 
-# The bracket is read by people who never saw the tool: say once what it is.
-BOUND_NOTE = "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
-
-
-def describe(analysis: RunAnalysis) -> list[str]:
-    """The run as text: what the summary and the verdicts say."""
-    s, run, result = analysis.summary, analysis.log.run, analysis.replay
-    samples = sum(x["samples"] for x in s["streams"])
-    lines = [
-        f"run {run.run_id} · platform {s['platform']} · prober {run.version} · "
-        f"{result.end_t:.1f} s · {samples} requests · {len(result.windows)} shutdown windows",
-        *filter(None, [abrupt_text(s)]),
-        edges_line(analysis.verdicts),
-        "",
-    ]
-    if result.windows:
-        rows = [
-            [
-                shutting_label(w, result.instances),
-                w.host,
-                f"{w.delay:g} s",
-                f"{w.t0:.2f} s",
-                f"± {(w.t0_hi - w.t0_lo) / 2:.2f} s",
-                w.closed_by.value,
-                str(sum(x.late for x in w.streams)),
-                str(sum(x.failures for x in w.streams)),
-            ]
-            for w in result.windows
-        ]
-        headers = [
-            "instance",
-            "apiserver",
-            "delay",
-            "T0",
-            "uncertainty",
-            "closed by",
-            "late",
-            "failed",
-        ]
-        lines += [*table(headers, rows), ""]
-    rows = []
-    for worst in s["worst"]:
-        key = (worst["lb"], worst["protocol"], worst["connection"])
-        mine = [v for v in analysis.verdicts if v.key == key]
-        routing = next((v.status.value for v in mine if v.stream is None), "-")
-        available = sorted({v.status.value for v in mine if v.stream is not None})
-        rows.append(
-            [
-                *key,
-                bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"]),
-                routing,
-                seconds(worst["disruption_seconds"]),
-                "/".join(available) or "-",
-            ]
+def analyze_command(
+    paths: Sequence[Path],
+    *,
+    platform: str | None,
+    thresholds_path: Path | None,
+    out: Path,
+    skip_bad_lines: bool,
+    pod_logs: bool = False,
+    watch_reestablish_within: float = REESTABLISH_WITHIN,
+    watch_blind_within: float = BLIND_WITHIN,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    analyses, stats = analyze_runs(
+        paths,
+        platform=platform,
+        thresholds=thresholds_path,
+        skip_bad_lines=skip_bad_lines,
+        pod_logs=pod_logs,
+        watch_allowed=WatchAllowed(watch_reestablish_within, watch_blind_within),
+    )
+    written = []
+    for analysis in analyses:
+        target = run_dir(out, analysis.log.run.run_id, len(analyses) > 1)
+        with writing(f"into {target}"):
+            written += write_outputs(analysis, stats, target)
+    for note in stats.notes:
+        print(f"note: {note}", file=stderr)
+    if stats.skipped:
+        print(
+            f"note: skipped {stats.skipped} of {stats.lines} lines in {len(stats.files)} files "
+            f"({stats.unknown_kinds} of unknown kinds, {stats.truncated} truncated)",
+            file=stderr,
         )
-    headers = [
-        "lb",
-        "protocol",
-        "connection",
-        "worst reaction [bound]",
-        "stop routing",
-        "disruption",
-        "available",
-    ]
-    lines += table(headers, rows)
-    lines.append(BOUND_NOTE)
-    lines += same_node_lines(s)
-    resent: Counter[str] = Counter()
-    for stream in s["streams"]:
-        resent.update(stream.get("retried", {}))
-    if resent:
-        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(resent.items()))
-        lines.append(
-            f"sent again once on a new connection, as Go's transport would: {sum(resent.values())}"
-            f" ({reasons}); answered then, they are no disruption"
-        )
-    stopped = sum(stream.get("stopped", 0) for stream in s["streams"])
-    if stopped:
-        lines.append(
-            f"cut by the daemon's stop, past its grace: {stopped} requests"
-            " (class stopped: counted, no disruption, no failure)"
-        )
-    explained = s.get("explained", [])
-    if explained:
-        lines += ["", "what each LB's own settings promise, and what it did:", *explained]
-    lines += age_lines(s.get("connection_ages"))
-    lines += restart_lines(s.get("restarts"))
-    lines += watch_lines(s.get("watches"), analysis.verdicts)
-    for verdict in analysis.verdicts:
-        if verdict.status is Status.FAILED:
-            lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
-    return lines
-
-
-def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) -> list[str]:
-    """The watch streams as a table: what each saw and its three tests' outcomes."""
-    if not section or not section["streams"]:
-        return []
-    rows = []
-    for entry in section["streams"]:
-        mine = [v.status.value for v in verdicts if v.stream == entry["stream"]]
-        ends = sum(n for how, n in entry["ends"].items() if how != "stopped")
-        rows.append(
-            [
-                entry["lb"],
-                entry["protocol"],
-                str(entry["established"]),
-                str(ends),
-                str(entry["doomed"]),
-                seconds(entry["reestablish"]["max"]),
-                seconds(entry["blind_seconds"]),
-                "/".join(mine) or "-",
-            ]
-        )
-    headers = ["lb", "protocol", "watches", "ends", "doomed", "re-establish max", "blind",
-               "re-establish/not doomed/not blind"]  # fmt: skip
-    return ["", *table(headers, rows)]
+    for analysis in analyses:
+        for warning in analysis.warnings:
+            print(f"warning: {warning}", file=stderr)
+        print("\n".join(describe(analysis)), file=stdout)
+        print(file=stdout)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return ExitCode.FAILED if any(a.failed for a in analyses) else ExitCode.OK

@@ -29,10 +29,9 @@ from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Connection
 from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
-from prober.report.samenode import same_node_only
-from prober.report.summary import Key, entry_key
+from prober.report.keys import Key, entry_key
 from prober.report.tables import bound
-from prober.report.verdicts import Status, Verdict, failures_in
+from prober.report.verdicts import Status, Verdict, failures_in, same_node_only
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
 WITHIN_BUDGET = (
@@ -83,14 +82,6 @@ class Reaction:
             + (f"; failed in its window: {failed}" if failed else "")
             + f"; {link(window_anchor(self.number))})"
         )
-
-
-def is_budget_test(verdict: Verdict) -> bool:
-    """One of this module's tests (the tables show them in a column of their own)."""
-    return (
-        verdict.name.endswith(DELAY_COVERS.rsplit("}", 1)[1])
-        or " within its health-check budget (" in verdict.name
-    )
 
 
 def delay_of(window: WindowEntry, profile: Platform | None) -> tuple[float, float]:

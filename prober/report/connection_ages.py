@@ -10,40 +10,23 @@ undecided; one that names no server, or met a server outside its shutdown, is sa
 not count. An answer 429 or 503 with Retry-After is no failure here: client-go waits and
 retries it (`core.perceived`); it is counted apart.
 
-Its JUnit test is `age_verdicts`'.
+Its JUnit test is `age_verdicts`'; `age_tables` shows it in the text and in report.html.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from prober.core.connection_age import ConnectionAges, phase_order
 from prober.core.models import LB, ErrorClass
 from prober.core.phase import ShutdownPhase
 from prober.report.documents import AgeFindingEntry, AgeRowEntry, ConnectionAgesSection
-from prober.report.svg import esc
-from prober.report.tables import table
+from prober.report.phase_words import phase_counts
 
 PHASE_NAMES = {str(p) for p in ShutdownPhase}
 BEFORE_MARK = {ShutdownPhase.BEFORE, ShutdownPhase.DELAY_EARLY}
 PAST_MARK = {ShutdownPhase.DELAY_LATE, ShutdownPhase.AFTER}
-WORDS = {
-    "before": "before T0",
-    "delay_early": "0-80 %",
-    "delay_late": "80-100 %",
-    "after": "after",
-    "no_server": "no server",
-    "no_shutdown": "no shutdown",
-    "no_age": "no age",
-    "unknown": "?",
-}
-LEGEND = (
-    "opened: the phase of its server's shutdown in which the connection was opened (before T0,"
-    " 0-80 % or 80-100 % of the delay, after it; a|b: its bounds allow either); each count "
-    "says in which phase it was itself met; resent: its kept connection was cut as it went "
-    "out, and it was sent again on a new one, as Go's transport does"
-)
 
 
 def ages_section(ages: ConnectionAges | None, shutdowns: int) -> ConnectionAgesSection | None:
@@ -130,100 +113,38 @@ def finding_text(f: AgeFindingEntry) -> str:
         classes = ", ".join(f"{n} {c}" for c, n in f["errors"].items())
         parts.append(
             f"{_many(breaking, 'request')} failed on connections opened before the delay's "
-            f"last 20 % ({_counts(f['breaking'])}; {classes})"
+            f"last 20 % ({phase_counts(f['breaking'])}; {classes})"
         )
     else:
         parts.append("no request failed on a connection opened before the delay's last 20 %")
     if f["ambiguous"]:
         parts.append(
             f"{sum(f['ambiguous'].values())} on connections opened too near the 80 % mark to "
-            f"tell ({_counts(f['ambiguous'])})"
+            f"tell ({phase_counts(f['ambiguous'])})"
         )
     if f["within"]:
         parts.append(f"{sum(f['within'].values())} on connections opened past the mark "
-                     f"({_counts(f['within'])})")  # fmt: skip
+                     f"({phase_counts(f['within'])})")  # fmt: skip
     if f["unplaced"]:
-        parts.append(f"{sum(f['unplaced'].values())} failed unplaced ({_counts(f['unplaced'])})")
+        unplaced = phase_counts(f["unplaced"])
+        parts.append(f"{sum(f['unplaced'].values())} failed unplaced ({unplaced})")
     if f["retry_after"]:
         parts.append(f"{f['retry_after']} answered with Retry-After, which client-go retries")
     if f["late_before_t0"]:
         parts.append(
             f"connections opened before T0 answered late {sum(f['late_before_t0'].values())} "
-            f"times ({_counts(f['late_before_t0'])})"
+            f"times ({phase_counts(f['late_before_t0'])})"
         )
     if f["resent"]:
         parts.append(
             f"{_many(sum(f['resent'].values()), 'request')} resent after their kept connection "
-            f"was cut (opened {_counts(f['resent'])})"
+            f"was cut (opened {phase_counts(f['resent'])})"
         )
     return "; ".join(parts)
 
 
-def age_lines(section: ConnectionAgesSection | None) -> list[str]:
-    """The table as text, with its legend: for `prober analyze` and `prober lab`."""
-    if not section or not section["rows"]:
-        return []
-    rows = [
-        [r["lb"], r["protocol"], r["connection"], _phase_words(r["opened"]),
-         _cell(r["late"]), _cell(r["failed"], r["errors"]), _cell(r["resent"])]
-        for r in section["rows"]
-    ]  # fmt: skip
-    headers = ["lb", "protocol", "connection", "opened", "late", "failed", "resent"]
-    return [
-        "",
-        "requests by the phase of its server's shutdown in which their connection was opened:",
-        *table(headers, rows),
-        LEGEND,
-    ]
-
-
-def ages_html(section: ConnectionAgesSection | None, status: Mapping[str, str]) -> str:
-    """The table and the findings, each with its test's outcome (`status`, by LB)."""
-    if section is None:
-        return "<p>This log has no samples: no connection ages.</p>"
-    if not section["rows"]:
-        return "<p>No failure, late answer or resend.</p>"
-    cells = [
-        [esc(r["lb"]), esc(r["protocol"]), esc(r["connection"]), esc(_phase_words(r["opened"])),
-         esc(_cell(r["late"])), esc(_cell(r["failed"], r["errors"])), esc(_cell(r["resent"]))]
-        for r in section["rows"]
-    ]  # fmt: skip
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
-    head = (
-        "<tr><th>load balancer</th><th>protocol</th><th>connections</th>"
-        "<th>connection opened</th><th>late answers</th><th>failed</th><th>resent</th></tr>"
-    )
-    findings = "".join(
-        f'<li><span class="{esc(s)}">{esc(s)}</span> {esc(f["text"])}</li>'
-        for f in section["findings"]
-        for s in [status.get(f["lb"], "finding")]
-    )
-    return (
-        f'<table>{head}{body}</table><p class="why">{esc(LEGEND)}</p>'
-        f'<ul class="explained">{findings}</ul>'
-    )
-
-
-def _cell(counts: dict[str, int], errors: dict[str, int] | None = None) -> str:
-    """`14: 0-80 % 12, 80-100 % 2`, with the failures' classes in brackets."""
-    if not counts:
-        return "-"
-    text = f"{sum(counts.values())}: {_counts(counts)}"
-    if errors:
-        text += " [" + ", ".join(f"{c} {n}" for c, n in errors.items()) + "]"
-    return text
-
-
 def _many(n: int, thing: str) -> str:
     return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{_phase_words(k)} {n}" for k, n in counts.items())
-
-
-def _phase_words(key: str) -> str:
-    return "|".join(WORDS.get(part, part) for part in key.split("|"))
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:

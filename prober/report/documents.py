@@ -35,7 +35,7 @@ class StreamFields(KeyFields):
     stream: str
 
 
-# summary.json (`summary.build_summary`), v2; read back by `summary.load_run_facts`
+# summary.json (`summary.build_summary`), v2; read back by `history.load_run_facts`
 
 
 class WindowStreamEntry(StreamFields):
@@ -204,15 +204,8 @@ class SummaryDocument(TypedDict):
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`
 
 
-class ThresholdRow(KeyFields):
-    platform: str
-    metric: Metric
-    p50: float
-    p75: float
-    p95: float
-    p99: float
-    runs: int
-    usable: bool
+# A row's fields are declared once, by `threshold_rows.Entry`, which writes and checks them.
+ThresholdRow: TypeAlias = dict[str, str | float | bool]
 
 
 class Period(TypedDict):

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 from prober.common import filekinds
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.models import LB, StreamId, StreamNameError
 from prober.report.errors import BadInput
-from prober.report.summary import RunFacts, load_run_facts, parse_key, read_json, started_of
+from prober.report.history import RunFacts, load_run_facts, started_of
+from prober.report.jsonio import read_json
+from prober.report.keys import parse_key
 
 EXPORT_VERSION: Final = 1
 # The run's labels: what the release team slices the history by. `platform` comes from the
@@ -258,3 +263,62 @@ _NAMES = {
     list: "a list",
     bool: "true or false",
 }
+
+
+def summary_files(args: Sequence[Path]) -> list[Path]:
+    """Summary files named directly, and every summary.json under a directory."""
+    files: list[Path] = []
+    for arg in args:
+        if arg.is_dir():
+            found = sorted(arg.rglob("summary.json"))
+            if not found:
+                raise BadInput(f"{arg}: no summary.json in this directory")
+            files += found
+        elif arg.is_file():
+            files.append(arg)
+        else:
+            raise BadInput(f"{arg}: no such file")
+    return files
+
+
+def load_facts(args: Sequence[Path], stderr: TextIO) -> list[RunFacts]:
+    """Every run once: a summary copied twice into the artifacts would count double."""
+    seen: dict[tuple[str, str], str] = {}
+    facts = []
+    for path in summary_files(args):
+        run, _ = read_summary(path)
+        ident = (run.platform.lower(), run.run_id)
+        if ident in seen:
+            print(
+                f"warning: {path}: run {run.run_id} already read from {seen[ident]}: skipped",
+                file=stderr,
+            )
+            continue
+        seen[ident] = str(path)
+        facts.append(run)
+    return facts
+
+
+def export_command(
+    summaries: Sequence[Path],
+    *,
+    labels: Sequence[str],
+    output: Path | None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Warehouse rows (JSON lines) of the summaries, on stdout or into `output`."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    parsed = parse_labels(labels)
+    paths = summary_files(summaries)
+    if output is None:
+        count = write_rows(paths, parsed, stdout)
+    else:
+        # Into a file beside it, renamed when whole: a load never takes half an export.
+        partial = output.with_name(output.name + ".partial")
+        with writing(output), partial.open("w", encoding="utf-8") as stream:
+            count = write_rows(paths, parsed, stream)
+        with writing(output):
+            partial.replace(output)
+    print(f"exported {count} rows from {len(paths)} summaries", file=stderr)
+    return ExitCode.OK

@@ -14,11 +14,15 @@ run count; the latest period's snapshot above still shows every key.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.models import LB, parse_rfc3339
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
@@ -30,7 +34,8 @@ from prober.report.html_thresholds import (
 )
 from prober.report.page import page
 from prober.report.svg import Scale, esc, nice_ticks, tick_label
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry, load_period, load_thresholds
+from prober.report.threshold_rows import ALL_PLATFORMS, METRICS, Entry
+from prober.report.thresholds import load_period, load_thresholds
 
 WIDTH = 1040
 LEFT = 64
@@ -280,3 +285,21 @@ def _periods_table(snapshots: Sequence[Snapshot]) -> str:
 
 def _date(instant: float) -> str:
     return datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%d")
+
+
+def dashboard_command(
+    paths: Sequence[Path],
+    *,
+    out: Path,
+    stdout: TextIO | None = None,
+) -> int:
+    """Many thresholds.json, one per period: the latest side by side, each LB's P99 over time."""
+    stdout = stdout or sys.stdout
+    snapshots = load_snapshots(paths)
+    html = render_trend_page(snapshots)
+    path = out / "dashboard.html"
+    with writing(path):
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+    print(f"{span(snapshots)}\nwrote {path}", file=stdout)
+    return ExitCode.OK

@@ -12,24 +12,23 @@ from dataclasses import dataclass
 
 from prober import __version__
 from prober.core.models import LB, Interval, StreamId, WindowStream
-from prober.core.watch import WATCH
-from prober.report.age_verdicts import age_statuses
+from prober.report.age_tables import ages_html
 from prober.report.anchors import interval_anchor, window_anchor
-from prober.report.budget_verdicts import is_budget_test
+from prober.report.bounds import interval_bound
 from prober.report.capacity import READY, ROUTED, capacity_lanes
-from prober.report.connection_ages import ages_html
 from prober.report.documents import SummaryDocument, WorstEntry
 from prober.report.page import page, status_cell
 from prober.report.replay import Replay
 from prober.report.restart_table import restarts_table
-from prober.report.run_verdict import abrupt_text
 from prober.report.runs import ReadStats, RunLog
-from prober.report.samenode import same_node_table
+from prober.report.samenode_tables import same_node_table
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
 from prober.report.timeline import Lane, StreamMarks, View, lb_timeline, views, window_title
-from prober.report.verdicts import Verdict, interval_bound
+from prober.report.verdict_names import abrupt_end, age_statuses, is_budget_test
+from prober.report.verdicts import Verdict
 from prober.report.watch_lanes import watch_lanes, watch_table
+from prober.report.watches import WatchStreams
 
 _EXPLAIN = """
 <p>When a kube-apiserver shuts down gracefully, its <code>/readyz</code> health check fails at once
@@ -66,6 +65,7 @@ class RunReport:
     verdicts: Sequence[Verdict]
     warnings: Sequence[str]
     stats: ReadStats
+    watches: WatchStreams
 
 
 def render_run_report(report: RunReport) -> str:
@@ -84,7 +84,7 @@ def render_run_report(report: RunReport) -> str:
         "<h1>How fast did the load balancers stop sending requests to a shutting-down "
         "kube-apiserver?</h1>",
         f'<p class="meta">{meta}</p>',
-        *(f'<p class="note">{esc(t)}</p>' for t in [abrupt_text(report.summary)] if t),
+        *(f'<p class="note">{esc(t)}</p>' for t in [abrupt_end(report.verdicts)] if t),
         f'<div class="explain">{_EXPLAIN}</div>',
         "<h2>Verdicts</h2>",
         _verdict_table(report.verdicts, report.summary),
@@ -203,8 +203,7 @@ def _legend() -> str:
 def _timelines(report: RunReport, colours: dict[str, str]) -> str:
     marks = _marks(report)
     lanes: dict[LB, list[Lane]] = {
-        lb: list(found)
-        for lb, found in watch_lanes(report.replay.of_kind(WATCH), report.replay.end_t).items()
+        lb: list(found) for lb, found in watch_lanes(report.watches, report.replay.end_t).items()
     }
     replay = report.replay
     capacity = capacity_lanes(replay.windows, replay.instances, report.log.samples, replay.end_t)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from prober.core.models import LB, Connection, Protocol
+from prober.report.keys import Key, key_name
 from prober.report.page import page
-from prober.report.summary import Key, key_name
 from prober.report.svg import HOST_COLOURS, Scale, esc, grid, x_axis
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, Entry
+from prober.report.threshold_rows import ALL_PLATFORMS, METRICS, Entry
 
 WIDTH = 1040
 LEFT = 290

@@ -9,16 +9,17 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from prober.report.verdicts import Status, Verdict, count
+from prober.report.verdicts import Status, Verdict
 
 SUITE = "prober"
 
 
 def junit_xml(verdicts: Sequence[Verdict], properties: Mapping[str, str]) -> bytes:
-    counts = count(verdicts)
+    counts = Counter(v.status for v in verdicts)
     totals = {
         "tests": str(len(verdicts)),
         "failures": str(counts[Status.FAILED]),

@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO, cast
 
+from prober.common import filekinds
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.durations import format_go_duration
 from prober.core.models import Connection, StreamId, parse_rfc3339
+from prober.report.analyze import analyze_runs, run_dir
 from prober.report.documents import SummaryDocument
 from prober.report.errors import BadInput
-from prober.report.export import Row, export_rows
+from prober.report.export import Row, export_rows, parse_labels, summary_files
+from prober.report.jsonio import read_json, write_json
 from prober.report.origin_autodl import autodl_files
 from prober.report.origin_timeline import disruption_line, timeline
 from prober.report.origin_types import (
@@ -37,7 +44,6 @@ from prober.report.origin_types import (
     backend_name,
 )
 from prober.report.origin_watches import watch_intervals
-from prober.report.summary import write_json
 
 OriginDocument = IntervalList | BackendDisruptionList | DataFile
 
@@ -122,3 +128,43 @@ def _write(path: Path, document: OriginDocument) -> Path:
     partial.write_text(json.dumps(document, indent=4, allow_nan=False) + "\n", encoding="utf-8")
     partial.replace(path)
     return path
+
+
+def origin_command(
+    inputs: Sequence[Path],
+    *,
+    labels: Sequence[str],
+    out: Path,
+    events: bool = False,
+    pod_logs: bool = False,
+    stdout: TextIO | None = None,
+) -> int:
+    """Each run's results in OpenShift CI's own files (`origin.write_origin_files`), in `out`,
+    or in one directory per run there when there are several. The runs come from summaries,
+    or from event logs (`events`) or pod logs (`pod_logs`) replayed as `prober analyze` does."""
+    stdout = stdout or sys.stdout
+    written: list[Path] = []
+    parsed = parse_labels(labels)
+    runs = _origin_runs(inputs, parsed, events or pod_logs, pod_logs)
+    for summary in runs:
+        target = run_dir(out, summary["run_id"], len(runs) > 1)
+        with writing(f"into {target}"):
+            written += write_origin_files(summary, target, labels=parsed)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return ExitCode.OK
+
+
+def _origin_runs(
+    inputs: Sequence[Path], labels: dict[str, str | bool], logs: bool, pod_logs: bool
+) -> list[SummaryDocument]:
+    if logs:
+        analyses, _ = analyze_runs(inputs, pod_logs=pod_logs)
+        return [analysis.summary for analysis in analyses]
+    summaries = []
+    for path in summary_files(inputs):
+        # The export's reading checks every field the files are built from, naming the
+        # file: what it passed is a document `write_origin_files` can build from.
+        list(export_rows(path, labels))
+        summaries.append(cast(SummaryDocument, read_json(path, filekinds.SUMMARY)))
+    return summaries

@@ -27,9 +27,16 @@ from prober.core import strictjson
 from prober.core.numbers import is_decimal
 from prober.report.documents import Metric, Period
 from prober.report.errors import BadInput
+from prober.report.jsonio import read_text
+from prober.report.keys import Key, parse_key
 from prober.report.origin_types import BACKEND_PREFIX, parse_backend_name
-from prober.report.summary import Key, parse_key, read_text
-from prober.report.thresholds import ALL_PLATFORMS, METRICS, QUANTILE_FIELDS, Entry, sort_entries
+from prober.report.threshold_rows import (
+    ALL_PLATFORMS,
+    METRICS,
+    QUANTILE_FIELDS,
+    Entry,
+    sort_entries,
+)
 
 COLUMNS = ("platform", "lb", "protocol", "connection", "metric", *QUANTILE_FIELDS, "runs")
 # origin's allowed disruption rows (`MasterNodesUpdated` is optional: older files lack it).

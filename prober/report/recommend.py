@@ -23,13 +23,24 @@ on kept-alive connections keep arriving late, which a longer delay only partly h
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
 
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
 from prober.core.budgets import DEFAULT_SHUTDOWN_DELAY, PLATFORMS
 from prober.core.models import LB, Connection
 from prober.core.phase import LATE_FRACTION
 from prober.report.budget_verdicts import budget_of
-from prober.report.thresholds import ALL_PLATFORMS, Entry, Thresholds
+from prober.report.documents import RecommendationPart, RecommendationsDocument
+from prober.report.errors import BadInput
+from prober.report.jsonio import write_json
+from prober.report.tables import table
+from prober.report.threshold_rows import ALL_PLATFORMS, Entry
+from prober.report.thresholds import Thresholds, load_thresholds
 
 DEFAULT_BUFFER = 10.0
 STEP = 5.0
@@ -171,3 +182,111 @@ def _why(current: float, new: Part, reused: Part | None, settings: Prior | None)
             f", {reused.delay:.0f} s to cover), until it closes them"
         )
     return why
+
+
+def recommend_command(
+    thresholds_path: Path,
+    *,
+    platform: str | None,
+    buffer: float,
+    out: Path | None,
+    stdout: TextIO | None = None,
+) -> int:
+    stdout = stdout or sys.stdout
+    thresholds = load_thresholds(thresholds_path)
+    if not any(e.metric == "reaction" for e in thresholds.entries):
+        raise BadInput(f"{thresholds_path}: no reaction entries to recommend from")
+    found = recommend(thresholds, buffer)
+    if platform is not None:
+        found = [r for r in found if r.platform == platform.lower()]
+        if not found:
+            raise BadInput(
+                f"{thresholds_path}: no history for platform {platform!r} (it has "
+                f"{', '.join(thresholds.platforms) or 'nothing'})"
+            )
+    written = None
+    if out is not None:
+        written = out / "recommendations.json"
+        with writing(written):
+            out.mkdir(parents=True, exist_ok=True)
+            write_json(written, _recommend_document(found, buffer))
+    rows = [
+        [
+            r.platform,
+            _p99(r.new),
+            _delay(r.new)
+            if r.new is not None or r.prior is None
+            else f"{r.prior.delay:.0f} s (LB settings)",
+            _p99(r.reused),
+            _delay(r.reused),
+            f"{r.today:.0f} s ({r.today_source})",
+        ]
+        for r in found
+    ]
+    headers = [
+        "platform",
+        "P99 reaction, new",
+        "recommended",
+        "P99 reaction, reused",
+        "recommended (reused)",
+        "today",
+    ]
+    print(
+        f"shutdown-delay-duration = worst late arrival / 0.8 + {buffer:g} s buffer, "
+        "rounded up to 5 s",
+        file=stdout,
+    )
+    print("\n".join(table(headers, rows)), file=stdout)
+    for r in found:
+        print(f"{r.platform}: {r.why}", file=stdout)
+    if written is not None:
+        print(f"\nwrote {written}", file=stdout)
+    return ExitCode.OK
+
+
+def _p99(part: Part | None) -> str:
+    if part is None:
+        return "-"
+    return f"{part.entry.p99:.1f} s ({part.entry.lb} {part.entry.protocol})"
+
+
+def _delay(part: Part | None) -> str:
+    return "-" if part is None else f"{part.delay:.0f} s"
+
+
+def _recommend_document(found: Sequence[Recommendation], buffer: float) -> RecommendationsDocument:
+    def part(p: Part | None) -> RecommendationPart | None:
+        if p is None:
+            return None
+        e = p.entry
+        return {
+            "p99": e.p99,
+            "lb": e.lb.value,
+            "protocol": e.protocol.value,
+            "runs": e.runs,
+            "delay": p.delay,
+        }
+
+    return {
+        "v": 1,
+        "rule": "delay >= p99 reaction / 0.8 + buffer, rounded up to 5 s",
+        "buffer": buffer,
+        "platforms": [
+            {
+                "platform": r.platform,
+                "today": r.today,
+                "new": part(r.new),
+                "reused": part(r.reused),
+                "prior": None
+                if r.prior is None
+                else {
+                    "lb": r.prior.lb.value,
+                    "budget": r.prior.budget,
+                    "delay": r.prior.delay,
+                },
+                "recommended": r.delay,
+                "why": r.why,
+            }
+            for r in found
+        ],
+    }

@@ -36,13 +36,23 @@ shape of the distribution (reaction times are skewed and bounded below, not norm
 from __future__ import annotations
 
 import math
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
 
-from prober.report.documents import Metric
-from prober.report.summary import Key, RunFacts
-from prober.report.thresholds import Entry, Thresholds, run_values
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
+from prober.report.documents import Metric, RegressionDocument
+from prober.report.export import load_facts
+from prober.report.history import RunFacts
+from prober.report.jsonio import write_json
+from prober.report.keys import Key, key_name
+from prober.report.tables import seconds, table
+from prober.report.threshold_rows import Entry
+from prober.report.thresholds import Thresholds, load_thresholds, run_values
 
 QUANTILES = {"p50": 0.50, "p75": 0.75, "p95": 0.95}
 DEFAULT_QUANTILE = "p75"
@@ -131,3 +141,85 @@ def check_regression(
 def _quantile(entry: Entry, name: str) -> float:
     value: float = getattr(entry, name)
     return value
+
+
+def check_command(
+    summaries: Sequence[Path],
+    *,
+    history: Path,
+    out: Path,
+    quantile: str = DEFAULT_QUANTILE,
+    alpha: float = DEFAULT_ALPHA,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """`prober thresholds --check`: the summaries' runs against the history, a test per key
+    (`check_regression`), into `out`/regression.json; exit 1 where one regressed."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    thresholds = load_thresholds(history)
+    facts = load_facts(summaries, stderr)
+    results = check_regression(facts, thresholds, quantile=quantile, alpha=alpha)
+    path = out / "regression.json"
+    with writing(path):
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(path, _regression_document(results, quantile, alpha, len(facts)))
+    rows = []
+    for r in results:
+        test = r.test
+        outcome = "REGRESSED" if r.regressed else ("ok" if test else "skipped")
+        numbers = (
+            [f"{test.k}/{test.n}", seconds(test.threshold), f"{test.p_value:.4f}"]
+            if test
+            else ["-", "-", "-"]
+        )
+        rows.append([r.platform, key_name(r.key), r.metric, *numbers, outcome, r.history])
+    headers = [
+        "platform",
+        "lb/protocol/connection",
+        "metric",
+        f"runs > {quantile}",
+        f"history {quantile}",
+        "p-value",
+        "verdict",
+        "history used",
+    ]
+    print(
+        f"{len(facts)} recent runs against {history}: one-sided binomial exceedance test "
+        f"of the history's {quantile.upper()}, Holm-corrected at alpha {alpha:g}",
+        file=stdout,
+    )
+    print("\n".join(table(headers, rows)), file=stdout)
+    if not any(r.test for r in results):
+        print(
+            f"warning: {history}: no usable history for these runs: nothing was tested", file=stderr
+        )
+    print(f"\nwrote {path}", file=stdout)
+    return ExitCode.FAILED if any(r.regressed for r in results) else ExitCode.OK
+
+
+def _regression_document(
+    results: Sequence[Regression], quantile: str, alpha: float, runs: int
+) -> RegressionDocument:
+    return {
+        "v": 1,
+        "test": "one-sided exact binomial test on exceedances of the historical quantile, Holm",
+        "quantile": quantile,
+        "alpha": alpha,
+        "runs": runs,
+        "results": [
+            {
+                "platform": r.platform,
+                "lb": r.key[0].value,
+                "protocol": r.key[1].value,
+                "connection": r.key[2].value,
+                "metric": r.metric,
+                "runs": r.test.n if r.test else None,
+                "exceeding": r.test.k if r.test else None,
+                "threshold": r.test.threshold if r.test else None,
+                "p_value": r.test.p_value if r.test else None,
+                "regressed": r.regressed,
+                "history": r.history,
+            }
+            for r in results
+        ],
+    }

@@ -13,7 +13,7 @@ from prober.core.instances import LEASE_FIRST, LEASE_READ, OLD_INSTANCE
 from prober.report.anchors import instance_anchor
 from prober.report.restarts import AddBackEntry, InstanceEntry, RestartsSection
 from prober.report.svg import esc
-from prober.report.tables import bounded, seconds
+from prober.report.tables import bounded, seconds, table
 
 # Which signal set a side of T1 (`core.instances`), in the report's words; an LB's answer
 # reads "<lb> answer" and is shown as it is.
@@ -76,3 +76,29 @@ def _add_back(back: AddBackEntry | None) -> str:
     if back["early"]:
         shown += f"; {back['early']} early"
     return f'<td class="num">{esc(shown)}</td>'
+
+
+def restart_lines(section: RestartsSection | None) -> list[str]:
+    """Each restarted apiserver as a table: T1 with its bound and the signals that set it,
+    then each LB's add-back with its bound beside the LB's worst."""
+    if not section:
+        return []
+    rows = []
+    for e in section["instances"]:
+        t1 = f"{bounded(e['t1'], e['t1_lo'], e['t1_hi'])} ({e['t1_lo_by']}; {e['t1_hi_by']})"
+        for b in e["lbs"]:
+            rows.append(
+                [
+                    e["label"],
+                    e["holder"] or "-",
+                    t1,
+                    b["lb"],
+                    bounded(b["seconds"], b["seconds_lo"], b["seconds_hi"]),
+                    seconds(b["budget"]),
+                    str(b["early"]),
+                ]
+            )
+    headers = ["instance", "identity", "T1 [bound] (set by)", "lb", "add-back [bound]",
+               "worst", "early"]  # fmt: skip
+    return ["", "restarted apiservers (add-back: from T1 to the LB's first answer from it):",
+            *table(headers, rows)]  # fmt: skip

@@ -15,7 +15,7 @@ from typing import TypedDict
 from prober.core.budgets import Platform
 from prober.core.instances import AddBack, Instance, instance_label
 from prober.core.models import LB, Window
-from prober.report.tables import bounded, seconds, table
+from prober.report.tables import bounded, seconds
 
 WITHIN, OVER, UNDECIDED = "within", "over", "undecided"
 
@@ -179,29 +179,3 @@ def _text(e: RestartLBEntry) -> str:
     if e["unattributed"]:
         parts.append(f"{e['unattributed']} unanswered failures while an instance was young")
     return "; ".join(parts)
-
-
-def restart_lines(section: RestartsSection | None) -> list[str]:
-    """Each restarted apiserver as a table: T1 with its bound and the signals that set it,
-    then each LB's add-back with its bound beside the LB's worst."""
-    if not section:
-        return []
-    rows = []
-    for e in section["instances"]:
-        t1 = f"{bounded(e['t1'], e['t1_lo'], e['t1_hi'])} ({e['t1_lo_by']}; {e['t1_hi_by']})"
-        for b in e["lbs"]:
-            rows.append(
-                [
-                    e["label"],
-                    e["holder"] or "-",
-                    t1,
-                    b["lb"],
-                    bounded(b["seconds"], b["seconds_lo"], b["seconds_hi"]),
-                    seconds(b["budget"]),
-                    str(b["early"]),
-                ]
-            )
-    headers = ["instance", "identity", "T1 [bound] (set by)", "lb", "add-back [bound]",
-               "worst", "early"]  # fmt: skip
-    return ["", "restarted apiservers (add-back: from T1 to the LB's first answer from it):",
-            *table(headers, rows)]  # fmt: skip

@@ -129,86 +129,91 @@ def load_runs(
     A corrupt line (not JSON, or not a valid v1 record) is bad input unless `skip_bad_lines`;
     a truncated last line and records of unknown kinds are skipped and counted either way.
     """
-    runs: dict[str, RunLog] = {}
-    stats = ReadStats()
-    table = kinds or standard_kinds()
+    reading = _Reading(kinds or standard_kinds(), skip_bad_lines, pod_logs)
     for arg in args:
         logs = [[path] for path in pod_log_files(arg)] if pod_logs else event_logs(arg)
         for files in logs:
-            _read_log(files, runs, stats, table, skip_bad_lines=skip_bad_lines, pod_log=pod_logs)
-    if pod_logs and not runs:
-        why = "; ".join(stats.notes[:3]) or "no run record"
+            reading.read_log(files)
+    if pod_logs and not reading.runs:
+        why = "; ".join(reading.stats.notes[:3]) or "no run record"
         raise BadInput(f"no run in the pod logs: {why}")
-    return list(runs.values()), stats
+    return list(reading.runs.values()), reading.stats
 
 
-def _read_log(
-    files: list[Path],
-    runs: dict[str, RunLog],
-    stats: ReadStats,
-    kinds: KindTable,
-    *,
-    skip_bad_lines: bool,
-    pod_log: bool = False,
-) -> None:
-    log_name = str(files[-1])
-    current: RunLog | None = None
-    records = orphans = 0
-    lines_before = stats.lines
-    for path in files:
-        stats.files.append(path)
-        source = LineSource(path)
-        records_only = RecordLines(source) if pod_log else None
-        reader = EventLogReader(
-            records_only or source,
-            source=str(path),
-            strict=not skip_bad_lines,
-            types=kinds.record_types,
-        )
-        try:
-            for record in reader:
-                records += 1
-                if not _well_named(record, f"{path}:{reader.lines}", skip_bad_lines):
-                    stats.skipped += 1
-                    continue
-                if isinstance(record, RunRecord):
-                    current = runs.setdefault(record.run_id, RunLog(record, log_name))
-                elif current is None and pod_log:
-                    # `oc logs` returns the kubelet's newest file only: once it rotated, the
-                    # log begins inside a run whose record went with an older file. The daemon
-                    # writes it again before every summary (`daemon/echo.py`): from there on.
-                    orphans += 1
-                elif current is None:
-                    raise BadInput(
-                        f"{path}:{reader.lines}: a {record.KIND} record before any run record"
-                    )
-                else:
-                    current.add_any(record, kinds)
-        except EventLogError as exc:
-            wrong = filekinds.mismatch(path, filekinds.of_file(path), filekinds.EVENT_LOG)
-            hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
-            raise BadInput(wrong or f"{exc}{hint}") from None
-        stats.lines += reader.lines
-        stats.log_lines += records_only.passed if records_only is not None else 0
-        stats.skipped += reader.skipped
-        stats.unknown_kinds += reader.unknown_kinds
-        stats.truncated += int(reader.truncated or source.truncated)
-        stats.problems.extend(reader.problems)
-        if source.truncated:
-            stats.problems.append(f"{path}: gzip data ends early")
-    if records == 0 and pod_log:
-        # A container that died before its first record; the others may hold runs.
-        stats.notes.append(f"{log_name}: no event records (event_log_stdout off?): left out")
-        return
-    if orphans:
-        stats.skipped += orphans
-        stats.notes.append(
-            f"{log_name}: {orphans} records before its first run record (the log rotated): left out"
-        )
-    if records == 0:
-        lines = stats.lines - lines_before
-        why = f"no usable records in {lines} lines" if lines else "no records"
-        raise BadInput(f"{log_name}: empty event log ({why})")
+@dataclass(slots=True)
+class _Reading:
+    """What the logs of one `load_runs` call share as each is read: how to read them, the
+    runs found so far (a run may go on in another log), and the counts."""
+
+    kinds: KindTable
+    skip_bad_lines: bool
+    pod_logs: bool
+    runs: dict[str, RunLog] = field(default_factory=dict)
+    stats: ReadStats = field(default_factory=ReadStats)
+
+    def read_log(self, files: list[Path]) -> None:
+        """One log: its rotated segments, then the file itself."""
+        log_name = str(files[-1])
+        current: RunLog | None = None
+        records = orphans = 0
+        lines_before = self.stats.lines
+        for path in files:
+            self.stats.files.append(path)
+            source = LineSource(path)
+            records_only = RecordLines(source) if self.pod_logs else None
+            reader = EventLogReader(
+                records_only or source,
+                source=str(path),
+                strict=not self.skip_bad_lines,
+                types=self.kinds.record_types,
+            )
+            try:
+                for record in reader:
+                    records += 1
+                    if not _well_named(record, f"{path}:{reader.lines}", self.skip_bad_lines):
+                        self.stats.skipped += 1
+                        continue
+                    if isinstance(record, RunRecord):
+                        current = self.runs.setdefault(record.run_id, RunLog(record, log_name))
+                    elif current is None and self.pod_logs:
+                        # `oc logs` returns the kubelet's newest file only: once it rotated, the
+                        # log begins inside a run whose record went with an older file. The daemon
+                        # writes it again before every summary (`daemon/echo.py`): from there on.
+                        orphans += 1
+                    elif current is None:
+                        raise BadInput(
+                            f"{path}:{reader.lines}: a {record.KIND} record before any run record"
+                        )
+                    else:
+                        current.add_any(record, self.kinds)
+            except EventLogError as exc:
+                wrong = filekinds.mismatch(path, filekinds.of_file(path), filekinds.EVENT_LOG)
+                hint = " (written by a newer prober?)" if "schema version" in str(exc) else ""
+                raise BadInput(wrong or f"{exc}{hint}") from None
+            self.stats.lines += reader.lines
+            self.stats.log_lines += records_only.passed if records_only is not None else 0
+            self.stats.skipped += reader.skipped
+            self.stats.unknown_kinds += reader.unknown_kinds
+            self.stats.truncated += int(reader.truncated or source.truncated)
+            self.stats.problems.extend(reader.problems)
+            if source.truncated:
+                self.stats.problems.append(f"{path}: gzip data ends early")
+        if records == 0 and self.pod_logs:
+            # A container that died before its first record; the others may hold self.runs.
+            self.stats.notes.append(
+                f"{log_name}: no event records (event_log_stdout off?): left out"
+            )
+            return
+        if orphans:
+            self.stats.skipped += orphans
+            self.stats.notes.append(
+                f"{log_name}: {orphans} records before its first run record (the log rotated): "
+                "left out"
+            )
+        if records == 0:
+            lines = self.stats.lines - lines_before
+            why = f"no usable records in {lines} lines" if lines else "no records"
+            raise BadInput(f"{log_name}: empty event log ({why})")
 
 
 def _well_named(record: AnyRecord, where: str, skip: bool) -> bool:

@@ -15,8 +15,8 @@ saw it, and a reaction in it is how long after T0 that apiserver still answered 
 a hairpin, until it stopped listening, whatever the LB did.
 
 An LB whose every request was same-node was never measured from here: its tests are skipped
-with that reason (`same_node_only`), never passed. An LB with some same-node requests is
-judged on the others.
+with that reason (`verdicts.same_node_only`), never passed. An LB with some same-node
+requests is judged on the others. `samenode_tables` shows them in the text and report.html.
 """
 
 from __future__ import annotations
@@ -24,21 +24,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from prober.core.budgets import hairpins
-from prober.core.models import LB
 from prober.core.numbers import micro_floats
 from prober.report.documents import SameNodeEntry, SameNodeStreamEntry, SummaryDocument
 from prober.report.replay import Replay
 from prober.report.runs import RunLog
-from prober.report.summary import (
-    Key,
-    entry_key,
-    forgiven_intervals,
-    interval_entry,
-    same_node_counts,
-    window_entry,
-)
-from prober.report.svg import esc
-from prober.report.tables import bounded, seconds, table
+from prober.report.summary import forgiven_intervals, interval_entry, same_node_counts, window_entry
 
 
 def add_same_node(summary: SummaryDocument, log: RunLog, result: Replay) -> None:
@@ -76,75 +66,3 @@ def add_same_node(summary: SummaryDocument, log: RunLog, result: Replay) -> None
     }
     summary["apiservers"] = dict(sorted(log.apiservers.items()))
     summary["same_node"] = micro_floats(section)
-
-
-def same_node_only(summary: SummaryDocument, key: Key) -> str | None:
-    """Why an LB's tests of this key are skipped: every request of it was same-node; None
-    where some request measured the LB (or none was sent at all)."""
-    entries = [s for s in summary["streams"] if entry_key(s) == key]
-    same = sum(s.get("same_node", 0) for s in entries)
-    if key[0] is LB.LOCALHOST or same == 0 or same < sum(s.get("samples", 0) for s in entries):
-        return None
-    node = summary.get("same_node", {}).get("node")
-    return (
-        f"every request through {key[0]} reached the prober's own node {node}'s apiserver "
-        "(a hairpin): nothing here measured the LB; see same_node"
-    )
-
-
-HEADERS = ["lb", "protocol", "connection", "same-node", "answered late [bound]", "disruption"]
-
-
-def same_node_rows(summary: SummaryDocument) -> list[list[str]]:
-    """Per LB x protocol x connection with same-node requests: how many, the latest answer
-    after T0 (its bound) of the node's own apiserver, their disruption."""
-    section = summary.get("same_node")
-    if section is None:
-        return []
-    reactions: dict[Key, list[tuple[float, float | None, float | None]]] = defaultdict(list)
-    for window in section["windows"]:
-        for ws in window["streams"]:
-            if ws["reaction"] is not None:
-                lo, hi = ws.get("reaction_lo"), ws.get("reaction_hi")
-                reactions[entry_key(ws)].append((ws["reaction"], lo, hi))
-    rows = []
-    for entry in section["streams"]:
-        key = entry_key(entry)
-        worst = max(reactions.get(key, []), default=None, key=lambda r: r[0])
-        rows.append(
-            [
-                *(str(k) for k in key),
-                str(entry["samples"]),
-                "-" if worst is None else bounded(*worst),
-                seconds(entry["disruption_seconds"]),
-            ]
-        )
-    return rows
-
-
-def _said(summary: SummaryDocument) -> str:
-    section = summary["same_node"]
-    hairpin = ", ".join(section["hairpins"])
-    through = f"; {hairpin} hairpins from it, so what it lost is the node's too" if hairpin else ""
-    return (
-        f"requests that reached the prober's own node {section['node']}'s apiserver through "
-        f"an LB{through}: not the LB's, so none of it is in the LB's results"
-    )
-
-
-def same_node_lines(summary: SummaryDocument) -> list[str]:
-    """The same-node requests as a table, for `describe`; nothing where there were none."""
-    rows = same_node_rows(summary)
-    if not rows:
-        return []
-    return ["", f"same-node: {_said(summary)}:", *table(HEADERS, rows)]
-
-
-def same_node_table(summary: SummaryDocument) -> str:
-    """The same-node requests as a table, for report.html."""
-    rows = same_node_rows(summary)
-    if not rows:
-        return "<p>No request reached the prober's own node through an LB.</p>"
-    head = "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADERS) + "</tr>"
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<p>{esc(_said(summary))}.</p><table>{head}{body}</table>"

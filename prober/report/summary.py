@@ -48,42 +48,25 @@ apiserver through the LB, or were lost through an LB that hairpins from it
 `retry_after` here are the LB path's alone, and `report.samenode` adds what they measured
 apart (`same_node`, with `apiservers`: each APIServerID's node).
 
-Schema v1 is v2 without the bound fields; the reader here accepts both. The shape as types,
+Schema v1 is v2 without the bound fields; the reader (`history`) accepts both. The shape as types,
 checked wherever a summary is built or read: `documents.SummaryDocument`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
-from prober.common import filekinds
-from prober.core import strictjson
-from prober.core.models import (
-    LB,
-    Connection,
-    Interval,
-    LogRecord,
-    Protocol,
-    StreamId,
-    Window,
-    parse_rfc3339,
-)
+from prober.core.models import Interval, LogRecord, StreamId, Window
 from prober.core.numbers import micro_floats
 from prober.core.perceived import Retried
 from prober.core.watch import WATCH
 from prober.report.connection_ages import ages_section
 from prober.report.documents import (
-    Document,
     EndedEntry,
     IntervalEntry,
-    KeyFields,
     RetryAfterEntry,
     StreamEntry,
     StreamFields,
@@ -92,22 +75,13 @@ from prober.report.documents import (
     WindowStreamEntry,
     WorstEntry,
 )
-from prober.report.errors import BadInput
+from prober.report.keys import Key, entry_key
 from prober.report.replay import Replay, run_end
 from prober.report.restarts import shutting_label
 from prober.report.runs import RunLog
 from prober.report.watches import watches_section
 
 SUMMARY_VERSION: Final = 2
-KNOWN_VERSIONS = (1, 2)  # v1: no bounds
-
-Key = tuple[LB, Protocol, Connection]
-_T = TypeVar("_T")
-
-
-def key_name(key: Key) -> str:
-    lb, protocol, connection = key
-    return f"{lb}/{protocol}/{connection}"
 
 
 def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDocument, list[str]]:
@@ -153,7 +127,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
         "streams": stream_entries,
         "worst": worst_entries(streams, windows, seconds, felt),
     }
-    watched = result.of_kind(WATCH)
+    watched = result.others.get(WATCH, ())
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
     summary["ended"] = ended_entry(log)
     told: dict[str, list[Retried]] = defaultdict(list)
@@ -325,169 +299,3 @@ def worst_entries(
             }
         )
     return out
-
-
-def entry_key(entry: KeyFields) -> Key:
-    """The key of a document entry this process wrote: its values are the enums'."""
-    return LB(entry["lb"]), Protocol(entry["protocol"]), Connection(entry["connection"])
-
-
-def write_json(path: Path, document: Document) -> None:
-    path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-
-
-# Reading summaries back, for `thresholds`: only what the history needs, each field checked.
-
-
-@dataclass(frozen=True, slots=True)
-class WorstOfRun:
-    key: Key
-    reaction: float | None
-    disruption_seconds: float
-    # The bound of the worst reaction: None when unbounded on that side, and always in a
-    # v1 summary, which has none. The history is built from the point values only.
-    reaction_lo: float | None = None
-    reaction_hi: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RunFacts:
-    """What one summary contributes to the history."""
-
-    source: str
-    run_id: str
-    platform: str
-    windows: int
-    worst: tuple[WorstOfRun, ...]
-    started: str | None = None  # RFC 3339; summaries before the export had none
-
-
-def load_run_facts(path: Path) -> RunFacts:
-    doc = read_json(path, filekinds.SUMMARY)
-    version = summary_version(path, doc)
-    windows = _field(path, doc, "windows", list)
-    worst = [
-        _worst_of_run(path, f"worst[{i}]", entry, version)
-        for i, entry in enumerate(_field(path, doc, "worst", list))
-    ]
-    _field(path, doc, "streams", list)  # its entries: `export.read_summary`
-    return RunFacts(
-        source=str(path),
-        run_id=_field(path, doc, "run_id", str),
-        platform=_field(path, doc, "platform", str),
-        windows=len(windows),
-        worst=tuple(worst),
-        started=started_of(path, doc),
-    )
-
-
-def started_of(path: Path, doc: Mapping[str, object]) -> str | None:
-    """A summary's run start time, checked; None in a summary written before it was kept."""
-    started = doc.get("started")
-    if started is None:
-        return None
-    if not isinstance(started, str):
-        raise BadInput(f"{path}: field 'started': expected a time, got {started!r:.40}")
-    try:
-        parse_rfc3339(started)
-    except ValueError:
-        raise BadInput(
-            f"{path}: field 'started': {started!r:.40} is not an RFC 3339 time"
-        ) from None
-    return started
-
-
-def _worst_of_run(path: Path, where: str, raw: object, version: int) -> WorstOfRun:
-    if not isinstance(raw, dict):
-        raise BadInput(f"{path}: {where}: expected an object")
-    key = parse_key(raw, f"{path}: {where}")
-    _check_number(path, raw, "reaction", where, optional=True)
-    _check_number(path, raw, "disruption_seconds", where, optional=False)
-    bounded = version >= 2  # a v1 summary has no bound, and whatever it holds there is unread
-    if bounded:
-        _check_number(path, raw, "reaction_lo", where, optional=True)
-        _check_number(path, raw, "reaction_hi", where, optional=True)
-    # Untrusted JSON is typed only here, after every key read below was checked above: the
-    # cast then states what the checks proved, and the reads that follow are checked by name.
-    entry = cast(WorstEntry, raw)
-    return WorstOfRun(
-        key,
-        _float(entry["reaction"]),
-        float(entry["disruption_seconds"]),
-        _float(entry["reaction_lo"]) if bounded else None,
-        _float(entry["reaction_hi"]) if bounded else None,
-    )
-
-
-def _float(value: float | None) -> float | None:
-    # JSON may spell 5.0 as 5: what is computed from it must not print differently.
-    return None if value is None else float(value)
-
-
-def summary_version(path: Path, doc: Mapping[str, object]) -> int:
-    """The schema version of a summary this reader knows, or BadInput naming it."""
-    version = doc.get("v")
-    if type(version) is not int or version not in KNOWN_VERSIONS:  # not True, not 2.0
-        known = " and ".join(str(v) for v in KNOWN_VERSIONS)
-        raise BadInput(f"{path}: summary version {version!r:.40}, this reader knows {known}")
-    return version
-
-
-def parse_key(entry: Mapping[str, object], where: str) -> Key:
-    """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
-    parsed = []
-    for name, cls in (("lb", LB), ("protocol", Protocol), ("connection", Connection)):
-        if name not in entry:
-            raise BadInput(f"{where}: missing {name!r}")
-        try:
-            parsed.append(cls(str(entry[name])))
-        except ValueError as exc:
-            raise BadInput(f"{where}: {exc}") from None
-    lb, protocol, connection = parsed
-    return (LB(lb), Protocol(protocol), Connection(connection))
-
-
-def read_text(path: Path) -> str:
-    """A report input's text, or BadInput naming the file and why not."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
-
-
-def read_json(path: Path, expected: str) -> dict[str, object]:
-    """A JSON object that is `expected` (`filekinds.SUMMARY`, ...), or BadInput: naming the
-    line and field of a number JSON has not, or what the file is if it is another kind."""
-    text = read_text(path)
-    try:
-        doc = strictjson.loads(text)
-    except ValueError as exc:
-        wrong = filekinds.mismatch(path, filekinds.of_text(text), expected)
-        raise BadInput(wrong or strictjson.located(str(path), exc)) from None
-    wrong = filekinds.mismatch(path, filekinds.of_document(doc), expected)
-    if wrong is not None:
-        raise BadInput(wrong)
-    if not isinstance(doc, dict):
-        raise BadInput(f"{path}: expected a JSON object")
-    return doc
-
-
-def _field(path: Path, doc: Mapping[str, object], name: str, tp: type[_T]) -> _T:
-    value = doc.get(name)
-    if not isinstance(value, tp):
-        # Worded as `export._get` words it: every summary reader gives the one message.
-        what = "a string" if tp is str else "a list" if tp is list else tp.__name__
-        raise BadInput(f"{path}: field {name!r}: expected {what}, got {value!r:.40}")
-    return value
-
-
-def _check_number(
-    path: Path, entry: Mapping[str, object], name: str, where: str, *, optional: bool
-) -> None:
-    value = entry.get(name)
-    if value is None and optional and name in entry:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise BadInput(f"{path}: {where}.{name}: expected a number, got {value!r:.40}")

@@ -16,50 +16,32 @@ Platform names are compared in lower case (`AWS` from an Infrastructure object i
 
 from __future__ import annotations
 
-import math
+import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, TextIO, cast
 
 from prober.common import filekinds
-from prober.core.models import LB, Connection, Protocol, parse_rfc3339
+from prober.common.errors import writing
+from prober.common.exits import ExitCode
+from prober.core.models import parse_rfc3339
 from prober.core.stats import percentiles
-from prober.report.documents import Metric, Period, ThresholdRow, ThresholdsDocument
+from prober.report.documents import Metric, Period, ThresholdsDocument
 from prober.report.errors import BadInput
-from prober.report.summary import Key, RunFacts, key_name, parse_key, read_json
+from prober.report.export import load_facts
+from prober.report.history import RunFacts
+from prober.report.html_thresholds import render_dashboard
+from prober.report.jsonio import read_json, write_json
+from prober.report.keys import Key, key_name
+from prober.report.queryresult import load_query_result, runs_in
+from prober.report.tables import seconds, table
+from prober.report.threshold_rows import ALL_PLATFORMS, Entry, from_row, sort_entries, to_row
 
 THRESHOLDS_VERSION: Final = 1
-ALL_PLATFORMS = "all"
-METRICS: tuple[Metric, ...] = ("reaction", "disruption")
-QUANTILE_FIELDS = ("p50", "p75", "p95", "p99")
 DEFAULT_MIN_RUNS = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    platform: str
-    lb: LB
-    protocol: Protocol
-    connection: Connection
-    metric: Metric
-    p50: float
-    p75: float
-    p95: float
-    p99: float
-    runs: int
-    usable: bool
-
-    @property
-    def key(self) -> Key:
-        return (self.lb, self.protocol, self.connection)
-
-    @property
-    def allowed(self) -> float:
-        """The P99 rounded up to the second, never below 1 s (origin's rule)."""
-        return float(max(1, math.ceil(self.p99)))
 
 
 def run_values(facts: RunFacts) -> list[tuple[Key, Metric, float]]:
@@ -92,24 +74,8 @@ def aggregate(runs: Iterable[RunFacts], min_runs: int = DEFAULT_MIN_RUNS) -> lis
     return sort_entries(entries)
 
 
-def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
-    """Platforms by name, `all` last; then LB, protocol, connection, metric, as enumerated."""
-    return sorted(entries, key=_order)
-
-
-def _order(e: Entry) -> tuple[int, str, int, int, int, int]:
-    return (
-        e.platform == ALL_PLATFORMS,
-        e.platform,
-        list(LB).index(e.lb),
-        list(Protocol).index(e.protocol),
-        list(Connection).index(e.connection),
-        METRICS.index(e.metric),
-    )
-
-
 def to_document(entries: Iterable[Entry], period: Period | None = None) -> ThresholdsDocument:
-    rows = [_row(e) for e in entries]
+    rows = [to_row(e) for e in entries]
     if period is None:
         return {"v": THRESHOLDS_VERSION, "entries": rows}
     return {"v": THRESHOLDS_VERSION, "period": period, "entries": rows}
@@ -122,22 +88,6 @@ def period_of(runs: Iterable[RunFacts]) -> Period | None:
         return None
     known = sorted((s for s in started if s is not None), key=parse_rfc3339)
     return {"start": known[0], "end": known[-1]}
-
-
-def _row(e: Entry) -> ThresholdRow:
-    return {
-        "platform": e.platform,
-        "lb": e.lb.value,
-        "protocol": e.protocol.value,
-        "connection": e.connection.value,
-        "metric": e.metric,
-        "p50": e.p50,
-        "p75": e.p75,
-        "p95": e.p95,
-        "p99": e.p99,
-        "runs": e.runs,
-        "usable": e.usable,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +138,8 @@ def load_thresholds(path: Path) -> Thresholds:
     rows = doc.get("entries")
     if not isinstance(rows, list):
         raise BadInput(f"{path}: field 'entries': expected a list")
-    return Thresholds((_entry(path, i, row) for i, row in enumerate(rows)), str(path))
+    entries = (from_row(row, f"{path}: entries[{i}]") for i, row in enumerate(rows))
+    return Thresholds(entries, str(path))
 
 
 def load_period(path: Path) -> Period | None:
@@ -219,41 +170,63 @@ def _is_rfc3339(text: str) -> bool:
     return moment.tzinfo is not None
 
 
-def _entry(path: Path, index: int, raw: object) -> Entry:
-    where = f"{path}: entries[{index}]"
-    if not isinstance(raw, dict):
-        raise BadInput(f"{where}: expected an object")
-    lb, protocol, connection = parse_key(raw, where)
-    if raw.get("metric") not in METRICS:
-        raise BadInput(f"{where}.metric: {raw.get('metric')!r} is not one of {list(METRICS)}")
-    for name in QUANTILE_FIELDS:
-        value = raw.get(name)
-        # json.loads takes NaN and Infinity; `recommend` cannot round them (it crashed).
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise BadInput(f"{where}.{name}: expected a number, got {value!r:.40}")
-    runs, usable, platform = raw.get("runs"), raw.get("usable"), raw.get("platform")
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise BadInput(f"{where}.runs: expected a positive integer, got {runs!r:.40}")
-    if not isinstance(usable, bool):
-        raise BadInput(f"{where}.usable: expected true or false, got {usable!r:.40}")
-    if not isinstance(platform, str) or not platform:
-        raise BadInput(f"{where}.platform: expected a platform name, got {platform!r:.40}")
-    row = cast(ThresholdRow, raw)  # every key checked above, as in `summary._worst_of_run`
-    return Entry(
-        row["platform"].lower(),
-        lb,
-        protocol,
-        connection,
-        row["metric"],
-        # JSON may spell 5.0 as 5: the allowed values and the verdicts must not tell.
-        p50=float(row["p50"]),
-        p75=float(row["p75"]),
-        p95=float(row["p95"]),
-        p99=float(row["p99"]),
-        runs=row["runs"],
-        usable=row["usable"],
-    )
+def thresholds_command(
+    summaries: Sequence[Path],
+    *,
+    output: Path | None,
+    out: Path,
+    min_runs: int,
+    query_result: Path | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """From summaries, or from the warehouse query's result (`query_result`): the same
+    thresholds.json either way."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if query_result is not None:
+        entries, period = load_query_result(query_result, min_runs)
+        runs = sources = runs_in(entries)
+    else:
+        facts = load_facts(summaries, stderr)
+        entries, period = aggregate(facts, min_runs), period_of(facts)
+        runs = sources = len(facts)
+    json_path = output or out / "thresholds.json"
+    html_path = out / "thresholds.html"
+    with writing(json_path):
+        out.mkdir(parents=True, exist_ok=True)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(json_path, to_document(entries, period))
+    with writing(html_path):
+        html_path.write_text(render_dashboard(entries, runs, sources), encoding="utf-8")
+    rows = [
+        [
+            e.platform,
+            e.lb.value,
+            e.protocol.value,
+            e.connection.value,
+            e.metric,
+            seconds(e.p50),
+            seconds(e.p95),
+            seconds(e.p99),
+            f"{e.allowed:.0f} s",
+            str(e.runs),
+            "yes" if e.usable else f"no (< {min_runs})",
+        ]
+        for e in entries
+    ]
+    headers = [
+        "platform",
+        "lb",
+        "protocol",
+        "connection",
+        "metric",
+        "P50",
+        "P95",
+        "P99",
+        "allowed",
+        "runs",
+        "usable",
+    ]
+    print("\n".join(table(headers, rows)), file=stdout)
+    print(f"\nwrote {json_path}\nwrote {html_path}", file=stdout)
+    return ExitCode.OK

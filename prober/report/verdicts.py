@@ -16,14 +16,13 @@ told when the bound spans the allowed value.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from prober.core.models import LB, Protocol, StreamId
 from prober.report.anchors import interval_anchor, link, utc, window_anchor
+from prober.report.bounds import disruption_bound
 from prober.report.documents import (
     IntervalEntry,
     Metric,
@@ -33,8 +32,7 @@ from prober.report.documents import (
     WindowEntry,
     WindowStreamEntry,
 )
-from prober.report.samenode import same_node_only
-from prober.report.summary import Key, entry_key
+from prober.report.keys import Key, entry_key
 from prober.report.tables import bound
 from prober.report.thresholds import Lookup, Thresholds
 
@@ -122,6 +120,20 @@ def _unless_same_node(summary: SummaryDocument, key: Key, verdict: Verdict) -> V
 # The window stream with the worst reaction seen so far, its reaction first, then its window
 # and that window's number (from 1, `anchors.window_anchor`).
 Worst = tuple[float, WindowEntry, WindowStreamEntry, int]
+
+
+def same_node_only(summary: SummaryDocument, key: Key) -> str | None:
+    """Why an LB's tests of this key are skipped: every request of it was same-node; None
+    where some request measured the LB (or none was sent at all)."""
+    entries = [s for s in summary["streams"] if entry_key(s) == key]
+    same = sum(s.get("same_node", 0) for s in entries)
+    if key[0] is LB.LOCALHOST or same == 0 or same < sum(s.get("samples", 0) for s in entries):
+        return None
+    node = summary.get("same_node", {}).get("node")
+    return (
+        f"every request through {key[0]} reached the prober's own node {node}'s apiserver "
+        "(a hairpin): nothing here measured the LB; see same_node"
+    )
 
 
 def _apiserver(window: WindowEntry) -> str:
@@ -299,33 +311,6 @@ def _raw_text(raw: float, retried: RetryAfterEntry | None) -> str:
     )
 
 
-def disruption_bound(intervals: Sequence[IntervalEntry]) -> tuple[float, float | None] | None:
-    """Where a stream's true disruption seconds lie: the sum of its intervals' bounds.
-
-    None without intervals (the sampling cannot rule out a failure shorter than its gap, so
-    0 s gets no bound) or without bounds (a v1 summary)."""
-    if not intervals or any("start_lo" not in i for i in intervals):
-        return None
-    bounds = [
-        interval_bound(i["start_lo"], i["start_hi"], i["end_lo"], i["end_hi"]) for i in intervals
-    ]
-    his = [hi for _, hi in bounds]
-    total_hi = None if None in his else math.fsum(hi for hi in his if hi is not None)
-    return math.fsum(lo for lo, _ in bounds), total_hi
-
-
-def interval_bound(
-    start_lo: float | None, start_hi: float | None, end_lo: float | None, end_hi: float | None
-) -> tuple[float, float | None]:
-    """Where one interval's true length lies, from the bounds on its edges.
-
-    It lasted at least from its latest possible start to its earliest possible end (never
-    less than 0 s, which also stands in for an unbounded edge), at most from its earliest
-    start to its latest end (unbounded if either is)."""
-    lo = 0.0 if end_lo is None or start_hi is None else max(0.0, end_lo - start_hi)
-    return lo, None if end_hi is None or start_lo is None else end_hi - start_lo
-
-
 def _interval_text(i: IntervalEntry, stream: str, number: int) -> str:
     """One interval: its class, edges with their bounds and UTC times, length, and anchor."""
     start, end = f"{i['start_t']:.2f} s", f"{i['end_t']:.2f} s"
@@ -339,7 +324,3 @@ def _interval_text(i: IntervalEntry, stream: str, number: int) -> str:
     facts.append(f"{i['start_ts']} to {i['end_ts']}")
     facts.append(link(interval_anchor(stream, number)))
     return f"{i['error']} from {start} to {end} ({', '.join(facts)}): {i['detail']}"
-
-
-def count(verdicts: Iterable[Verdict]) -> Counter[Status]:
-    return Counter(v.status for v in verdicts)

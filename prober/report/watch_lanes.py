@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prober.core.models import LB, LogRecord
+from prober.core.models import LB
 from prober.core.watch import WatchResult
 from prober.report.page import status_cell
 from prober.report.svg import FAILURE, LATE, Scale, esc
 from prober.report.tables import seconds
 from prober.report.verdicts import Verdict
-from prober.report.watches import watch_results
+from prober.report.watches import WatchStreams
 
 ESTABLISHED = "#009E73"
 QUIET_END = "#777777"
@@ -80,16 +80,12 @@ def _bar(
     )
 
 
-def watch_lanes(records: Sequence[LogRecord], end_t: float) -> dict[LB, list[WatchLane]]:
-    """Each LB's watch lanes, by protocol."""
-    _, results, first = watch_results(records, end_t)
-    lanes: dict[LB, list[WatchLane]] = {}
-    for name in sorted(results):
-        stream = first[name].stream_id
-        lanes.setdefault(stream.lb, []).append(
-            WatchLane(str(stream.protocol), results[name], end_t)
-        )
-    return lanes
+def watch_lanes(streams: WatchStreams, end_t: float) -> dict[LB, list[WatchLane]]:
+    """Each LB's watch lanes, by protocol (`watches.watch_streams`)."""
+    return {
+        lb: [WatchLane(protocol, result, end_t) for protocol, result in found]
+        for lb, found in streams.items()
+    }
 
 
 def watch_table(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) -> str:

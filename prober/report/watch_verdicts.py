@@ -23,8 +23,7 @@ skipped, as its routing test is. Without a heartbeat the blindness test is skipp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from prober.core.models import LB, Protocol
 from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict
@@ -39,8 +38,7 @@ REESTABLISH_WITHIN = 5.0
 BLIND_WITHIN = 15.0
 
 
-@dataclass(frozen=True, slots=True)
-class WatchAllowed:
+class WatchAllowed(NamedTuple):
     """What the watch tests allow, in seconds (`prober analyze --watch-*-within`)."""
 
     reestablish: float = REESTABLISH_WITHIN

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from prober.core.models import LogRecord, Window
+from prober.core.models import LB, LogRecord, Window
 from prober.core.phase import ShutdownPhase, phase_at
 from prober.core.stats import percentile_cont
 from prober.core.watch import (
@@ -38,6 +38,20 @@ def watch_results(
             streams.setdefault(record.stream, record)
             tracker.feed(record)
     return tracker, tracker.close(end), streams
+
+
+# Each LB's watch streams, by protocol, with their results: what report.html draws as lanes.
+WatchStreams = dict[LB, list[tuple[str, WatchResult]]]
+
+
+def watch_streams(records: Sequence[LogRecord], end: float) -> WatchStreams:
+    """Each LB's watch streams, in name order, with their results at `end`."""
+    _, results, first = watch_results(records, end)
+    streams: WatchStreams = {}
+    for name in sorted(results):
+        stream = first[name].stream_id
+        streams.setdefault(stream.lb, []).append((str(stream.protocol), results[name]))
+    return streams
 
 
 def watches_section(

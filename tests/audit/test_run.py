@@ -17,10 +17,10 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from prober.audit.commands import STATE_FILE
 from prober.audit.files import discover
 from prober.audit.follow import Follower, PollReport
-from prober.audit.run import FollowRunner
+from prober.audit.metrics import AuditMetrics
+from prober.audit.run import STATE_FILE, FollowRunner
 from prober.audit.state import load_state
 from prober.common.statusserver import StatusServer
 from tests.support.auditlog import OPERATOR, PROBER, append, event, graceful, line
@@ -49,7 +49,11 @@ class Running:
         )
         follower = follower_type(families, load_state(state_path))
         self.runner = FollowRunner(
-            follower, state_path=state_path, registry=self.registry, interval=0.01, log=log
+            follower=follower,
+            state_path=state_path,
+            metrics=AuditMetrics(self.registry),
+            interval=0.01,
+            log=log,
         )
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None

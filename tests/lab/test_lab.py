@@ -29,9 +29,10 @@ from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
+from prober.report.age_tables import age_lines
 from prober.report.age_verdicts import TWENTY_PERCENT
-from prober.report.budget_verdicts import LATE_MARK, is_budget_test
-from prober.report.connection_ages import age_lines
+from prober.report.budget_verdicts import LATE_MARK
+from prober.report.verdict_names import is_budget_test
 from prober.report.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
 from tests.support.waiting import until

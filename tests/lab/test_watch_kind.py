@@ -20,7 +20,7 @@ from prober.config import load_config
 from prober.daemon.app import Daemon
 from prober.lab.apiserver.etcd import EtcdClient, b64
 from prober.lab.etcd import LabEtcd
-from prober.report.commands import analyze_command
+from prober.report.analyze import analyze_command
 from prober.report.replay import replay
 from prober.report.runs import load_runs
 from prober.report.summary import build_summary

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from prober.core.models import LB, Connection, Protocol
-from prober.report.summary import SUMMARY_VERSION, load_run_facts, write_json
+from prober.report.history import load_run_facts
+from prober.report.jsonio import write_json
+from prober.report.summary import SUMMARY_VERSION
 from prober.report.thresholds import aggregate, to_document
 
 KEYS = [(lb, p, c) for lb in (LB.INTERNAL, LB.EXTERNAL) for p in Protocol for c in Connection]

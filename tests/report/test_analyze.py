@@ -18,8 +18,8 @@ from prober.core.models import LB, Connection, ErrorClass
 from prober.report import documents
 from prober.report.analyze import analyze_runs
 from prober.report.budget_verdicts import WITHIN_BUDGET
+from prober.report.history import load_run_facts
 from prober.report.run_verdict import WHOLE_RUN
-from prober.report.summary import load_run_facts
 from prober.report.thresholds import load_thresholds
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.history import history_thresholds

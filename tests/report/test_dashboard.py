@@ -15,9 +15,10 @@ from prober.core.models import LB, Connection, Protocol
 from prober.report.documents import Period
 from prober.report.html_dashboard import FAINT
 from prober.report.html_thresholds import AXIS_TITLES
-from prober.report.summary import write_json
+from prober.report.jsonio import write_json
 from prober.report.svg import HOST_COLOURS
-from prober.report.thresholds import METRICS, Entry, load_period, to_document
+from prober.report.threshold_rows import METRICS, Entry
+from prober.report.thresholds import load_period, to_document
 from tests.report.browser import open_page
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

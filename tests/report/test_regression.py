@@ -11,8 +11,9 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
+from prober.report.history import RunFacts, WorstOfRun
+from prober.report.jsonio import write_json
 from prober.report.regression import binomial_tail, check_regression, exceedance_test, holm
-from prober.report.summary import RunFacts, WorstOfRun, write_json
 from prober.report.thresholds import Thresholds, aggregate, to_document
 from tests.report.history import KEYS, summary_doc, write_history
 
@@ -135,6 +136,6 @@ def test_the_check_command_gates_with_exit_1(tmp_path: Path, capsys) -> None:
 
 
 def _facts(directory: Path, docs) -> list[RunFacts]:
-    from prober.report.summary import load_run_facts
+    from prober.report.history import load_run_facts
 
     return [load_run_facts(p) for p in _write(directory, docs)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,9 @@ from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
 from prober.report.errors import BadInput
-from prober.report.summary import RunFacts, WorstOfRun, load_run_facts
-from prober.report.thresholds import Entry, Thresholds, aggregate, load_thresholds
+from prober.report.history import RunFacts, WorstOfRun, load_run_facts
+from prober.report.threshold_rows import Entry, from_row, to_row
+from prober.report.thresholds import Thresholds, aggregate, load_thresholds
 from tests.report.history import summary_doc, write_history
 
 KEY = (LB.INTERNAL, Protocol.HTTP2, Connection.NEW)
@@ -285,3 +288,38 @@ def test_a_good_row_loads(tmp_path: Path) -> None:
     path = tmp_path / "thresholds.json"
     path.write_text(json.dumps({"v": 1, "entries": [GOOD_ROW]}))
     assert load_thresholds(path).lookup("aws", KEY, "reaction").entry.p99 == 3.0
+
+
+ROW_ENTRY = Entry("gcp", *KEY, "reaction", 1.0, 2.0, 3.0, 4.5, runs=7, usable=True)
+# A value of the wrong kind for each field of the one declaration, and the words it draws.
+WRONG = {
+    "platform": ("", "expected a platform name"),
+    "lb": ("nlb", "'nlb' is not a valid LB"),
+    "protocol": ("http3", "'http3' is not a valid Protocol"),
+    "connection": (None, "missing 'connection'"),
+    "metric": ("latency", "'latency' is not one of ['reaction', 'disruption']"),
+    "p50": ("1", "expected a number"),
+    "p75": (float("nan"), "expected a number"),
+    "p95": (True, "expected a number"),
+    "p99": (None, "expected a number"),
+    "runs": (0, "expected a positive integer"),
+    "usable": (1, "expected true or false"),
+}
+
+
+def test_a_row_is_written_and_read_back_by_the_entrys_own_fields() -> None:
+    row = to_row(ROW_ENTRY)
+    assert list(row) == [f.name for f in fields(Entry)]
+    assert row["lb"] == "internal-lb"
+    assert from_row(json.loads(json.dumps({**row, "platform": "GCP"})), "here") == ROW_ENTRY
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Entry)])
+def test_every_field_of_a_row_is_checked_by_its_declared_type(name: str) -> None:
+    assert set(WRONG) == {f.name for f in fields(Entry)}
+    value, words = WRONG[name]
+    row: dict[str, object] = {**to_row(ROW_ENTRY), name: value}
+    if value is None and name == "connection":
+        del row[name]
+    with pytest.raises(BadInput, match=re.escape(words)):
+        from_row(row, "here")

@@ -1,0 +1,73 @@
+"""The verdicts stage of `prober analyze`: the history loaded, then every test of a run
+judged against it and what its LBs promise, into its summary (`verdicts`, `explained`).
+
+The tests, in the order junit.xml lists them: stop routing and availability against the
+history (`verdicts`), the watches (`watch_verdicts`), the health-check budgets and the delay
+(`budget_verdicts`), the 20 % rule (`age_verdicts`), the other edge of a restart
+(`early_verdicts`), and the whole run recorded (`run_verdict`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prober.core.budgets import Platform
+from prober.report.age_verdicts import explain_ages, judge_ages
+from prober.report.budget_verdicts import explain, judge_budgets
+from prober.report.documents import SummaryDocument, VerdictEntry
+from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
+from prober.report.run_verdict import whole_run
+from prober.report.thresholds import Thresholds, load_thresholds
+from prober.report.verdicts import Verdict, judge
+from prober.report.watch_verdicts import WatchAllowed, judge_watches
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    verdicts: list[Verdict]
+    warnings: list[str]
+    edges: str  # which edge of a restart broke, in one line
+
+
+def load_history(thresholds: Thresholds | Path | None) -> Thresholds | None:
+    """The history to judge against: loaded already, read from its thresholds.json, or none."""
+    return load_thresholds(thresholds) if isinstance(thresholds, Path) else thresholds
+
+
+def judge_run(
+    summary: SummaryDocument,
+    promised: Platform | None,
+    history: Thresholds | None,
+    watch_allowed: WatchAllowed,
+) -> Judged:
+    """Every test of the summarised run; `promised`: what its LBs promise (`core.budgets`)."""
+    platform = summary["platform"]
+    warnings = []
+    if history is not None and not history.covers(platform):
+        warnings.append(
+            f"{history.source}: no history for platform {platform!r} (it has "
+            f"{', '.join(history.platforms) or 'nothing'}): verdicts that need it are skipped"
+        )
+    verdicts = judge(summary, history) + judge_watches(summary.get("watches"), watch_allowed)
+    verdicts += judge_budgets(summary, promised)
+    verdicts += judge_ages(summary, promised)
+    verdicts += judge_early(summary)
+    verdicts += whole_run(summary)
+    summary["verdicts"] = [verdict_entry(v) for v in verdicts]
+    summary["explained"] = [
+        *explain(summary, verdicts, promised),
+        *explain_ages(summary),
+        *explain_restarts(summary),
+    ]
+    return Judged(verdicts, warnings, edges_line(verdicts))
+
+
+def verdict_entry(verdict: Verdict) -> VerdictEntry:
+    return {
+        "name": verdict.name,
+        "status": verdict.status.value,
+        "message": verdict.message,
+        "observed": verdict.observed,
+        "allowed": verdict.allowed,
+    }

@@ -1,0 +1,36 @@
+"""An LB x protocol x connection: the key every per-LB number of the reports is filed
+under, as enums, and how it reads from and prints into the documents."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prober.core.models import LB, Connection, Protocol
+from prober.report.documents import KeyFields
+from prober.report.errors import BadInput
+
+Key = tuple[LB, Protocol, Connection]
+
+
+def key_name(key: Key) -> str:
+    lb, protocol, connection = key
+    return f"{lb}/{protocol}/{connection}"
+
+
+def entry_key(entry: KeyFields) -> Key:
+    """The key of a document entry this process wrote: its values are the enums'."""
+    return LB(entry["lb"]), Protocol(entry["protocol"]), Connection(entry["connection"])
+
+
+def parse_key(entry: Mapping[str, object], where: str) -> Key:
+    """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
+    parsed = []
+    for name, cls in (("lb", LB), ("protocol", Protocol), ("connection", Connection)):
+        if name not in entry:
+            raise BadInput(f"{where}: missing {name!r}")
+        try:
+            parsed.append(cls(str(entry[name])))
+        except ValueError as exc:
+            raise BadInput(f"{where}: {exc}") from None
+    lb, protocol, connection = parsed
+    return (LB(lb), Protocol(protocol), Connection(connection))
