@@ -22,7 +22,8 @@ from typing import Any
 
 from prober.core.instances import instance_label
 from prober.core.models import LB
-from prober.lab.truth import LbTruth, TruthError, first_up, process_records
+from prober.lab.lbstate import ServerEvent
+from prober.lab.truth import LbTruth, TruthError, first_up, held, process_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +144,24 @@ def add_backs(
         for kind, lb in lbs.items():
             if lb.reaches is not None:
                 continue
-            up = first_up(lb.events, instance.hostname, instance.listening, before)
+            up = _taken_back(lb.events, instance, before)
             backs.append(AddBack(kind, None if math.isinf(up) else up))
         found[instance.label] = tuple(backs)
     return found
+
+
+def _taken_back(events: Sequence[ServerEvent], instance: InstanceTruth, before: float) -> float:
+    """When an LB took a restarted process back: at its first mark-up after the process began
+    to listen; but as it began to listen where the LB still held its host then and marked it
+    down only later (a slow LB, marking down the old process after the new one answered
+    through it: its mark-up after that is no add-back). Infinity: it never took it out."""
+    host, listening = instance.hostname, instance.listening
+    marked_down_later = any(
+        e.server == host and not e.up and listening < e.wall < before for e in events
+    )
+    if instance.start > 1 and marked_down_later and held(events, host, listening):
+        return listening
+    return first_up(events, host, listening, before)
 
 
 def early_by_audit_id(instances: Iterable[InstanceTruth]) -> dict[str, tuple[str, EarlyTruth]]:

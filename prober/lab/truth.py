@@ -131,6 +131,13 @@ def first_down(
     return start
 
 
+def held(events: Iterable[ServerEvent], server: str, at: float) -> bool:
+    """Whether the LB's set held `server` at `at`: its last change of it by then marked it up,
+    or it had changed nothing of it yet (an LB starts with every server up)."""
+    changes = [e for e in events if e.server == server and e.wall <= at]
+    return not changes or max(changes, key=lambda e: e.wall).up
+
+
 def first_up(
     events: Iterable[ServerEvent], server: str, after: float, before: float = math.inf
 ) -> float:

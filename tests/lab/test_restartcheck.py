@@ -106,3 +106,30 @@ def test_the_early_junit_test_must_fail_for_exactly_the_lbs_that_routed_there() 
         "'should not route to an apiserver before it can serve' failed for no LB; the truth "
         "has early answers through ['internal-lb']"
     ]
+
+
+def test_a_slow_lb_that_marks_the_host_down_after_the_new_process_answered_took_it_back_at_once():
+    # The slow LB still held master-0 when its second process began to listen (1010.0), and
+    # answered through it; it marked the host down only at 1015 and up at 1020. That mark-up
+    # is no add-back: the LB had the process from its start.
+    late = (
+        ServerEvent(1015.0, "master-0", False, "down"),
+        ServerEvent(1020.0, "master-0", True, "up"),
+    )
+    lbs = {LB.INTERNAL: LbTruth(LB.INTERNAL, late, reset_on_down=False)}
+    back = AddBack("kube-api", LB.INTERNAL, 10.05, 9.9, 10.1, -0.45, -0.6, -0.4, 0)
+    early_back = dataclasses.replace(measured(), lbs=(back,))
+    result = check_restarts(truths(), lbs, [early_back], [], offset=OFFSET, end_t=60.0,
+                            tolerance=0.1)  # fmt: skip
+    assert result.problems == ()
+    [row] = result.rows
+    assert (row.added_truth, row.truth) == (10.0, -0.5)
+
+
+def test_an_lb_that_held_the_host_and_never_marked_it_down_never_took_it_back():
+    lbs = {LB.INTERNAL: LbTruth(LB.INTERNAL, (), reset_on_down=False)}
+    result = check_restarts(truths(), lbs, [measured()], [], offset=OFFSET, end_t=60.0,
+                            tolerance=0.1)  # fmt: skip
+    assert result.problems == ()
+    [row] = result.rows
+    assert row.added_truth is None
