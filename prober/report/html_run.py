@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prober import __version__
-from prober.core.models import LB, Interval, StreamId, WindowStream
+from prober.core.models import LB, Interval, WindowStream
 from prober.report.age_tables import ages_html
 from prober.report.anchors import interval_anchor, window_anchor
 from prober.report.bounds import interval_bound
@@ -24,7 +24,15 @@ from prober.report.runs import ReadStats, RunLog
 from prober.report.samenode_tables import same_node_table
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
 from prober.report.tables import bound, bounded, seconds
-from prober.report.timeline import Lane, StreamMarks, View, lb_timeline, views, window_title
+from prober.report.timeline import (
+    Lane,
+    StreamMarks,
+    View,
+    lb_timeline,
+    stream_marks,
+    views,
+    window_title,
+)
 from prober.report.verdict_names import abrupt_end, age_statuses, is_budget_test
 from prober.report.verdicts import Verdict
 from prober.report.watch_lanes import watch_lanes, watch_table
@@ -250,22 +258,8 @@ def _figure(
 
 
 def _marks(report: RunReport) -> dict[str, StreamMarks]:
-    marks = {
-        name: StreamMarks(StreamId.parse(name))
-        for name in [s["stream"] for s in report.summary["streams"]]
-    }
-    for sample in report.log.samples:
-        m = marks.get(sample.stream)
-        if m is None:
-            continue
-        if sample.late:
-            m.late.append(sample.t)
-        if sample.failed:
-            m.failures.append(sample.t)
-    for interval in report.replay.intervals:
-        if interval.stream in marks:
-            marks[interval.stream].intervals.append(interval)
-    return marks
+    names = [s["stream"] for s in report.summary["streams"]]
+    return stream_marks(names, report.log.samples, report.replay.intervals)
 
 
 def _window_streams_table(replay: Replay) -> str:

@@ -8,7 +8,15 @@ from prober.report.svg import esc
 # artifact viewer, years later.
 _POLICY = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
-_CSS = """
+# The timelines' classes (`report.timeline`): a page's, and a picture's of its own.
+SVG_CSS = """svg text { font: 12px system-ui, sans-serif; fill: #1b1b1b; }
+svg .tick { fill: #333; } svg .axis-title { font-weight: 600; }
+svg .axis { stroke: #333; } svg .grid { stroke: #e6e6e6; }
+svg .row { stroke: #bbb; } svg .label { font-weight: 600; }
+"""
+
+_CSS = (
+    """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b;
        margin: 24px auto; max-width: 1100px; padding: 0 16px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; }
@@ -25,15 +33,15 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .legend { display: flex; flex-wrap: wrap; gap: 6px 18px; margin: 8px 0; }
 .legend span { display: inline-flex; align-items: center; gap: 6px; }
 .swatch { vertical-align: middle; }
-svg text { font: 12px system-ui, sans-serif; fill: #1b1b1b; }
-svg .tick { fill: #333; } svg .axis-title { font-weight: 600; }
-svg .axis { stroke: #333; } svg .grid { stroke: #e6e6e6; }
-svg .row { stroke: #bbb; } svg .label { font-weight: 600; }
+"""
+    + SVG_CSS
+    + """\
 .note { background: #fff6e0; border-left: 4px solid #e69f00; padding: 6px 10px; margin: 6px 0; }
 .explain { background: #f4f7fb; border-left: 4px solid #0072b2; padding: 8px 12px; }
 figure { margin: 4px 0 10px; } figcaption { color: #555; font-size: 12px; }
 select { font: inherit; }
 """
+)
 
 
 def page(title: str, body: str, script: str = "") -> str:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from prober.core.models import Interval, StreamId, Window, WindowStream
+from prober.core.models import Interval, Sample, StreamId, Window, WindowStream
 from prober.report.svg import FAILURE, LATE, T0, Scale, esc, grid, x_axis
 from prober.report.tables import bound
 
@@ -51,6 +51,25 @@ class StreamMarks:
     late: list[float] = field(default_factory=list)
     failures: list[float] = field(default_factory=list)
     intervals: list[Interval] = field(default_factory=list)
+
+
+def stream_marks(
+    names: Iterable[str], samples: Iterable[Sample], intervals: Iterable[Interval]
+) -> dict[str, StreamMarks]:
+    """The marks of each named stream: its late and failed requests, its intervals."""
+    marks = {name: StreamMarks(StreamId.parse(name)) for name in names}
+    for sample in samples:
+        m = marks.get(sample.stream)
+        if m is None:
+            continue
+        if sample.late:
+            m.late.append(sample.t)
+        if sample.failed:
+            m.failures.append(sample.t)
+    for interval in intervals:
+        if interval.stream in marks:
+            marks[interval.stream].intervals.append(interval)
+    return marks
 
 
 def views(windows: Sequence[Window], end_t: float) -> list[View]:

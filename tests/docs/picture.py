@@ -1,12 +1,11 @@
 """The README's picture, `docs/rollout.svg`: one rolling restart through a late LB and a good one.
 
 Drawn by the report's own timeline (`report.timeline.lb_timeline`, as `report.html` draws
-it) from the committed golden fixture, a real lab run (`prober lab --scenario slow-lb
---platform gcp --interval 500ms --workers 1`: gcp's external LB was made slow). It takes the
-daemon's own `window` and `interval` records and the logged samples; `prober analyze` of this
-log replays the same (its golden stderr warns of no difference). Only the new-connection
-streams are drawn: a kept connection stays on its server until the server closes it, through
-any LB, so those rows say nothing of the LB's health check.
+it) from what `prober analyze` replays of the committed golden fixture, a real lab run
+(`prober lab --scenario slow-lb --platform gcp --interval 500ms --workers 1`: gcp's external
+LB was made slow). Only the new-connection streams are drawn: a kept connection stays on its
+server until the server closes it, through any LB, so those rows say nothing of the LB's
+health check.
 
 When the timeline's drawing changes on purpose, draw the picture anew and review it:
 
@@ -16,78 +15,56 @@ When the timeline's drawing changes on purpose, draw the picture anew and review
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from prober.core.eventlog import EventLogReader
-from prober.core.models import LB, Connection, Interval, RunEnd, Sample, StreamId, Window
+from prober.core.models import LB, Connection, StreamId, Window
+from prober.core.phase import LATE_FRACTION
+from prober.report.page import SVG_CSS
+from prober.report.replay import Replay, replay
+from prober.report.runs import RunLog, load_runs
 from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
-from prober.report.timeline import WIDTH, StreamMarks, View, lb_timeline
+from prober.report.timeline import WIDTH, StreamMarks, View, lb_timeline, stream_marks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "golden" / "fixture" / "events.jsonl.gz"
 PICTURE = ROOT / "docs" / "rollout.svg"
 SHOWN = (LB.EXTERNAL, LB.INTERNAL)
-# The share of the shutdown delay past which a reaction is late: the report's "80 % of the
-# delay" test (the last 20 % is for the connections opened in it to drain).
-LATE_SHARE = 0.8
 HEAD = 96  # pixels above the first timeline: title, subtitle, legend
 GAP = 30  # pixels above each timeline for its heading
-# `report.page`'s rules for the timeline's classes, on a white ground (GitHub's dark theme).
-STYLE = """
-text { font: 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fill: #1b1b1b; }
-.tick { fill: #333; } .axis-title { font-weight: 600; } .label { font-weight: 600; }
-.axis { stroke: #333; } .grid { stroke: #e6e6e6; } .row { stroke: #bbb; }
-.title { font-size: 16px; font-weight: 600; } .lb { font-size: 14px; font-weight: 600; }
-"""
+# The report's rules for the timeline's classes, on a white ground (GitHub's dark theme).
+STYLE = (
+    SVG_CSS
+    + ".title { font-size: 16px; font-weight: 600; } .lb { font-size: 14px; font-weight: 600; }\n"
+)
 
 
 class Run:
-    """What the picture needs of one event log: its windows, intervals, samples and end."""
+    """What the picture needs of one event log: the run as `prober analyze` replays it."""
 
     def __init__(self, path: Path) -> None:
-        self.windows: list[Window] = []
-        self.intervals: list[Interval] = []
-        self.samples: list[Sample] = []
-        self.end_t = 0.0
-        with gzip.open(path, "rb") as lines:
-            for record in EventLogReader(lines, source=str(path)):
-                if isinstance(record, Window):
-                    self.windows.append(record)
-                elif isinstance(record, Interval):
-                    self.intervals.append(record)
-                elif isinstance(record, Sample):
-                    self.samples.append(record)
-                    self.end_t = max(self.end_t, record.end)
-                elif isinstance(record, RunEnd):
-                    self.end_t = max(self.end_t, record.t)
+        [log], _ = load_runs([path])
+        self.log: RunLog = log
+        self.replay: Replay = replay(log)
 
     def marks(self, lb: LB) -> list[StreamMarks]:
         """The new-connection rows of one LB, in the report's order."""
-        rows: dict[str, StreamMarks] = {}
-        for sample in self.samples:
-            stream = sample.stream_id
-            if stream.lb is not lb or stream.connection is not Connection.NEW:
-                continue
-            row = rows.setdefault(stream.name, StreamMarks(StreamId.parse(stream.name)))
-            if sample.late:
-                row.late.append(sample.t)
-            if sample.failed:
-                row.failures.append(sample.t)
-        for interval in self.intervals:
-            if interval.stream in rows:
-                rows[interval.stream].intervals.append(interval)
-        return sorted(rows.values(), key=lambda m: (m.stream.target, m.stream.protocol))
+        names = [
+            name
+            for name in self.log.run.streams
+            if (s := StreamId.parse(name)).lb is lb and s.connection is Connection.NEW
+        ]
+        rows = stream_marks(names, self.log.samples, self.replay.intervals).values()
+        return sorted(rows, key=lambda m: (m.stream.target, m.stream.protocol))
 
     def heading(self, lb: LB) -> str:
         """The LB's verdict in a line: its worst reaction on new connections against the
-        delay, and what failed."""
+        delay (late past the report's 80 % mark, `core.phase`), and what failed."""
         seen = [
             (ws, w)
-            for w in self.windows
+            for w in self.replay.windows
             for ws in w.streams
             if ws.stream_id.lb is lb and ws.stream_id.connection is Connection.NEW
         ]
@@ -97,7 +74,7 @@ class Run:
         if not reactions:
             return f"{lb}: good: sent no request to a shutting-down apiserver{failed}"
         worst, delay = max(reactions)
-        verdict = "late" if worst >= LATE_SHARE * delay else "good"
+        verdict = "late" if worst >= LATE_FRACTION * delay else "good"
         return (
             f"{lb}: {verdict}: still sent requests {worst:.1f} s after T0 "
             f"(shutdown delay {delay:g} s){failed}"
@@ -126,22 +103,24 @@ def draw(path: Path = FIXTURE) -> str:
     """The picture of the run in `path`, as SVG text."""
     run = Run(path)
     # Named by their node: the apiservers' long ids would overlap in the windows' labels.
-    run.windows = [replace(w, host=w.node or w.host, node=None) for w in run.windows]
+    windows: list[Window] = [
+        replace(w, host=w.node or w.host, node=None) for w in run.replay.windows
+    ]
     colours: dict[str, str] = {}
-    for w in run.windows:
+    for w in windows:
         colours.setdefault(w.host, HOST_COLOURS[len(colours) % len(HOST_COLOURS)])
-    view = View("all", "the whole run", 0.0, max(run.end_t, 1.0), zoomed=False)
+    view = View("all", "the whole run", 0.0, max(run.replay.end_t, 1.0), zoomed=False)
     body, y = [], float(HEAD)
     for lb in SHOWN:
         rows = run.marks(lb)
-        svg = lb_timeline(f"load balancer {lb}", rows, run.windows, colours, view)
+        svg = lb_timeline(f"load balancer {lb}", rows, windows, colours, view)
         height = float(svg.split('height="', 1)[1].split('"', 1)[0])
         body.append(f'<text class="lb" x="16" y="{y + 20:.0f}">{esc(run.heading(lb))}</text>')
         body.append(f'<g transform="translate(0,{y + GAP:.0f})">{svg}</g>')
         y += GAP + height
     title = "One rolling restart of three kube-apiservers, seen through two load balancers"
     subtitle = (
-        f"{len(run.windows)} apiservers shut down one by one; a lab run on gcp whose external "
+        f"{len(windows)} apiservers shut down one by one; a lab run on gcp whose external "
         "LB was made slow (tests/golden/fixture)"
     )
     return "\n".join(
