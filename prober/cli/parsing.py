@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from prober.common.values import flag
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     D = TypeVar("D", bound=DataclassInstance)
-
-from prober.common.values import flag
 
 Handler = Callable[[argparse.Namespace], int]
 # Generic only to type checkers: argparse's class takes no subscript at run time.

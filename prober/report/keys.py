@@ -4,12 +4,15 @@ under, as enums, and how it reads from and prints into the documents."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
+from typing import TypeVar
 
 from prober.core.models import LB, Connection, Protocol
 from prober.report.documents import KeyFields
 from prober.report.errors import BadInput
 
 Key = tuple[LB, Protocol, Connection]
+E = TypeVar("E", bound=Enum)
 
 
 def key_name(key: Key) -> str:
@@ -24,13 +27,18 @@ def entry_key(entry: KeyFields) -> Key:
 
 def parse_key(entry: Mapping[str, object], where: str) -> Key:
     """The (lb, protocol, connection) of a JSON entry, or BadInput naming the bad value."""
-    parsed = []
-    for name, cls in (("lb", LB), ("protocol", Protocol), ("connection", Connection)):
-        if name not in entry:
-            raise BadInput(f"{where}: missing {name!r}")
-        try:
-            parsed.append(cls(str(entry[name])))
-        except ValueError as exc:
-            raise BadInput(f"{where}: {exc}") from None
-    lb, protocol, connection = parsed
-    return (LB(lb), Protocol(protocol), Connection(connection))
+    return (
+        parse_enum(entry, "lb", LB, where),
+        parse_enum(entry, "protocol", Protocol, where),
+        parse_enum(entry, "connection", Connection, where),
+    )
+
+
+def parse_enum(entry: Mapping[str, object], name: str, cls: type[E], where: str) -> E:
+    """The field `name` of a JSON entry as a value of `cls`, or BadInput naming it."""
+    if name not in entry:
+        raise BadInput(f"{where}: missing {name!r}")
+    try:
+        return cls(str(entry[name]))
+    except ValueError as exc:
+        raise BadInput(f"{where}: {exc}") from None

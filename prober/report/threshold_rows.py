@@ -17,7 +17,7 @@ from typing import Any, get_args, get_type_hints
 from prober.core.models import LB, Connection, Protocol
 from prober.report.documents import Metric, ThresholdRow
 from prober.report.errors import BadInput
-from prober.report.keys import Key
+from prober.report.keys import Key, parse_enum
 
 METRICS: tuple[Metric, ...] = get_args(Metric)
 QUANTILE_FIELDS = ("p50", "p75", "p95", "p99")
@@ -84,12 +84,7 @@ def _read(raw: Mapping[str, object], name: str, kind: Any, where: str) -> Any:
     by that declaration, at run time)."""
     value: Any = raw.get(name)
     if isinstance(kind, type) and issubclass(kind, Enum):  # the key: LB, protocol, connection
-        if name not in raw:
-            raise BadInput(f"{where}: missing {name!r}")
-        try:
-            return kind(str(value))
-        except ValueError as exc:
-            raise BadInput(f"{where}: {exc}") from None
+        return parse_enum(raw, name, kind, where)
     if kind == Metric:
         if value not in METRICS:
             raise BadInput(f"{where}.{name}: {value!r} is not one of {list(METRICS)}")

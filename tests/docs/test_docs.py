@@ -100,14 +100,8 @@ def test_the_first_screen_shows_the_picture_the_commands_and_the_outputs() -> No
         assert any(fnmatch.fnmatch(origin.name, p) for p in patterns), origin.name
 
 
-def test_the_picture_is_a_committed_file() -> None:
-    assert (DOCS / "rollout.svg").read_text().startswith("<svg ")
-
-
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_page_says_whom_it_is_for(page: Path) -> None:
-    if page.name == "ARCHITECTURE.md" and "\nFor: " not in page.read_text():
-        pytest.skip("the coordinator's page; checked once it has a For: line")
     assert audience(page).startswith("For: "), audience(page)
 
 

@@ -3,8 +3,6 @@ what a user or CI reads fails here. An intended change: `make golden`, then revi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.golden.outputs import EXPECTED, render
@@ -41,7 +39,3 @@ def test_output_is_byte_identical(rendered: dict[str, bytes], name: str) -> None
             "(an intended change: `make golden`, then review the diff)",
             pytrace=False,
         )
-
-
-def test_the_fixture_is_a_real_run() -> None:
-    assert (Path(__file__).parent / "fixture" / "events.jsonl.gz").stat().st_size > 100_000
