@@ -22,7 +22,7 @@ from prober.lab.restartcheck import rows_table
 from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
-from prober.report.analyze import describe
+from prober.report.run_text import describe
 from prober.report.tables import seconds, table
 from prober.report.verdicts import Status
 

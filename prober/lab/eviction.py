@@ -25,7 +25,8 @@ from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
 from prober.lab.daemons import DAEMON, Enter, daemon_logs, start_daemon, wait_ready
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
-from prober.report.analyze import RunAnalysis, analyze_runs, write_outputs
+from prober.report.analysis import RunAnalysis
+from prober.report.analyze import analyze_runs, write_outputs
 from prober.report.origin import write_origin_files
 from prober.report.runs import ReadStats
 

@@ -42,7 +42,8 @@ from prober.lab.eviction import write_reports
 from prober.lab.options import LabOptions
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, lab_truth
-from prober.report.analyze import RunAnalysis, analyze_runs
+from prober.report.analysis import RunAnalysis
+from prober.report.analyze import analyze_runs
 from prober.report.budget_verdicts import judge_budgets
 from prober.report.documents import SummaryDocument
 from prober.report.verdicts import Verdict

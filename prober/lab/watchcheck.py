@@ -31,7 +31,7 @@ from typing import Any
 from prober.core.models import LogRecord
 from prober.core.watch import WATCH, WatchAttempt, WatchEnd
 from prober.lab.truth import TruthError, truth_records
-from prober.report.analyze import RunAnalysis
+from prober.report.analysis import RunAnalysis
 from prober.report.watches import watch_results
 
 CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words

@@ -27,7 +27,7 @@ from prober.core.watch import WATCH, WatchAttempt
 from prober.lab.gracetruth import ServerShutdown, server_shutdowns
 from prober.lab.options import LabOptions
 from prober.lab.run import LabError, LabResult, profile_for, run_lab
-from prober.report.analyze import RunAnalysis
+from prober.report.analysis import RunAnalysis
 
 GRACEFUL = ("rollout", "slow-lb")  # the scenarios whose apiservers shut down gracefully
 REFUSED = 429  # WithRetryAfter's answer once a server no longer accepts requests

@@ -43,9 +43,6 @@ from prober.report.thresholds import Thresholds
 from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN, WatchAllowed
 from prober.report.watches import WatchStreams, watch_streams
 
-# `describe` and `RunAnalysis` are the lab's too: it tells and reads its runs as analyze does.
-__all__ = ["RunAnalysis", "analyze_command", "analyze_runs", "describe", "run_dir", "write_outputs"]
-
 
 def analyze_runs(
     paths: Sequence[Path],
