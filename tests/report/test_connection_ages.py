@@ -16,8 +16,9 @@ from prober.common.segments import read_lines
 from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import encode
 from prober.report.age_verdicts import TWENTY_PERCENT
-from prober.report.analyze import analyze_runs, describe
+from prober.report.analyze import analyze_runs
 from prober.report.connection_ages import phases_of
+from prober.report.run_text import describe
 from prober.report.verdicts import Status
 from tests.report.daemonlog import LiveOutput
 

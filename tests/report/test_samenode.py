@@ -11,7 +11,9 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB
-from prober.report.analyze import RunAnalysis, analyze_runs, describe
+from prober.report.analysis import RunAnalysis
+from prober.report.analyze import analyze_runs
+from prober.report.run_text import describe
 from prober.report.verdicts import Status
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.support.hairpin import DELAY, NODES, ON_MASTER, STREAMS, hairpin_run
