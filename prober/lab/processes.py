@@ -24,6 +24,7 @@ from prober.lab.waiters import Waiters
 
 LineHandler = Callable[[str], None]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+EXIT_AFTER_EOF = 2.0  # seconds a process that closed its stdout is given to exit, for its code
 
 
 def _die_with_the_lab() -> Callable[[], None] | None:
@@ -71,6 +72,7 @@ class ManagedProcess:
         self._env = env
         self._on_line = on_line
         self._proc: asyncio.subprocess.Process | None = None
+        self._pidfd: int | None = None  # signals go through it: see `send_signal`
         self._pumps: list[asyncio.Task[None]] = []
         self._waiters: Waiters[str] = Waiters()
 
@@ -96,6 +98,8 @@ class ManagedProcess:
             )
         except OSError as exc:
             raise ProcessError(f"{self.name}: cannot start {self.argv[0]}: {exc}") from None
+        with contextlib.suppress(OSError):  # gone already: its exit is on its way to us
+            self._pidfd = os.pidfd_open(self._proc.pid)
         assert self._proc.stdout is not None
         assert self._proc.stderr is not None
         self._pumps = [
@@ -119,15 +123,23 @@ class ManagedProcess:
             ) from None
 
     def send_signal(self, sig: signal.Signals) -> None:
-        if self._proc is not None and self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.send_signal(sig)
+        """Through the process's pidfd, never `Popen.send_signal`: that polls first, and a
+        poll reaps a child that has exited, behind asyncio's child watcher, which then
+        reports it as an unknown child with exit code 255. A pidfd names this process
+        whatever its state, and never another that reuses its pid."""
+        if self._proc is None or self._proc.returncode is not None or self._pidfd is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._pidfd, sig)
 
     async def wait(self, timeout: float | None = None) -> int:
         assert self._proc is not None
         async with asyncio.timeout(timeout):
             code = await self._proc.wait()
         await asyncio.gather(*self._pumps, return_exceptions=True)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
         return code
 
     async def stop(self, grace: float = 5.0) -> int | None:
@@ -154,6 +166,11 @@ class ManagedProcess:
                     self._dispatch(line.decode("utf-8", "replace").rstrip("\n"))
         if not watched:
             return
+        assert self._proc is not None
+        # Its stdout ends as it exits: the exit code follows at once, and names the failure.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(EXIT_AFTER_EOF):
+                await self._proc.wait()
         self._waiters.fail(
             ProcessError(f"{self.name} exited (code {self.returncode}); see {self.stderr_path}")
         )

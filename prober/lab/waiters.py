@@ -13,6 +13,7 @@ T = TypeVar("T")
 class Waiters(Generic[T]):
     def __init__(self) -> None:
         self._waiting: list[tuple[Callable[[T], bool], asyncio.Future[T]]] = []
+        self._failed: Exception | None = None
 
     def offer(self, item: T) -> None:
         """Hand `item` to every waiter that wants it."""
@@ -21,13 +22,16 @@ class Waiters(Generic[T]):
                 future.set_result(item)
 
     def fail(self, error: Exception) -> None:
-        """End every wait with `error`: nothing it wants will come."""
+        """End every wait with `error`, and every later one: nothing it wants will come."""
+        self._failed = error
         for _, future in self._waiting:
             if not future.done():
                 future.set_exception(error)
 
     async def wait(self, predicate: Callable[[T], bool], timeout: float) -> T:
         """The next item offered that satisfies `predicate`; TimeoutError after `timeout`."""
+        if self._failed is not None:
+            raise self._failed
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._waiting.append((predicate, future))
         try:
