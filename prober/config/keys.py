@@ -233,6 +233,13 @@ KEYS: tuple[Key, ...] = (
 )  # fmt: skip
 
 
+# Keys whose values are paths, and the same in each target: in the file, a relative one is
+# the config file's folder's, as Prometheus's and a kubeconfig's are; from a variable or a
+# flag it is the working folder's, as a shell's.
+PATH_KEYS = ("event_log", "ca_file", "token_file", "kubeconfig")
+TARGET_PATH_KEYS = ("ca_file", "token_file")
+
+
 def _default(field: dataclasses.Field[Any]) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()

@@ -18,7 +18,7 @@ import yaml
 
 from prober.common.errors import UserError
 from prober.config import fields as f
-from prober.config.keys import PARSERS
+from prober.config.keys import PARSERS, PATH_KEYS, TARGET_PATH_KEYS
 from prober.config.model import SERVICE_ACCOUNT_DIR, Config, Credentials, with_credentials
 
 
@@ -100,13 +100,35 @@ def _from_file(path: str, problems: list[str]) -> dict[str, _Value]:
         raise ConfigError(f"{path}: expected a mapping of settings, got {f.shown(document)}")
     lines = _key_lines(text)
     found: dict[str, _Value] = {}
+    folder = os.path.dirname(path)
     for key, raw in document.items():
         where = f"{path}:{lines[key]}" if key in lines else path
         if key not in PARSERS:
             problems.append(f"{where}: unknown key {key!r}")
         else:
-            found[key] = _Value(raw, f"{where}: {key}")
+            found[key] = _Value(_in_folder(key, raw, folder), f"{where}: {key}")
     return found
+
+
+def _in_folder(key: str, raw: object, folder: str) -> object:
+    """A path the file gives, relative to the file's folder (`keys.PATH_KEYS`); anything
+    that is not a path is left for the key's parser to name."""
+
+    def joined(value: object) -> object:
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            return os.path.join(folder, value)
+        return value
+
+    if key in PATH_KEYS:
+        return joined(raw)
+    if key == "targets" and isinstance(raw, list):
+        return [
+            {k: joined(v) if k in TARGET_PATH_KEYS else v for k, v in item.items()}
+            if isinstance(item, dict)
+            else item
+            for item in raw
+        ]
+    return raw
 
 
 def _key_lines(text: str) -> dict[object, int]:

@@ -348,13 +348,14 @@ class LabCluster:
 
 
 def kubeconfig(server: str, ca_file: Path, token: str) -> str:
-    """A kubeconfig document (JSON is YAML) for one server, CA and bearer token."""
+    """A kubeconfig document (JSON is YAML) for one server, CA and bearer token. The CA's
+    path is absolute: a reader resolves a relative one against the kubeconfig's folder."""
+    cluster = {"server": server, "certificate-authority": str(ca_file.absolute())}
     return json.dumps(
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "lab", "cluster": {"server": server,
-                                                      "certificate-authority": str(ca_file)}}],
+            "clusters": [{"name": "lab", "cluster": cluster}],
             "users": [{"name": "prober", "user": {"token": token}}],
             "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "prober"}}],
             "current-context": "lab",

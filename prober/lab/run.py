@@ -126,6 +126,9 @@ class LabError(UserError, RuntimeError):
 
 
 async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabResult:
+    # Absolute from here on: the lab writes its paths into files other processes read from
+    # other folders (a kubeconfig's CA resolves against the kubeconfig's own folder).
+    out = out.absolute()
     platform = profile_for(options)
     if options.evict and options.scenario == "upgrade":
         raise LabError("--evict: the upgrade scenario drains and reboots its own probers")

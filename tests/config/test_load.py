@@ -95,6 +95,46 @@ def test_the_design_example_loads(tmp_path: Path) -> None:
     assert target.ca_file == str(ca)
 
 
+def test_relative_paths_in_the_file_are_the_files_folders_and_elsewhere_the_working_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Prometheus and a kubeconfig read theirs: a config file moved with its CA and token
+    beside it loads from any working folder. A variable or a flag is typed in a shell, and
+    its relative path is that shell's."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "ca.crt").write_text(ca_pem())
+    (folder / "token").write_text("x")
+    (tmp_path / "cwd-token").write_text("y")
+    absolute = tmp_path / "other-ca.crt"
+    absolute.write_text(ca_pem())
+    path = write(
+        folder,
+        f"""
+        event_log: logs/events.jsonl
+        ca_file: ca.crt
+        targets:
+          - lb: internal-lb
+            url: https://api-int.example.com:6443
+            token_file: token
+          - lb: external-lb
+            url: https://api.example.com:6443
+            ca_file: {absolute}
+        """,
+    )
+    monkeypatch.chdir(tmp_path)
+    config = load_config(path, env={"PROBER_TOKEN_FILE": "cwd-token"})
+    assert config.event_log == str(folder / "logs/events.jsonl")
+    assert config.ca_file == str(folder / "ca.crt")
+    assert config.token_file == "cwd-token"
+    internal, external = config.targets
+    assert internal.token_file == str(folder / "token")
+    assert external.ca_file == str(absolute)
+    relative = write(folder, MINIMAL + "ca_file: missing.crt\n", name="relative.yaml")
+    with pytest.raises(ConfigError, match=f"{folder}/missing.crt: no such file"):
+        load_config(relative, env={})
+
+
 def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "workers: 3\ninterval: 1s\nplatform: gcp\n")
     env = {"PROBER_WORKERS": "4", "PROBER_INTERVAL": "250ms", "PROBER_PORT": "tcp://1.2.3.4:80"}
