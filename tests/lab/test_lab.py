@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from prober.cli import main
+from prober.common.exits import ExitCode
 from prober.core.models import LB, Connection, Replacement
 from prober.lab.commands import report, verdict_line
 from prober.lab.compare import TOLERANCE, Row
@@ -35,6 +35,7 @@ from prober.report.budget_verdicts import LATE_MARK
 from prober.report.verdict_names import is_budget_test
 from prober.report.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
+from tests.lab.typed import ANALYZED, docs_commands, missing_outputs, typed_lab
 from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -91,13 +92,16 @@ MATRIX_PLATFORMS = {"azure", "none"}
      for p in sorted(PLATFORMS)],
 )  # fmt: skip
 async def test_a_graceful_shutdown_is_measured_within_tolerance(
-    tmp_path: Path, platform: str
+    tmp_path: Path, platform: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before, host = network_namespaces(), HostNetwork.now()
     # GCP's run also has a control daemon beside, and OpenShift's 25 s watch grace: its
     # servers answer 429 while their watches drain (one lab run for three tests' worth).
     gcp = platform == "gcp"
-    result = await lab(tmp_path, platform, control=gcp, watch_grace=25.0 if gcp else None)
+    if platform == "aws":  # `make demo`'s platform, run as the README's user types it
+        result = await as_typed(tmp_path, monkeypatch)
+    else:
+        result = await lab(tmp_path, platform, control=gcp, watch_grace=25.0 if gcp else None)
     show(result)
     if platform == "gcp":
         control_agrees(result)
@@ -106,7 +110,7 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
         # The run dropped every namespace it made and touched nothing of the host's network.
         assert network_namespaces() <= before
         assert HostNetwork.now() == host
-        audit_agrees(result, tmp_path / "audit")
+        audit_agrees(result, tmp_path / "results")
         assert reads_from_the_watch_cache(result.out / "cluster")
         # Pass-through: the apiserver sees the daemon's own address, and the LBs' checks
         # come from the router's side of each master's link.
@@ -147,6 +151,21 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     # report and lab-result.json too) outside its bound (tests/lab/test_lab_bounds.py).
     assert report(result, io.StringIO()) == ()
     connection_ages_agree(result, cut_when_sent=platform == "aws")
+
+
+async def as_typed(folder: Path, monkeypatch: pytest.MonkeyPatch) -> LabResult:
+    """`prober lab --check` in a fresh folder, no --out (`tests.lab.typed`): exit 0, every
+    file the README's table lists, then docs/usage.md's commands on relative paths."""
+    typed = await typed_lab(folder, monkeypatch, "--time-scale", str(SCALE), "--shutdowns", "1",
+                            "--tolerance", str(TOLERANCE))  # fmt: skip
+    assert typed.code == 0, typed.stdout
+    assert str(typed.out).startswith("lab-out/")
+    assert missing_outputs(typed) == []
+    for line, (code, absent) in docs_commands(typed).items():
+        allowed = ANALYZED if line.startswith("analyze") else (ExitCode.OK,)
+        assert code in allowed, line
+        assert absent == [], line
+    return typed.result
 
 
 def idle_cuts(result: LabResult, lb: LB) -> list[float]:
@@ -353,12 +372,8 @@ async def test_an_output_directory_is_never_reused(tmp_path: Path) -> None:
 
 def audit_agrees(result: LabResult, out: Path) -> None:
     """The second witness on the same run: the apiserver's audit log flags the prober's own
-    late requests (matched by Audit-ID), each through the LB that sent it."""
-    code = main(
-        ["audit", "summarize", str(result.out / "cluster"), "--events",
-         str(result.out / "events.jsonl"), "--out", str(out)]
-    )  # fmt: skip
-    assert code == 0
+    late requests (matched by Audit-ID), each through the LB that sent it (`out`: where
+    `prober audit summarize` wrote its summary of the run)."""
     summary = json.loads((out / "audit-summary.json").read_text())
     late = {entry["apiserver"] for entry in summary["late"]}
     assert "master-0" in late
