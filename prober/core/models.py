@@ -386,6 +386,9 @@ class Sample(OfStream):
     # /readyz went true (`core.instances`): routed to it before it could serve. Set by the
     # trackers as they take the sample; left out of the line while false.
     early: bool = field(default=False, metadata=OMIT_EMPTY)
+    # Its connection's local address (the port is `local_port`): with `peer`, what the lab
+    # joins to the server's record of the connection. None in logs written before it was.
+    local_ip: str | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def end(self) -> float:

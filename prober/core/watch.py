@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from prober.core.models import OMIT_NONE
 from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
 
@@ -69,6 +70,10 @@ class WatchAttempt:
     detail: str = ""
     relist_cause: str = ""
     dur: float = 0.0  # seconds from sending to the answer (a watch: to its stream's head)
+    # The connection it went on, "ip:port" each, where it got one: what the lab joins to the
+    # server's record of the watch (the client's address, as a pass-through LB keeps it).
+    local: str | None = field(default=None, metadata=OMIT_NONE)
+    peer: str | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def stream(self) -> str:

@@ -268,6 +268,8 @@ class WatchRun:
             detail=answered.detail,
             relist_cause=cause,
             dur=dur,
+            local=answered.local,
+            peer=answered.peer,
         )
         self._context.emit(record)
 

@@ -38,7 +38,7 @@ from prober.core.models import (
 from prober.probe.classify import classify_error, classify_response, clip
 from prober.probe.credentials import TokenFile
 from prober.probe.wire.connection import Connection as WireConnection
-from prober.probe.wire.connection import Response
+from prober.probe.wire.connection import Response, address
 from prober.probe.wire.dial import Endpoint, connect, resolve
 from prober.probe.wire.errors import ConnectionClosed, GoAway, WireError
 
@@ -216,7 +216,8 @@ class Prober:
             shutdown=shutdown,
             audit_id=audit_id,
             local_port=attempt.local[1] if attempt.local else None,
-            peer=_address(attempt.peer),
+            peer=address(attempt.peer),
+            local_ip=attempt.local[0] if attempt.local else None,
             replaced=attempt.replaced,
             replaced_port=attempt.replaced_port,
             retried=attempt.retried,
@@ -320,10 +321,3 @@ def _cut_short(attempt: _Attempt) -> str:
     if attempt.on_wire is not None:
         return "cut by the daemon's stop while connecting (TCP and TLS)"
     return "cut by the daemon's stop before it was sent"
-
-
-def _address(addr: tuple[str, int] | None) -> str | None:
-    if addr is None:
-        return None
-    host, port = addr[0], addr[1]
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -26,7 +26,7 @@ from prober.core.models import Protocol
 from prober.core.reflector import Outcome
 from prober.probe.classify import classify_response
 from prober.probe.credentials import TokenFile
-from prober.probe.wire.connection import Connection
+from prober.probe.wire.connection import Connection, address
 from prober.probe.wire.dial import Endpoint, connect, resolve
 from prober.probe.wire.errors import (
     BodyLimit,
@@ -50,6 +50,8 @@ class Answered:
     shutdown: ShutdownHeader | None = None
     version: str = ""  # a LIST's resourceVersion; a written object's
     detail: str = ""
+    local: str | None = None  # a WATCH's connection, "ip:port" each
+    peer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,10 @@ class WatchClient:
             on_start(started)
             stream.close()
             return None
-        on_start(Answered(Outcome.OK, 200, started.shutdown))
+        on_start(
+            Answered(Outcome.OK, 200, started.shutdown, local=address(conn.local),
+                     peer=address(conn.peer))
+        )  # fmt: skip
         events = 0
         try:
             while (line := await stream.next_line(self.target.stall)) is not None:

@@ -410,3 +410,11 @@ def _address(value: object) -> tuple[str, int] | None:
     if isinstance(value, tuple) and len(value) >= 2:
         return str(value[0]), int(value[1])
     return None
+
+
+def address(addr: tuple[str, int] | None) -> str | None:
+    """An address as records spell it: "ip:port", "[ip6]:port"."""
+    if addr is None:
+        return None
+    host, port = addr
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
