@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SYSDEPS := $(VENV)/.system-deps
 PYTEST_ARGS ?=
 
-.PHONY: test test-loaded test-matrix test-repeat lint unit fuzz setup demo bench golden clean
+.PHONY: test test-loaded test-matrix test-repeat lab-repeat lint unit fuzz setup demo bench golden clean
 
 test: setup lint unit
 
@@ -59,6 +59,15 @@ test-matrix: setup
 
 test-repeat: setup
 	scripts/repeat-tests.sh $(REPEAT) $(BIN)/pytest $(PYTEST_ARGS) -m 'matrix or not matrix' $(TESTS)
+
+# The lab's own check, proven not to flake: `prober lab --check` LAB_REPEAT times for each
+# platform/scenario of LAB_CASES, beside two CPU burners, printing each run's verdict line and
+# its CHECK lines; a failed run's folder is kept for reading. About 40 s a run at 0.05.
+LAB_REPEAT ?= 5
+LAB_CASES ?= aws/rollout gcp/rollout metal/rollout aws/node-loss gcp/node-loss
+LAB_ARGS ?= --time-scale 0.05
+lab-repeat: setup
+	scripts/repeat-lab.sh $(LAB_REPEAT) $(BIN)/prober '$(LAB_CASES)' $(LAB_ARGS)
 
 # Right under load: the lab tests and the fault matrix with two CPU-burning processes beside
 # them, as on a busy CI node during a rollout (the target starts and stops them itself).

@@ -83,7 +83,7 @@ class LabCluster:
     etcd: LabEtcd | None = None
     ca_file: Path = Path()
     token_file: Path = Path()
-    crashes: list[float] = field(default_factory=list)  # wall time of each SIGKILL
+    crashes: list[tuple[str, float]] = field(default_factory=list)  # (hostname, SIGKILL wall)
     outages: list[Outage] = field(default_factory=list)  # each node that vanished
     restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
     _cert: ServerCertificate | None = None
@@ -272,7 +272,7 @@ class LabCluster:
         assert server.process is not None
         sent = time.time()
         server.process.send_signal(signal.SIGKILL)
-        self.crashes.append(sent)
+        self.crashes.append((server.hostname, sent))
         self._after(endpoint_ttl, lambda: self._remove(server))
         return sent
 

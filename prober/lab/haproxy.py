@@ -8,7 +8,10 @@ The service network has no health check: the lab takes a target out through HAPr
 API (`set server ... state maint`), which keeps established connections, as conntrack does.
 
 HAProxy logs each server state change with a microsecond timestamp (`log stdout format
-rfc5424`); those lines are the ground truth of when the LB gave up on a server.
+rfc5424`); those lines are the ground truth of when the LB gave up on a server. It logs each
+session too, as it connects it (`option logasap`): which client address it came from and
+which address HAProxy connected to the server from, the join between what the daemon and the
+apiserver each record of one connection.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 from prober.lab.lbstate import ServerEvent, StateChanges
 from prober.lab.platforms import LBProfile
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
+from prober.lab.watchpairs import Session
 
 HAPROXY = "haproxy"
 START_TIMEOUT = 10.0
@@ -34,6 +38,12 @@ _STATE_LINE = re.compile(
     r"^<\d+>1 (?P<ts>\S+) \S+ haproxy \d+ - - Server (?P<backend>[^/\s]+)/(?P<server>\S+) "
     r"(?P<what>is UP|is DOWN|is going DOWN for maintenance|was DOWN and now enters maintenance)"
     r"(?P<rest>.*)$"
+)
+# One client connection as HAProxy connects it to a server (`option logasap`, `SESSION_LOG`).
+SESSION_LOG = "session %ci:%cp %bi:%bp %b/%s"
+_SESSION_LINE = re.compile(
+    r"^<\d+>1 (?P<ts>\S+) \S+ haproxy \d+ - - session (?P<client>\S+) (?P<backend>\S+) "
+    r"[^/\s]+/(?P<server>\S+)$"
 )
 
 
@@ -55,6 +65,14 @@ def parse_state_line(line: str) -> ServerEvent | None:
     what = match["what"]
     reason = "maintenance" if "maintenance" in what else match["rest"].lstrip(" ,").rstrip(".")
     return ServerEvent(wall=wall, server=match["server"], up=what == "is UP", reason=reason)
+
+
+def parse_session_line(line: str) -> Session | None:
+    match = _SESSION_LINE.match(line)
+    if match is None or match["server"] == "<NOSRV>":
+        return None
+    wall = dt.datetime.fromisoformat(match["ts"]).timestamp()
+    return Session(wall, match["client"], match["backend"], match["server"])
 
 
 def _seconds(value: float) -> str:
@@ -106,6 +124,11 @@ def render_config(
         "    retries 0",
         f"frontend {profile.lb}",
         f"    bind 127.0.0.1:{port}",
+        # Each session as it connects: the server sees HAProxy's address, not the client's,
+        # and this line joins the two (`lab.watchpairs`).
+        "    log global",
+        "    option logasap",
+        f'    log-format "{SESSION_LOG}"',
         "    default_backend apiservers",
         "backend apiservers",
         "    log global",
@@ -171,6 +194,7 @@ class HaproxyLB:
         # pass a short one.
         self.admin_socket = (socket_dir or workdir) / f"haproxy-{self.name}.sock"
         self.changes = StateChanges(self.name)
+        self.sessions: list[Session] = []
         self.port = 0
         self.restarts = 0
         self._proc: ManagedProcess | None = None
@@ -234,6 +258,8 @@ class HaproxyLB:
         event = parse_state_line(line)
         if event is not None:
             self.changes.add(event)
+        elif (session := parse_session_line(line)) is not None:
+            self.sessions.append(session)
 
     async def wait_for(
         self, server: str, up: bool, timeout: float, since: float = 0.0

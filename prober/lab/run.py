@@ -64,6 +64,7 @@ from prober.lab.upgrade import (
     run_upgrade,
 )
 from prober.lab.watchcheck import WatchCheck, check_run
+from prober.lab.watchcuts import cuts, joins
 from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs
 
@@ -307,7 +308,8 @@ def _judge(
     results = compare(shutdowns, windows, lbs, offset)
     found = problems(results, options.tolerance, expect_failures=options.scenario == "slow-lb")
     truths = [server.truth_path for server in cluster.apiservers]
-    watches = check_run(truths, analysis, offset, options.tolerance)
+    watches = check_run(truths, analysis, offset, options.tolerance, joins=joins(cluster),
+                        cuts=cuts(cluster, lbs))  # fmt: skip
     found += watches.problems
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
@@ -321,7 +323,7 @@ def _judge(
     for loss in losses:
         found += nodeloss.problems(loss, analysis.log.windows, lbs, options.tolerance)
     resetting = {kind for kind, lb in cluster.lbs.items() if lb.profile.reset_on_down}
-    crashes = [wall - offset for wall in cluster.crashes]
+    crashes = [wall - offset for _, wall in cluster.crashes]
     gone = [(o.lost - offset, (o.back or o.lost) - offset) for o in over]
     answered = check_answered(analysis.log.samples, out / "cluster", resetting, crashes, gone)
     found += [f"answered by a server, recorded as failed: {a}" for a in answered.answered_failed]

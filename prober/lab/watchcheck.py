@@ -1,10 +1,11 @@
 """Hold what the daemon's watch streams measured against the apiservers' truth logs.
 
 Each apiserver logs every real watch it serves (`watch_started`, `watch_ended`: its wall time,
-protocol, how it ended and the phase of its own shutdown then; `lab/apiserver/watches.py`).
-The daemon logs each watch it established (`watch_attempt`: sent at `t`, its head read `dur`
-later, the server its shutdown header named) and how each ended (`watch_end`). Both go onto
-the daemon's run clock (`compare.wall_offset`) and are paired, and then judged:
+protocol, the peer it saw, how it ended and the phase of its own shutdown then;
+`lab/apiserver/watches.py`). The daemon logs each watch it established (`watch_attempt`: sent
+at `t`, its head read `dur` later, the server its shutdown header named, its connection's
+address) and how each ended (`watch_end`). Both go onto the daemon's run clock
+(`compare.wall_offset`), are paired by their connection (`watchpairs`), and judged:
 
 - **landing**: the server named started a watch of that protocol between the request's send
   and its head's arrival (± tolerance): the only interval the truth can lie in;
@@ -15,26 +16,29 @@ the daemon's run clock (`compare.wall_offset`) and are paired, and then judged:
   client ended itself (a failed PING, a stall) is how long the LB kept it from learning of
   the server's end. A cut or a reset may reach the client later through an LB that holds the
   flow: that delay is shown, and where the client never learnt of it, its blindness must
-  show in the measurement;
+  show in the measurement. Where the lab cut the path itself while the server still served
+  the watch (`Cut`: a node lost, a process killed, an LB resetting flows), a server's end
+  that came later went into a dead path: the client is judged against the cut;
 - **re-establish**: from an end to the next watch of the stream, measured and true agree
   within tolerance where the end reached the client at once.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prober.core.models import LogRecord
-from prober.core.watch import WATCH, WatchAttempt, WatchEnd
+from prober.core.models import LB, LogRecord
+from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
 from prober.lab.truth import TruthError, truth_records
+from prober.lab.watchpairs import CLEAN, Joins, MeasuredWatch, TruthWatch, pair
 from prober.report.analysis import RunAnalysis
 from prober.report.watches import watch_results
 
-CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words
 # The client ended it (`core.watch.END_HOWS`): its PING check, a stall, an event it refused.
 CLIENT_HOWS = frozenset({"ping", "stall", "too_large", "bad_event", "stopped"})
 THIRD_PARTY = frozenset({"reset", "client-gone"})  # the server was told: by the LB, or the client
@@ -42,31 +46,33 @@ THIRD_PARTY = frozenset({"reset", "client-gone"})  # the server was told: by the
 # delay, which no record bounds. Measured on the 2-core machine beside the lab's processes:
 # clean ends arrived up to 0.22 s after the server's (aws and gcp at 0.05).
 NOTICE = 0.4
-SEARCHED = 8  # a group of watches landing together up to this size is searched for its best
-Pairs = dict[int, int]  # measured index -> truth index
 
 
 @dataclass(frozen=True, slots=True)
-class TruthWatch:
-    apiserver: str
-    protocol: str  # the connection's, as the prober names it: "http1" or "http2"
-    start: float  # wall time the server began it
-    phase: str  # of the server's shutdown as it began (core.phase values)
-    end: float | None = None
-    how: str = ""
-    events: int = 0
+class Cut:
+    """A path the lab broke itself, from `wall` (epoch seconds) until `until` (None: for
+    good): every path to `server` (an APIServerID) where `lb` is None (its node lost, its
+    process killed), else that LB's (it reset the server's flows as it marked it down). A
+    server's end that came after it went into a dead path: the client's end and blindness
+    are judged against the cut instead."""
 
-
-@dataclass(slots=True)
-class MeasuredWatch:
-    stream: str
-    protocol: str
+    wall: float
     server: str
-    sent: float  # run time the WATCH was sent
-    established: float  # run time its head arrived
-    doomed: bool
-    end: float | None = None
-    how: str = ""
+    what: str  # for the reader: "master-0's node lost", "external-lb reset its flows"
+    lb: LB | None = None
+    until: float | None = None
+
+    def broke(self, m: MeasuredWatch, t: TruthWatch) -> bool:
+        """Whether this cut, not the server, ended what `m` could hear of `t`: it came while
+        the server served the watch, on the watch's path, and the path was still dead when
+        the server ended it (a node back before that carried the watch on)."""
+        if self.server != t.apiserver or (self.lb is not None and self.lb is not m.lb):
+            return False
+        if not t.start < self.wall < (math.inf if t.end is None else t.end):
+            return False
+        if self.until is None:
+            return True
+        return t.end is not None and t.end <= self.until
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,8 @@ class WatchRow:
     end_error: float | None
     reestablish: float | None
     truth_reestablish: float | None
+    paired_by: str = ""  # watchpairs.ADDRESS, LOG or TIME; "" unpaired
+    cut: str = ""  # what ended it, where the lab cut its path (`Cut.what`)
 
 
 @dataclass(slots=True)
@@ -114,7 +122,7 @@ def _truth(began: dict[str, Any], ended: dict[str, Any] | None) -> TruthWatch:
         str(began["apiserver"]), protocol, float(began["wall"]),
         str(began["phase"]), None if ended is None else float(ended["wall"]),
         "" if ended is None else str(ended["how"]),
-        0 if ended is None else int(str(ended["events"])),
+        0 if ended is None else int(str(ended["events"])), str(began.get("peer", "")),
     )  # fmt: skip
 
 
@@ -125,7 +133,8 @@ def measured_watches(records: Iterable[LogRecord]) -> list[MeasuredWatch]:
     for r in records:
         if isinstance(r, WatchAttempt) and r.step == "watch" and r.outcome == "ok" and r.server:
             watch = MeasuredWatch(r.stream, str(r.stream_id.protocol), r.server, r.t,
-                                  r.t + r.dur, r.doomed)  # fmt: skip
+                                  r.t + r.dur, r.doomed, lb=r.stream_id.lb,
+                                  local=r.local)  # fmt: skip
             current[r.stream] = watch
             out.append(watch)
         elif isinstance(r, WatchEnd) and r.stream in current:
@@ -134,112 +143,25 @@ def measured_watches(records: Iterable[LogRecord]) -> list[MeasuredWatch]:
     return out
 
 
-def pair(
-    measured: Sequence[MeasuredWatch], truth: Sequence[TruthWatch], offset: float, tol: float
-) -> list[tuple[MeasuredWatch, TruthWatch | None]]:
-    """Each measured watch with a truth watch that began inside its landing interval on its
-    server. Streams of one protocol through different LBs land on one server at once: among
-    the watches whose candidates overlap, the pairing that pairs the most, and of those the
-    one whose ends lie nearest, is taken (a search: such a group is one per LB at most)."""
-    prefs: list[list[int]] = []
-    for m in measured:
-        lo, hi = offset + m.sent - tol, offset + m.established + tol
-        prefs.append([j for j, t in enumerate(truth) if t.apiserver == m.server
-                      and t.protocol == m.protocol and lo <= t.start <= hi])  # fmt: skip
-    chosen: dict[int, int] = {}
-    for group in _groups(prefs):
-        chosen.update(
-            _best(group, prefs, lambda i, j: _end_distance(measured[i], truth[j], offset))
-        )
-    return [(m, truth[chosen[i]] if i in chosen else None) for i, m in enumerate(measured)]
-
-
-def _groups(prefs: Sequence[Sequence[int]]) -> list[list[int]]:
-    """The measured watches in groups that share a candidate, directly or through others."""
-    by_truth: dict[int, list[int]] = {}
-    for i, fits in enumerate(prefs):
-        for j in fits:
-            by_truth.setdefault(j, []).append(i)
-    seen: set[int] = set()
-    groups = []
-    for first in range(len(prefs)):
-        if first in seen or not prefs[first]:
-            continue
-        group, todo = [], [first]
-        seen.add(first)
-        while todo:
-            i = todo.pop()
-            group.append(i)
-            for j in prefs[i]:
-                for other in by_truth[j]:
-                    if other not in seen:
-                        seen.add(other)
-                        todo.append(other)
-        groups.append(sorted(group))
-    return groups
-
-
-def _best(
-    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
-) -> Pairs:
-    """The assignment of the group's watches to distinct candidates (or none) with the fewest
-    unpaired, then the least total end distance."""
-    best: tuple[int, float, Pairs] = (len(group) + 1, math.inf, {})
-
-    def search(
-        k: int, used: frozenset[int], unpaired: int, total: float, now: dict[int, int]
-    ) -> None:
-        nonlocal best
-        if (unpaired, total) >= best[:2]:
-            return
-        if k == len(group):
-            best = (unpaired, total, dict(now))
-            return
-        i = group[k]
-        for j in prefs[i]:
-            if j not in used:
-                now[i] = j
-                search(k + 1, used | {j}, unpaired, total + cost(i, j), now)
-                del now[i]
-        search(k + 1, used, unpaired + 1, total, now)
-
-    search(0, frozenset(), 0, 0.0, {})
-    return best[2]
-
-
-def _greedy(
-    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
-) -> Pairs:
-    """Nearest ends first: for a group too large to search (none seen in the lab)."""
-    edges = sorted((cost(i, j), i, j) for i in group for j in prefs[i])
-    chosen: Pairs = {}
-    for _, i, j in edges:
-        if i not in chosen and j not in chosen.values():
-            chosen[i] = j
-    return chosen
-
-
-def _end_distance(m: MeasuredWatch, t: TruthWatch, offset: float) -> float:
-    """How far apart the two ends lie. A watch still open, or held until the daemon stopped,
-    says nothing of when its server ended it: every truth fits it as well, but one its
-    server ended in words (`CLEAN`), which reaches a client at once: that is another
-    client's watch landing beside it (gcp's rollout: a 410 on the same server 0.06 s
-    before this watch's head arrived)."""
-    if m.end is None or m.how == "stopped":
-        return math.inf if t.how in CLEAN else 0.0
-    return math.inf if t.end is None else abs(m.end + offset - t.end)
-
-
 @dataclass(frozen=True, slots=True)
 class Context:
     """What every judgement needs: the run clock's wall offset, the tolerance, the run's end
-    (run time), each stream's measured blind intervals and the blind threshold."""
+    (run time), each stream's measured blind intervals, the blind threshold, each heartbeat
+    write acknowledged (sent, acknowledged; run time, in order), how a client's connection
+    shows at its server (`watchpairs.Joins`) and the paths the lab cut."""
 
     offset: float
     tolerance: float
     end_t: float
     blind: dict[str, list[tuple[float, float]]]
     blind_after: float
+    writes: Sequence[tuple[float, float]] = ()
+    joins: Joins = field(default_factory=Joins)
+    cuts: Sequence[Cut] = ()
+
+    def cut(self, m: MeasuredWatch, t: TruthWatch) -> Cut | None:
+        """The first cut that broke the watch's path while its server served it."""
+        return min((c for c in self.cuts if c.broke(m, t)), key=lambda c: c.wall, default=None)
 
 
 def check_watches(
@@ -248,7 +170,8 @@ def check_watches(
     """Every landing, doomed call, end and re-establish judged."""
     check = WatchCheck()
     previous: dict[str, tuple[MeasuredWatch, TruthWatch, float]] = {}  # its end's error
-    for m, t in pair(measured, truth, ctx.offset, ctx.tolerance):
+    for paired in pair(measured, truth, ctx.offset, ctx.tolerance, ctx.joins):
+        m, t = paired.measured, paired.truth
         if t is None:
             check.problems.append(
                 f"{m.stream}: measured a watch on {m.server} established at {m.established:.3f}"
@@ -264,7 +187,11 @@ def check_watches(
                 f"{'called' if m.doomed else 'not called'} doomed; the server was in phase "
                 f"{t.phase} as it began it"
             )
-        error, prompt = _judge_end(check, m, t, ctx)
+        cut = ctx.cut(m, t)
+        if cut is None:
+            error, prompt = _judge_end(check, m, t, ctx)
+        else:
+            error, prompt = _judge_cut(check, m, cut, ctx), False
         measured_re = true_re = None
         before, ended, late = previous.get(m.stream, (None, None, 0.0))
         if before and ended and before.end is not None and ended.end is not None:
@@ -283,7 +210,8 @@ def check_watches(
         else:
             previous.pop(m.stream, None)  # an end that reached the client late: not judged
         check.rows.append(WatchRow(m.stream, m.server, m.doomed, t.phase, m.how, t.how, error,
-                                   measured_re, true_re))  # fmt: skip
+                                   measured_re, true_re, paired.way,
+                                   "" if cut is None else cut.what))  # fmt: skip
     return check
 
 
@@ -294,7 +222,7 @@ def _judge_end(
     tol = ctx.tolerance
     true_end = None if t.end is None else t.end - ctx.offset
     if true_end is None:
-        return None, False  # no end in the truth: the run ended first, or the server was killed
+        return None, False  # no end in the truth: the run ended first
     if true_end > ctx.end_t:
         if m.end is not None and m.how not in CLIENT_HOWS and m.end < ctx.end_t - tol:
             check.problems.append(f"{m.stream}: measured an end ({m.how}) at {m.end:.3f} s of a "
@@ -303,15 +231,8 @@ def _judge_end(
     if m.how == "stopped" and m.end is not None and true_end >= m.end - tol:
         return None, False  # the daemon's stop ended it, and the server saw it go
     if m.end is None or m.how == "stopped":
-        # The client never learnt: blind from the first write after the end (a write period
-        # and the threshold on) to the run's end, as its heartbeat must show.
-        late = true_end + 2 * ctx.blind_after + tol
-        spells = ctx.blind.get(m.stream, [])
-        said = f"{m.stream}: the server ended its watch ({t.how}) at {true_end:.3f} s; "
-        if any(a <= late and b >= ctx.end_t - tol for a, b in spells):
-            check.findings.append(said + "the client never learnt of it (measured blind)")
-        else:
-            check.problems.append(said + "the client held it on and was never measured blind")
+        said = f"{m.stream}: the server ended its watch ({t.how}) at {true_end:.3f} s"
+        _judge_held(check, m.stream, true_end, said, ctx)
         return None, False
     error = m.end - true_end
     if m.how in CLIENT_HOWS:
@@ -337,7 +258,48 @@ def _judge_end(
     return error, -tol <= error <= tol + NOTICE
 
 
-HEADERS = ["stream", "watches", "landed", "doomed", "truly doomed", "ends judged",
+def _judge_cut(check: WatchCheck, m: MeasuredWatch, cut: Cut, ctx: Context) -> float | None:
+    """A watch whose path the lab cut while its server served it: the client can learn of
+    the cut no sooner than it came (by a reset, a close a node back delivered, its own PING),
+    and what it never learnt of must show as blindness from the cut on."""
+    tol, at = ctx.tolerance, cut.wall - ctx.offset
+    said = f"{m.stream}: {cut.what} at {at:.3f} s, cutting the watch on {m.server}"
+    if m.end is None or m.how == "stopped":
+        _judge_held(check, m.stream, at, said, ctx)
+        return None
+    error = m.end - at
+    if error < -tol and m.how not in CLIENT_HOWS:
+        check.problems.append(f"{said}; it ended ({m.how}) at {m.end:.3f} s as measured, "
+                              "before anything ended it")  # fmt: skip
+    elif error > tol + NOTICE:
+        check.findings.append(f"{said}; the client learnt of it ({m.how}) {error:.3f} s later")
+    return error
+
+
+def _judge_held(check: WatchCheck, stream: str, deaf: float, said: str, ctx: Context) -> None:
+    """A watch the client held on after it went deaf at `deaf` (run time): blind from the
+    first write sent after that (an event no deaf watch can carry: one sent before may have
+    gone out first), from its acknowledgement and the threshold on to the run's end, as the
+    heartbeat must show, where one came with time to show it. A writer that had none
+    acknowledged (its own connection on a lost node) cannot show it: said, not failed."""
+    tol = ctx.tolerance
+    first = bisect.bisect_left(ctx.writes, (deaf + tol, -math.inf))
+    ack = ctx.writes[first][1] if first < len(ctx.writes) else None
+    if ack is None or ack + ctx.blind_after + tol >= ctx.end_t:
+        check.findings.append(f"{said}; the client never learnt of it, and no heartbeat write "
+                              "acknowledged after that left time to show it blind")  # fmt: skip
+        return
+    spells = ctx.blind.get(stream, [])
+    if any(a <= ack + ctx.blind_after + tol and b >= ctx.end_t - tol for a, b in spells):
+        check.findings.append(f"{said}; the client never learnt of it (measured blind)")
+    else:
+        check.problems.append(
+            f"{said}; the client held it on and was never measured blind (the write "
+            f"acknowledged at {ack:.3f} s was due by {ack + ctx.blind_after:.3f} s)"
+        )
+
+
+HEADERS = ["stream", "watches", "landed", "paired by", "doomed", "truly doomed", "ends judged",
            "end error max", "re-establish judged", "re-establish error max"]  # fmt: skip
 
 
@@ -351,8 +313,13 @@ def table_rows(check: WatchCheck) -> list[list[str]]:
         ends = [abs(r.end_error) for r in rows if r.end_error is not None]
         again = [abs(r.reestablish - r.truth_reestablish) for r in rows
                  if r.reestablish is not None and r.truth_reestablish is not None]  # fmt: skip
+        ways: dict[str, int] = {}
+        for r in rows:
+            if r.paired_by:
+                ways[r.paired_by] = ways.get(r.paired_by, 0) + 1
         out.append([
             stream, str(len(rows)), str(sum(r.truth_phase is not None for r in rows)),
+            ", ".join(f"{way} {n}" for way, n in sorted(ways.items())) or "-",
             str(sum(r.doomed for r in rows)),
             str(sum(r.truth_phase not in (None, "before") for r in rows)),
             str(len(ends)), _max(ends), str(len(again)), _max(again),
@@ -365,7 +332,13 @@ def _max(values: Sequence[float]) -> str:
 
 
 def check_run(
-    truth_paths: Sequence[Path], analysis: RunAnalysis, offset: float, tolerance: float
+    truth_paths: Sequence[Path],
+    analysis: RunAnalysis,
+    offset: float,
+    tolerance: float,
+    *,
+    joins: Joins | None = None,
+    cuts: Sequence[Cut] = (),
 ) -> WatchCheck:
     """A lab run's watch streams against every apiserver's truth file."""
     truth = [w for path in truth_paths for w in read_truth_watches(path, "/leases")]
@@ -373,5 +346,7 @@ def check_run(
     tracker, results, _ = watch_results(records, analysis.replay.end_t)
     blind = {name: r.blind for name, r in results.items()}
     after = 0.0 if math.isinf(tracker.blind_after) else tracker.blind_after
-    ctx = Context(offset, tolerance, analysis.replay.end_t, blind, after)
+    writes = sorted((r.t, r.ack) for r in records if isinstance(r, Heartbeat) and r.ack is not None)
+    ctx = Context(offset, tolerance, analysis.replay.end_t, blind, after, writes,
+                  joins or Joins(), cuts)  # fmt: skip
     return check_watches(measured_watches(records), truth, ctx)

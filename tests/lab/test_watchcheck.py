@@ -9,15 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from prober.core.header import apiserver_id
+from prober.core.models import LB
 from prober.lab.gracetruth import server_shutdowns
 from prober.lab.truth import TruthError, read_shutdowns
-from prober.lab.watchcheck import (
-    Context,
+from prober.lab.watchcheck import Context, Cut, check_watches, read_truth_watches
+from prober.lab.watchpairs import (
+    ADDRESS,
+    LOG,
+    TIME,
+    Joins,
     MeasuredWatch,
+    Session,
     TruthWatch,
-    check_watches,
     pair,
-    read_truth_watches,
 )
 
 OFFSET = 1000.0
@@ -35,8 +40,12 @@ def truth(start: float, end: float | None, how: str = "timeout", phase: str = "b
                       None if end is None else OFFSET + end, how)  # fmt: skip
 
 
-def judge(ms, ts, blind=None, end_t: float = 100.0):
-    ctx = Context(OFFSET, 0.1, end_t, blind or {}, 1.0)
+# The heartbeat writer at 1 Hz: each write sent, and acknowledged 0.3 s later.
+WRITES = [(i + 0.2, i + 0.5) for i in range(100)]
+
+
+def judge(ms, ts, blind=None, end_t: float = 100.0, *, writes=WRITES, cuts=(), joins=None):
+    ctx = Context(OFFSET, 0.1, end_t, blind or {}, 1.0, writes, joins or Joins(), cuts)
     return check_watches(ms, ts, ctx)
 
 
@@ -68,7 +77,7 @@ def judge(ms, ts, blind=None, end_t: float = 100.0):
         pytest.param([measured(1.0, 65.0, "ping")], [truth(1.005, 20.0, "reset")], None, [],
                      ["by its own ping 45.000 s later"], id="found-by-ping"),
         pytest.param([measured(1.0, None)], [truth(1.005, 20.0, "reset")],
-                     {S: [(22.0, 100.0)]}, [], ["never learnt of it (measured blind)"],
+                     {S: [(21.5, 100.0)]}, [], ["never learnt of it (measured blind)"],
                      id="hung-and-blind"),
         pytest.param([measured(1.0, None)], [truth(1.005, 20.0, "reset")], {S: [(40.0, 100.0)]},
                      ["held it on and was never measured blind"], [], id="hung-blind-too-late"),
@@ -105,8 +114,10 @@ def test_two_streams_landing_at_once_get_the_watches_whose_ends_match() -> None:
     other = "kube-api-http2-internal-lb-watch"
     ms = [measured(1.0, None, stream=S), measured(1.0, 10.3, "closed", stream=other)]
     ts = [truth(1.005, 2.0, "reset"), truth(1.006, 10.0, "cut")]
-    pairs = pair(ms, ts, OFFSET, 0.1)
-    assert [(m.stream, t.how if t else None) for m, t in pairs] == [(S, "reset"), (other, "cut")]
+    pairs = [
+        (p.measured.stream, p.truth.how if p.truth else None) for p in pair(ms, ts, OFFSET, 0.1)
+    ]
+    assert pairs == [(S, "reset"), (other, "cut")]
 
 
 def test_the_truth_file_gives_each_lease_watch_on_the_probers_names(tmp_path: Path) -> None:
@@ -137,7 +148,7 @@ def test_held_watches_give_way_to_the_one_whose_end_says_which_is_its_own() -> N
     held = [measured(1.0, None, stream="int"), measured(1.0, 99.9, "stopped", stream="ext")]
     local = measured(1.0, 10.3, "closed", stream="local")
     ts = [truth(1.005, 2.4, "reset"), truth(1.006, 10.0, "cut"), truth(1.007, 3.3, "reset")]
-    pairs = {m.stream: t for m, t in pair([*held, local], ts, OFFSET, 0.1)}
+    pairs = {p.measured.stream: p.truth for p in pair([*held, local], ts, OFFSET, 0.1)}
     assert pairs["local"] is not None
     assert pairs["local"].how == "cut"
     assert {pairs["int"].how, pairs["ext"].how} == {"reset"}
@@ -148,7 +159,8 @@ def test_a_held_watch_is_never_one_its_server_ended_in_words() -> None:
     # server ended with a 410; that end would have reached the client at once.
     held = measured(8.15, 16.5, "stopped")
     ts = [truth(8.09, 8.097, "gone"), truth(8.155, 16.52, "client-gone")]
-    [(_, t)] = pair([held], ts, OFFSET, 0.1)
+    [paired] = pair([held], ts, OFFSET, 0.1)
+    t = paired.truth
     assert t is not None
     assert t.how == "client-gone"
 
@@ -158,9 +170,9 @@ def test_a_group_too_large_to_search_is_paired_nearest_ends_first() -> None:
     ms = [measured(1.0, 10.0 + i, "closed", stream=f"s{i}") for i in range(10)]
     ts = [truth(1.005, 10.0 + i, "cut") for i in reversed(range(10))]
     pairs = pair(ms, ts, OFFSET, 0.1)
-    assert [(m.stream, t.end - OFFSET if t and t.end else None) for m, t in pairs] == [
-        (f"s{i}", pytest.approx(10.0 + i)) for i in range(10)
-    ]
+    ends = [(p.measured.stream, p.truth.end - OFFSET if p.truth and p.truth.end else None)
+            for p in pairs]  # fmt: skip
+    assert ends == [(f"s{i}", pytest.approx(10.0 + i)) for i in range(10)]
 
 
 def test_a_re_establish_after_an_end_noticed_late_allows_for_that_notice() -> None:
@@ -197,3 +209,101 @@ def test_every_truth_reader_names_the_file_and_line_of_a_bad_record(
 
 def server_shutdowns_of(path: Path) -> object:
     return server_shutdowns([path])
+
+
+def at(m: MeasuredWatch, lb: LB, local: str) -> MeasuredWatch:
+    m.lb, m.local = lb, local
+    return m
+
+
+def on(t: TruthWatch, peer: str) -> TruthWatch:
+    return TruthWatch(t.apiserver, t.protocol, t.start, t.phase, t.end, t.how, t.events, peer)
+
+
+def test_watches_landing_together_are_paired_by_their_connections_whatever_their_ends() -> None:
+    # aws at 0.05: two h1 watches landed on one server 5 ms apart; the server timed the
+    # external LB's out at 15.0 s and cut the service network's at 19.29 s, which its client
+    # saw at 19.39 s. By time alone the ends decide, and they swapped the two.
+    ext = at(measured(1.0, None, stream="ext"), LB.EXTERNAL, "198.18.0.2:44582")
+    svc = at(measured(1.0, 19.39, "closed", stream="svc"), LB.SERVICE_NETWORK,
+             "198.18.0.2:44590")  # fmt: skip
+    ts = [on(truth(1.004, 19.29, "cut"), "198.18.0.2:44590"),
+          on(truth(1.009, 15.0, "reset"), "198.18.0.2:44582")]  # fmt: skip
+    pairs = {p.measured.stream: (p.truth, p.way) for p in pair([ext, svc], ts, OFFSET, 0.1)}
+    assert pairs == {"ext": (ts[1], ADDRESS), "svc": (ts[0], ADDRESS)}
+
+
+def test_behind_haproxy_the_join_is_its_session_log() -> None:
+    """HAProxy connects to the server from an address of its own; its session line for the
+    client's address names it. The newest session from that address before the head counts:
+    a port is used again once its connection is gone."""
+    m = at(measured(1.0, None), LB.INTERNAL, "127.0.0.1:40000")
+    client = "127.0.0.1:40000"
+    sessions = [Session(OFFSET - 50.0, client, "127.0.0.1:51000", "master-0"),
+                Session(OFFSET + 1.002, client, "127.0.0.1:52000", "master-0")]  # fmt: skip
+    server = apiserver_id("master-0")
+    m.server = server
+    ts = [on(truth(1.004, None, server=server), "127.0.0.1:51000"),
+          on(truth(1.005, None, server=server), "127.0.0.1:52000")]  # fmt: skip
+    [paired] = pair([m], ts, OFFSET, 0.1, Joins({LB.INTERNAL: sessions}))
+    assert (paired.truth, paired.way) == (ts[1], LOG)
+    # A session to another server than the header named joins nothing: time decides.
+    elsewhere = [Session(OFFSET + 1.002, "127.0.0.1:40000", "127.0.0.1:52000", "master-1")]
+    [paired] = pair([m], ts[1:], OFFSET, 0.1, Joins({LB.INTERNAL: elsewhere}))
+    assert (paired.truth, paired.way) == (ts[1], TIME)
+
+
+LOST = Cut(OFFSET + 10.0, "a", "master-0's node lost", until=OFFSET + 30.0)
+RESET = Cut(OFFSET + 10.0, "a", "external-lb reset its flows to master-0", LB.EXTERNAL)
+
+
+@pytest.mark.parametrize(
+    ("watch", "cut", "heard", "problems", "findings"),
+    [
+        pytest.param((measured(1.0, 19.2, "reset"), truth(1.005, 26.0)), LOST, (WRITES, None),
+                     [], ["the client learnt of it (reset) 9.200 s later"],
+                     id="a-reset-before-the-servers-end-into-a-dead-path"),
+        pytest.param((measured(1.0, 9.0, "closed"), truth(1.005, 26.0)), LOST, (WRITES, None),
+                     ["before anything ended it"], [], id="an-end-before-the-cut"),
+        pytest.param((measured(1.0, 9.0, "ping"), truth(1.005, 26.0)), LOST, (WRITES, None),
+                     [], [], id="the-clients-own-check-may-end-it-any-time"),
+        pytest.param((measured(1.0, None), truth(1.005, 17.1)), LOST,
+                     (WRITES, {S: [(11.5, 100.0)]}), [],
+                     ["never learnt of it (measured blind)"], id="held-and-blind"),
+        pytest.param((measured(1.0, None), truth(1.005, 17.1)), LOST,
+                     (WRITES, {S: [(31.5, 100.0)]}),
+                     ["held it on and was never measured blind"], [], id="held-not-blind"),
+        pytest.param((measured(1.0, None), truth(1.005, 17.1)), LOST,
+                     (WRITES[:2] + WRITES[-1:], None), [],
+                     ["no heartbeat write acknowledged after that left time"],
+                     id="held-through-the-writers-outage"),
+        pytest.param((measured(1.0, 10.2, "reset"), truth(1.005, 11.0, "reset")), RESET,
+                     (WRITES, None), [], [], id="a-reset-flow"),
+        pytest.param((measured(1.0, 12.0, "reset"), truth(1.005, 11.0, "reset")), RESET,
+                     (WRITES, None), [], ["learnt of it (reset) 2.000 s later"],
+                     id="a-reset-flow-learnt-of-as-the-client-next-sent"),
+        pytest.param((measured(1.0, 40.0), truth(1.005, 40.0)), LOST, (WRITES, None), [], [],
+                     id="the-node-back-before-the-servers-end-carried-it-on"),
+    ],
+)  # fmt: skip
+def test_an_end_is_judged_against_the_cut_that_made_it(
+    watch, cut, heard, problems, findings
+) -> None:
+    """`watch`: measured and true; `heard`: the writes acknowledged, the blind spells."""
+    (m, t), (writes, blind) = watch, heard
+    m = at(m, LB.EXTERNAL, "198.18.0.2:1")
+    check = judge([m], [on(t, "198.18.0.2:1")], blind, writes=writes, cuts=[cut])
+    assert len(check.problems) == len(problems), check.problems
+    for text, said in zip(problems, check.problems, strict=True):
+        assert text in said
+    assert len(check.findings) == len(findings), check.findings
+    for text, said in zip(findings, check.findings, strict=True):
+        assert text in said
+
+
+def test_a_cut_on_another_lb_or_server_is_no_cut() -> None:
+    m = at(measured(1.0, 12.0, "closed"), LB.INTERNAL, "198.18.0.2:1")
+    t = on(truth(1.005, 11.9, "cut"), "198.18.0.2:1")
+    assert not RESET.broke(m, t)
+    assert not Cut(OFFSET + 10.0, "b", "master-1's node lost").broke(m, t)
+    assert Cut(OFFSET + 10.0, "a", "master-0's apiserver killed").broke(m, t)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from pathlib import Path
@@ -9,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from prober.core.models import LB
-from prober.lab.haproxy import Backend, HaproxyLB, free_port, parse_state_line, render_config
+from prober.lab.haproxy import (
+    Backend,
+    HaproxyLB,
+    free_port,
+    parse_session_line,
+    parse_state_line,
+    render_config,
+)
 from prober.lab.platforms import (
     CHECK_TIMEOUT_FLOOR,
     PLATFORMS,
@@ -18,6 +26,7 @@ from prober.lab.platforms import (
     slow_lb,
 )
 from prober.lab.processes import ProcessGroup
+from tests.support.waiting import until
 
 DOWN = (
     "<129>1 2026-11-30T23:48:06.068173+00:00 - haproxy 7462 - - Server apiservers/master-0 is "
@@ -147,3 +156,33 @@ def test_free_ports_lie_below_the_ephemeral_range_and_are_given_once() -> None:
     ports = [free_port() for _ in range(50)]
     assert len(set(ports)) == 50
     assert all(FIRST_PORT <= port < _ephemeral_low() for port in ports)
+
+
+async def test_each_session_is_logged_with_the_address_the_server_sees(tmp_path: Path) -> None:
+    """HAProxy connects to the server from an address of its own; its session line, logged
+    as it connects, joins the client's address to that one (`lab.watchpairs`)."""
+    seen: list[str] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host, port = writer.get_extra_info("peername")[:2]
+        seen.append(f"{host}:{port}")
+        await reader.read()
+        writer.close()
+
+    port = free_port()
+    server = await asyncio.start_server(accept, "127.0.0.1", port)
+    profile = PLATFORMS["gcp"].scaled(0.1).lb(LB.SERVICE_NETWORK)  # no health check
+    lb = HaproxyLB(profile, [Backend("master-0", port)], tmp_path)
+    async with server, ProcessGroup(tmp_path / "logs") as group:
+        await lb.start(group)
+        _, writer = await asyncio.open_connection(*lb.address)
+        host, local = writer.get_extra_info("sockname")[:2]
+        await until(lambda: bool(seen and lb.sessions), "the session at both ends", 10)
+        writer.close()
+    [session] = lb.sessions
+    assert (session.client, session.backend, session.server) == (
+        f"{host}:{local}",
+        seen[0],
+        "master-0",
+    )
+    assert parse_session_line("<134>1 2026-12-06T03:10:24.18+00:00 - haproxy 1 - - x") is None

@@ -1,0 +1,45 @@
+"""What a lab run's cluster knows of its watches' paths, for the watch check: how a client's
+connection shows at its server (HAProxy's sessions; every other path keeps the address), and
+where the lab cut a path itself (`watchcheck.Cut`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from prober.core.header import apiserver_id
+from prober.core.models import LB
+from prober.lab.haproxy import HaproxyLB
+from prober.lab.truth import LbTruth
+from prober.lab.watchcheck import Cut
+from prober.lab.watchpairs import Joins
+
+if TYPE_CHECKING:
+    from prober.lab.cluster import LabCluster
+
+
+def joins(cluster: LabCluster) -> Joins:
+    return Joins({kind: lb.sessions for kind, lb in cluster.lbs.items()
+                  if isinstance(lb, HaproxyLB)})  # fmt: skip
+
+
+def cuts(cluster: LabCluster, lbs: Mapping[LB, LbTruth]) -> list[Cut]:
+    """Each node the lab made vanish (until it was back), each apiserver it killed, and each
+    time an LB that resets a server's flows as it marks it down (AWS's NLB, HAProxy's
+    `on-marked-down shutdown-sessions`) marked one down."""
+    found = [
+        Cut(o.lost, apiserver_id(o.hostname), f"{o.hostname}'s node lost", until=o.back)
+        for o in cluster.outages
+    ]
+    found += [
+        Cut(wall, apiserver_id(hostname), f"{hostname}'s apiserver killed")
+        for hostname, wall in cluster.crashes
+    ]
+    for kind, truth in lbs.items():
+        if truth.reset_on_down:
+            found += [
+                Cut(e.wall, apiserver_id(e.server), f"{kind} reset its flows to {e.server}", kind)
+                for e in truth.events
+                if not e.up
+            ]
+    return found

@@ -1,0 +1,232 @@
+"""Which watch in an apiserver's truth each watch the daemon established is: paired by the
+connection it went on, and by its timing only where nothing joins the two.
+
+The daemon records each established watch's connection, its local "ip:port" (`WatchAttempt`);
+each apiserver records the peer it saw (`watch_started`). Where the path keeps the client's
+address (the kernel's pass-through LBs, the service network's DNAT, localhost) the two are the
+same; behind HAProxy the server sees HAProxy's own connection, and HAProxy's log of each
+session (`option logasap`: client and backend-side addresses, as it connects) joins them. A
+joined pair is exact: the truth watch of that peer on the server named, of that protocol,
+that began inside the watch's landing interval (on HTTP/2 one connection carries one watch
+after another, one at a time). A watch nothing joins (a log line lost, a record without an
+address) falls back to time: among the watches landing together on one server, the pairing
+that pairs the most, and of those the one whose ends lie nearest, searched in groups of at
+most `SEARCHED`, nearest ends first past that. Each pair says which way it was made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prober.core.header import apiserver_id
+from prober.core.models import LB
+
+CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words
+SEARCHED = 8  # a group of watches landing together up to this size is searched for its best
+ADDRESS, LOG, TIME = "address", "haproxy-log", "time"  # how a pair was made
+Pairs = dict[int, int]  # measured index -> truth index
+
+
+@dataclass(frozen=True, slots=True)
+class TruthWatch:
+    apiserver: str
+    protocol: str  # the connection's, as the prober names it: "http1" or "http2"
+    start: float  # wall time the server began it
+    phase: str  # of the server's shutdown as it began (core.phase values)
+    end: float | None = None
+    how: str = ""
+    events: int = 0
+    peer: str = ""  # "ip:port" of the connection, as the server saw it
+
+
+@dataclass(slots=True)
+class MeasuredWatch:
+    stream: str
+    protocol: str
+    server: str
+    sent: float  # run time the WATCH was sent
+    established: float  # run time its head arrived
+    doomed: bool
+    end: float | None = None
+    how: str = ""
+    lb: LB | None = None
+    local: str | None = None  # "ip:port" of its connection
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One connection an HAProxy LB made for a client, as its log says (wall time)."""
+
+    wall: float
+    client: str  # "ip:port" the client came from
+    backend: str  # "ip:port" HAProxy connected to the server from: the server's peer
+    server: str  # the backend server's name: the apiserver's hostname
+
+
+@dataclass(frozen=True, slots=True)
+class Joins:
+    """Each LB that makes a connection of its own (HAProxy), with its sessions; every other
+    path keeps the client's address."""
+
+    proxied: Mapping[LB, Sequence[Session]] = field(default_factory=dict)
+
+    def peer(self, m: MeasuredWatch, offset: float, tol: float) -> tuple[str | None, str]:
+        """The peer `m`'s server saw, and how it is known; (None, TIME) when nothing says."""
+        if m.local is None:
+            return None, TIME
+        if m.lb is None or m.lb not in self.proxied:
+            return m.local, ADDRESS
+        # The newest session from that address up to the head's arrival: a port is used again
+        # once its connection is gone, and an HTTP/2 connection predates the watches it carries.
+        before = offset + m.established + tol
+        found = [s for s in self.proxied[m.lb] if s.client == m.local and s.wall <= before]
+        if not found:
+            return None, TIME
+        session = max(found, key=lambda s: s.wall)
+        if apiserver_id(session.server) != m.server:
+            return None, TIME  # the header named another server: no join to trust
+        return session.backend, LOG
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    measured: MeasuredWatch
+    truth: TruthWatch | None
+    way: str  # ADDRESS, LOG or TIME; "" where no truth watch was found
+
+
+def pair(
+    measured: Sequence[MeasuredWatch],
+    truth: Sequence[TruthWatch],
+    offset: float,
+    tol: float,
+    joins: Joins | None = None,
+) -> list[Paired]:
+    """Each measured watch with the truth watch it is, and how that was found."""
+    joins = joins or Joins()
+    by_peer: dict[tuple[str, str, str], list[int]] = {}
+    for j, t in enumerate(truth):
+        by_peer.setdefault((t.apiserver, t.protocol, t.peer), []).append(j)
+    chosen: dict[int, tuple[int, str]] = {}
+    used: set[int] = set()
+    for i, m in enumerate(measured):
+        peer, way = joins.peer(m, offset, tol)
+        if peer is None:
+            continue
+        lo, hi = offset + m.sent - tol, offset + m.established + tol
+        fits = [j for j in by_peer.get((m.server, m.protocol, peer), ())
+                if j not in used and lo <= truth[j].start <= hi]  # fmt: skip
+        if fits:
+            j = min(fits, key=lambda j: abs(truth[j].start - (offset + m.established)))
+            chosen[i] = (j, way)
+            used.add(j)
+    rest = [i for i in range(len(measured)) if i not in chosen]
+    for i, j in _by_time([measured[i] for i in rest], truth, used, offset, tol).items():
+        chosen[rest[i]] = (j, TIME)
+    return [
+        Paired(m, truth[chosen[i][0]], chosen[i][1]) if i in chosen else Paired(m, None, "")
+        for i, m in enumerate(measured)
+    ]
+
+
+def _by_time(
+    measured: Sequence[MeasuredWatch],
+    truth: Sequence[TruthWatch],
+    used: set[int],
+    offset: float,
+    tol: float,
+) -> Pairs:
+    """The fallback: each watch with a truth watch not yet taken that began inside its
+    landing interval on its server; groups that share a candidate are searched together."""
+    prefs: list[list[int]] = []
+    for m in measured:
+        lo, hi = offset + m.sent - tol, offset + m.established + tol
+        prefs.append([j for j, t in enumerate(truth) if j not in used and t.apiserver == m.server
+                      and t.protocol == m.protocol and lo <= t.start <= hi])  # fmt: skip
+
+    def cost(i: int, j: int) -> float:
+        return _end_distance(measured[i], truth[j], offset)
+
+    chosen: Pairs = {}
+    for group in _groups(prefs):
+        assign = _best if len(group) <= SEARCHED else _greedy
+        chosen.update(assign(group, prefs, cost))
+    return chosen
+
+
+def _groups(prefs: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The measured watches in groups that share a candidate, directly or through others."""
+    by_truth: dict[int, list[int]] = {}
+    for i, fits in enumerate(prefs):
+        for j in fits:
+            by_truth.setdefault(j, []).append(i)
+    seen: set[int] = set()
+    groups = []
+    for first in range(len(prefs)):
+        if first in seen or not prefs[first]:
+            continue
+        group, todo = [], [first]
+        seen.add(first)
+        while todo:
+            i = todo.pop()
+            group.append(i)
+            for j in prefs[i]:
+                for other in by_truth[j]:
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        groups.append(sorted(group))
+    return groups
+
+
+def _best(
+    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
+) -> Pairs:
+    """The assignment of the group's watches to distinct candidates (or none) with the fewest
+    unpaired, then the least total end distance."""
+    best: tuple[int, float, Pairs] = (len(group) + 1, math.inf, {})
+
+    def search(
+        k: int, used: frozenset[int], unpaired: int, total: float, now: dict[int, int]
+    ) -> None:
+        nonlocal best
+        if (unpaired, total) >= best[:2]:
+            return
+        if k == len(group):
+            best = (unpaired, total, dict(now))
+            return
+        i = group[k]
+        for j in prefs[i]:
+            if j not in used:
+                now[i] = j
+                search(k + 1, used | {j}, unpaired, total + cost(i, j), now)
+                del now[i]
+        search(k + 1, used, unpaired + 1, total, now)
+
+    search(0, frozenset(), 0, 0.0, {})
+    return best[2]
+
+
+def _greedy(
+    group: Sequence[int], prefs: Sequence[Sequence[int]], cost: Callable[[int, int], float]
+) -> Pairs:
+    """Nearest ends first: for a group too large to search."""
+    edges = sorted((cost(i, j), i, j) for i in group for j in prefs[i])
+    chosen: Pairs = {}
+    for _, i, j in edges:
+        if i not in chosen and j not in chosen.values():
+            chosen[i] = j
+    return chosen
+
+
+def _end_distance(m: MeasuredWatch, t: TruthWatch, offset: float) -> float:
+    """How far apart the two ends lie. A watch still open, or held until the daemon stopped,
+    says nothing of when its server ended it: every truth fits it as well, but one its
+    server ended in words (`CLEAN`), which reaches a client at once: that is another
+    client's watch landing beside it (gcp's rollout: a 410 on the same server 0.06 s
+    before this watch's head arrived)."""
+    if m.end is None or m.how == "stopped":
+        return math.inf if t.how in CLEAN else 0.0
+    return math.inf if t.end is None else abs(m.end + offset - t.end)
