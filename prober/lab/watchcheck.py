@@ -54,7 +54,9 @@ class Cut:
     good): every path to `server` (an APIServerID) where `lb` is None (its node lost, its
     process killed), else that LB's (it reset the server's flows as it marked it down). A
     server's end that came after it went into a dead path: the client's end and blindness
-    are judged against the cut instead."""
+    are judged against the cut instead. A path that comes back (`until`: a node back, and
+    TCP's retransmissions, whose waits doubled through the outage, through again) delivers
+    what the server sent before its end, and nothing after."""
 
     wall: float
     server: str
@@ -70,9 +72,7 @@ class Cut:
             return False
         if not t.start < self.wall < (math.inf if t.end is None else t.end):
             return False
-        if self.until is None:
-            return True
-        return t.end is not None and t.end <= self.until
+        return self.until is None or t.end is None or t.end <= self.until
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +191,7 @@ def check_watches(
         if cut is None:
             error, prompt = _judge_end(check, m, t, ctx)
         else:
-            error, prompt = _judge_cut(check, m, cut, ctx), False
+            error, prompt = _judge_cut(check, m, t, cut, ctx), False
         measured_re = true_re = None
         before, ended, late = previous.get(m.stream, (None, None, 0.0))
         if before and ended and before.end is not None and ended.end is not None:
@@ -258,14 +258,23 @@ def _judge_end(
     return error, -tol <= error <= tol + NOTICE
 
 
-def _judge_cut(check: WatchCheck, m: MeasuredWatch, cut: Cut, ctx: Context) -> float | None:
+def _judge_cut(
+    check: WatchCheck, m: MeasuredWatch, t: TruthWatch, cut: Cut, ctx: Context
+) -> float | None:
     """A watch whose path the lab cut while its server served it: the client can learn of
     the cut no sooner than it came (by a reset, a close a node back delivered, its own PING),
-    and what it never learnt of must show as blindness from the cut on."""
+    and what it never learnt of must show as blindness: from the cut on where the path stayed
+    dead, from the server's end where it came back."""
     tol, at = ctx.tolerance, cut.wall - ctx.offset
     said = f"{m.stream}: {cut.what} at {at:.3f} s, cutting the watch on {m.server}"
     if m.end is None or m.how == "stopped":
-        _judge_held(check, m.stream, at, said, ctx)
+        deaf: float | None = at
+        if cut.until is not None:
+            end = None if t.end is None else t.end - ctx.offset
+            deaf = end if end is not None and end <= ctx.end_t else None
+            said += "" if end is None else f"; the server ended it ({t.how}) at {end:.3f} s"
+        if deaf is not None:  # else the path came back to a watch its server still served
+            _judge_held(check, m.stream, deaf, said, ctx)
         return None
     error = m.end - at
     if error < -tol and m.how not in CLIENT_HOWS:

@@ -24,13 +24,16 @@ def joins(cluster: LabCluster) -> Joins:
 
 
 def cuts(cluster: LabCluster, lbs: Mapping[LB, LbTruth]) -> list[Cut]:
-    """Each node the lab made vanish (until it was back), each apiserver it killed, and each
-    time an LB that resets a server's flows as it marks it down (AWS's NLB, HAProxy's
-    `on-marked-down shutdown-sessions`) marked one down."""
+    """Each node the lab made vanish, each apiserver it killed, and each time an LB that
+    resets a server's flows as it marks it down (AWS's NLB, HAProxy's `on-marked-down
+    shutdown-sessions`) marked one down. A node's paths come back an outage's length after
+    the node does: a connection with data in flight waits for TCP's next retransmission,
+    whose wait doubled through the outage."""
     found = [
-        Cut(o.lost, apiserver_id(o.hostname), f"{o.hostname}'s node lost", until=o.back)
+        Cut(o.lost, apiserver_id(o.hostname), f"{o.hostname}'s node lost",
+            until=None if o.back is None else o.back + (o.back - o.lost))
         for o in cluster.outages
-    ]
+    ]  # fmt: skip
     found += [
         Cut(wall, apiserver_id(hostname), f"{hostname}'s apiserver killed")
         for hostname, wall in cluster.crashes

@@ -284,6 +284,16 @@ RESET = Cut(OFFSET + 10.0, "a", "external-lb reset its flows to master-0", LB.EX
                      id="a-reset-flow-learnt-of-as-the-client-next-sent"),
         pytest.param((measured(1.0, 40.0), truth(1.005, 40.0)), LOST, (WRITES, None), [], [],
                      id="the-node-back-before-the-servers-end-carried-it-on"),
+        pytest.param((measured(1.0, None), truth(1.005, None)), LOST, (WRITES, None), [], [],
+                     id="the-node-back-to-a-watch-its-server-still-serves"),
+        pytest.param((measured(1.0, None), truth(1.005, 17.1)), LOST,
+                     (WRITES, {S: [(11.5, 32.0), (18.5, 100.0)]}), [],
+                     ["never learnt of it (measured blind)"],
+                     id="held-what-the-server-sent-arrived-once-the-node-was-back"),
+        pytest.param((measured(1.0, None), truth(1.005, 17.1)), RESET,
+                     (WRITES, {S: [(11.5, 32.0), (18.5, 100.0)]}),
+                     ["held it on and was never measured blind"], [],
+                     id="held-a-reset-flow-delivers-nothing-after-the-reset"),
     ],
 )  # fmt: skip
 def test_an_end_is_judged_against_the_cut_that_made_it(
