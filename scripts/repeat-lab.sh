@@ -21,14 +21,18 @@ repeat() {
         platform=${case%%/*}
         scenario=${case#*/}
         for run in $(seq "$count"); do
-            out="$runs/$platform-$scenario-$run"
+            total=$((total + 1))
+            out="$runs/$total-$platform-$scenario"
             "$prober" lab --check --platform "$platform" --scenario "$scenario" --out "$out" "$@" \
                 > "$out.log" 2>&1
             code=$?
-            total=$((total + 1))
             printf '%-22s %2d/%d exit %d: %s\n' "$platform/$scenario" "$run" "$count" "$code" \
                 "$(grep -m1 '^measurement against truth' "$out.log" || tail -n 1 "$out.log")"
             grep '^CHECK ' "$out.log" | sed 's/^/    /'
+            # How each watch was paired with its server's (`lab.watchpairs`), by count.
+            [ -f "$out/lab-result.json" ] && printf '    watches paired by: %s\n' "$(
+                grep -o '"paired_by": "[a-z-]*"' "$out/lab-result.json" | cut -d'"' -f4 |
+                    sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
             if [ "$code" -ne 0 ]; then
                 failed=$((failed + 1))
             else
