@@ -28,9 +28,19 @@ from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
 from prober.lab.kernel import nftables
 from prober.lab.kernel.checker import Target
+from prober.lab.kernel.conntrack import NatLog
 from prober.lab.kernel.lbs import KernelService, kernel_lb
 from prober.lab.kernel.netns import Namespace
-from prober.lab.kernel.topology import API_PORT, ETCD, HEALTH_PORT, LabNetwork, lab_addresses
+from prober.lab.kernel.topology import (
+    API_PORT,
+    CLUSTER_IP,
+    ETCD,
+    HEALTH_PORT,
+    SERVICE_PORT,
+    VIPS,
+    LabNetwork,
+    lab_addresses,
+)
 from prober.lab.kernel.topology import master_address as address
 from prober.lab.lbstate import LabLB
 from prober.lab.nodeloss import Outage
@@ -85,6 +95,7 @@ class LabCluster:
     token_file: Path = Path()
     crashes: list[tuple[str, float]] = field(default_factory=list)  # (hostname, SIGKILL wall)
     outages: list[Outage] = field(default_factory=list)  # each node that vanished
+    nat_logs: list[NatLog] = field(default_factory=list)  # the kernel path's NATs' flows
     restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
@@ -112,6 +123,8 @@ class LabCluster:
                 server = Apiserver(hostname, free_port(), free_port(), workdir)
             server.workdir.mkdir(parents=True, exist_ok=True)
             self.apiservers.append(server)
+        if self.network is not None:
+            await self._log_nats(self.network)
         await asyncio.gather(*(self._launch(s) for s in self.apiservers))
         for profile in self.platform.lbs:
             self.lbs[profile.lb] = self._make_lb(profile)
@@ -125,6 +138,22 @@ class LabCluster:
         else:
             self.etcd = LabEtcd(data)
         await self.etcd.start(self.group)
+
+    async def _log_nats(self, network: LabNetwork) -> None:
+        """conntrack's log of each NAT's new flows: the router's LBs, the client's
+        service network (`lab.kernel.conntrack`)."""
+        assert network.router is not None
+        assert network.client is not None
+        hostnames = {s.address: s.hostname for s in self.apiservers}
+        vips = {f"{VIPS[lb]}:{API_PORT}": lb for lb in VIPS}
+        service = {f"{CLUSTER_IP}:{SERVICE_PORT}": LB.SERVICE_NETWORK}
+        for name, namespace, addresses in (
+            ("router", network.router, vips),
+            ("client", network.client, service),
+        ):
+            log = NatLog(name, addresses, hostnames)
+            await log.start(self.group, namespace)
+            self.nat_logs.append(log)
 
     def _storage_flags(self) -> list[str]:
         """etcd, and kube-apiserver's periods on the run's time scale."""

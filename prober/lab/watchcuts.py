@@ -1,6 +1,6 @@
 """What a lab run's cluster knows of its watches' paths, for the watch check: how a client's
-connection shows at its server (HAProxy's sessions; every other path keeps the address), and
-where the lab cut a path itself (`watchcheck.Cut`)."""
+connection shows at its server (HAProxy's sessions, the NATs' flows; every other path keeps
+the address), and where the lab cut a path itself (`watchcheck.Cut`)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,22 @@ from prober.core.models import LB
 from prober.lab.haproxy import HaproxyLB
 from prober.lab.truth import LbTruth
 from prober.lab.watchcheck import Cut
-from prober.lab.watchpairs import Joins
+from prober.lab.watchpairs import Joins, Session
 
 if TYPE_CHECKING:
     from prober.lab.cluster import LabCluster
 
 
 def joins(cluster: LabCluster) -> Joins:
-    return Joins({kind: lb.sessions for kind, lb in cluster.lbs.items()
-                  if isinstance(lb, HaproxyLB)})  # fmt: skip
+    """HAProxy's sessions and the NATs' flows, per LB."""
+    sessions: dict[LB, list[Session]] = {}
+    for kind, lb in cluster.lbs.items():
+        if isinstance(lb, HaproxyLB):
+            sessions.setdefault(kind, []).extend(lb.sessions)
+    for log in cluster.nat_logs:
+        log.sessions(sessions)
+    proxies = frozenset(kind for kind, lb in cluster.lbs.items() if isinstance(lb, HaproxyLB))
+    return Joins(sessions, proxies)
 
 
 def cuts(cluster: LabCluster, lbs: Mapping[LB, LbTruth]) -> list[Cut]:

@@ -4,8 +4,10 @@ connection it went on, and by its timing only where nothing joins the two.
 The daemon records each established watch's connection, its local "ip:port" (`WatchAttempt`);
 each apiserver records the peer it saw (`watch_started`). Where the path keeps the client's
 address (the kernel's pass-through LBs, the service network's DNAT, localhost) the two are the
-same; behind HAProxy the server sees HAProxy's own connection, and HAProxy's log of each
-session (`option logasap`: client and backend-side addresses, as it connects) joins them. A
+same, but where a NAT moved the client's port, which its conntrack log says
+(`lab.kernel.conntrack`); behind HAProxy the server sees HAProxy's own connection, and
+HAProxy's log of each session (`option logasap`: client and backend-side addresses, as it
+connects) joins them. A
 joined pair is exact: the truth watch of that peer on the server named, of that protocol,
 that began inside the watch's landing interval (on HTTP/2 one connection carries one watch
 after another, one at a time). A watch nothing joins (a log line lost, a record without an
@@ -25,7 +27,9 @@ from prober.core.models import LB
 
 CLEAN = frozenset({"timeout", "drained", "relisted", "gone"})  # the server ended it in words
 SEARCHED = 8  # a group of watches landing together up to this size is searched for its best
-ADDRESS, LOG, TIME = "address", "haproxy-log", "time"  # how a pair was made
+# How a pair was made: the client's own address, HAProxy's session log, conntrack's log of
+# a NAT's flows, their timing.
+ADDRESS, LOG, NAT, TIME = "address", "haproxy-log", "conntrack", "time"
 Pairs = dict[int, int]  # measured index -> truth index
 
 
@@ -57,37 +61,41 @@ class MeasuredWatch:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """One connection an HAProxy LB made for a client, as its log says (wall time)."""
+    """One client connection as an LB's own record has it (wall time): HAProxy's session
+    log, or the conntrack log of a NAT (`lab.kernel.conntrack`)."""
 
     wall: float
     client: str  # "ip:port" the client came from
-    backend: str  # "ip:port" HAProxy connected to the server from: the server's peer
+    backend: str  # "ip:port" the server sees the client as: HAProxy's own, a NAT's
     server: str  # the backend server's name: the apiserver's hostname
+    way: str = LOG
 
 
 @dataclass(frozen=True, slots=True)
 class Joins:
-    """Each LB that makes a connection of its own (HAProxy), with its sessions; every other
-    path keeps the client's address."""
+    """Each LB's sessions: HAProxy's, which makes a connection of its own, and a NAT's,
+    which may move the client's port. A NAT keeps the client's address otherwise, as every
+    other path does; HAProxy never does."""
 
-    proxied: Mapping[LB, Sequence[Session]] = field(default_factory=dict)
+    sessions: Mapping[LB, Sequence[Session]] = field(default_factory=dict)
+    proxies: frozenset[LB] = frozenset()  # the LBs that are HAProxy
 
     def peer(self, m: MeasuredWatch, offset: float, tol: float) -> tuple[str | None, str]:
         """The peer `m`'s server saw, and how it is known; (None, TIME) when nothing says."""
-        if m.local is None:
+        if m.local is None or m.lb is None:
             return None, TIME
-        if m.lb is None or m.lb not in self.proxied:
-            return m.local, ADDRESS
         # The newest session from that address up to the head's arrival: a port is used again
         # once its connection is gone, and an HTTP/2 connection predates the watches it carries.
         before = offset + m.established + tol
-        found = [s for s in self.proxied[m.lb] if s.client == m.local and s.wall <= before]
-        if not found:
-            return None, TIME
-        session = max(found, key=lambda s: s.wall)
-        if apiserver_id(session.server) != m.server:
+        found = [s for s in self.sessions.get(m.lb, ()) if s.client == m.local and s.wall <= before]
+        if found:
+            session = max(found, key=lambda s: s.wall)
+            if apiserver_id(session.server) == m.server:
+                return session.backend, session.way
             return None, TIME  # the header named another server: no join to trust
-        return session.backend, LOG
+        if m.lb in self.proxies:
+            return None, TIME
+        return m.local, ADDRESS
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from prober.lab.kernel.topology import CLIENT
 from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
-from prober.lab.watchpairs import ADDRESS, LOG
+from prober.lab.watchpairs import ADDRESS, LOG, NAT
 from prober.report.age_tables import age_lines
 from prober.report.age_verdicts import TWENTY_PERCENT
 from prober.report.budget_verdicts import LATE_MARK
@@ -123,7 +123,7 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     assert result.watches is not None
     judged = {r.stream for r in result.watches.rows if r.truth_phase is not None}
     # ... found by its connection: its address, or HAProxy's log of it, never its timing.
-    assert {r.paired_by for r in result.watches.rows} <= {ADDRESS, LOG}
+    assert {r.paired_by for r in result.watches.rows} <= {ADDRESS, LOG, NAT}
     assert {s for s in judged if "localhost" not in s} == {
         f"kube-api-{p}-{lb.lb}-watch" for p in ("http1", "http2") for lb in result.platform.lbs
     }

@@ -245,11 +245,12 @@ def test_behind_haproxy_the_join_is_its_session_log() -> None:
     m.server = server
     ts = [on(truth(1.004, None, server=server), "127.0.0.1:51000"),
           on(truth(1.005, None, server=server), "127.0.0.1:52000")]  # fmt: skip
-    [paired] = pair([m], ts, OFFSET, 0.1, Joins({LB.INTERNAL: sessions}))
+    haproxy = frozenset({LB.INTERNAL})
+    [paired] = pair([m], ts, OFFSET, 0.1, Joins({LB.INTERNAL: sessions}, haproxy))
     assert (paired.truth, paired.way) == (ts[1], LOG)
     # A session to another server than the header named joins nothing: time decides.
     elsewhere = [Session(OFFSET + 1.002, "127.0.0.1:40000", "127.0.0.1:52000", "master-1")]
-    [paired] = pair([m], ts[1:], OFFSET, 0.1, Joins({LB.INTERNAL: elsewhere}))
+    [paired] = pair([m], ts[1:], OFFSET, 0.1, Joins({LB.INTERNAL: elsewhere}, haproxy))
     assert (paired.truth, paired.way) == (ts[1], TIME)
 
 

@@ -1,0 +1,35 @@
+"""conntrack's event log of a NAT's new flows, read as the join between a client's connection
+and the peer its apiserver sees."""
+
+from __future__ import annotations
+
+from prober.core.models import LB
+from prober.lab.kernel.conntrack import Flow, NatLog, parse_event
+from prober.lab.watchpairs import NAT, Session
+
+# A client port the service network's DNAT had to move: 49244 already carried a flow to
+# master-0 through another VIP, so the server sees 45454 (seen in an aws lab run).
+MOVED = (
+    "[1796530152.185418]\t    [NEW] tcp      6 120 SYN_SENT src=198.18.0.2 dst=198.19.1.1 "
+    "sport=49244 dport=443 [UNREPLIED] src=198.18.1.2 dst=198.18.0.2 sport=6443 dport=45454 "
+)
+
+
+def test_a_new_flow_gives_the_clients_address_and_the_one_the_server_sees() -> None:
+    assert parse_event(MOVED) == Flow(
+        1796530152.185418, "198.18.0.2:49244", "198.19.1.1:443", "198.18.1.2", "198.18.0.2:45454"
+    )
+    assert parse_event("conntrack v1.4.7 (conntrack-tools): 1 flow events have been shown.") is None
+
+
+def test_flows_become_the_sessions_of_the_lb_they_were_sent_to() -> None:
+    log = NatLog("client", {"198.19.1.1:443": LB.SERVICE_NETWORK}, {"198.18.1.2": "master-0"})
+    log._on_line(MOVED)
+    log._on_line(MOVED.replace("dst=198.19.1.1", "dst=198.19.9.9"))  # not an LB's address
+    sessions: dict[LB, list[Session]] = {}
+    log.sessions(sessions)
+    assert sessions == {
+        LB.SERVICE_NETWORK: [
+            Session(1796530152.185418, "198.18.0.2:49244", "198.18.0.2:45454", "master-0", NAT)
+        ]
+    }
