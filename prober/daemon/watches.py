@@ -103,6 +103,7 @@ class WatchRun:
         self._contexts: dict[tuple[str | None, Protocol], ssl.SSLContext] = {}
         self._rng = random.Random()
         self._stopping = False
+        self._version: str | None = None  # the heartbeat Lease's, as last written or read
         self.counts: Counter[str] = Counter()  # LISTs and WATCHes recorded, by step and outcome
         self.sent = 0  # LISTs and WATCHes sent: each is recorded once, cut by the stop or not
 
@@ -315,26 +316,42 @@ class WatchRun:
         return run
 
     async def _write(self, client: WatchClient, path: str) -> Answered:
-        body = json.dumps(self._lease()).encode()
-        answered = await client.put(f"{path}/{self.name}", body)
-        if answered.status == 404:
-            answered = await client.post(path, body)
+        """As a lease client writes (client-go's, the kubelet's): an update over the version
+        it last wrote or read, since a Lease takes no update without one (422); with none,
+        or a stale one (409), the Lease read first, and created where there is none."""
+        url = f"{path}/{self.name}"
+        if self._version is None:
+            read = await client.get(url)
+            if read.status == 404:
+                return self._kept(await client.post(path, self._lease(None)))
+            if read.outcome is not Outcome.OK or not read.version:
+                return read
+            self._version = read.version
+        return self._kept(await client.put(url, self._lease(self._version)))
+
+    def _kept(self, answered: Answered) -> Answered:
+        """The written Lease's version for the next update; none after a failure."""
+        ok = answered.outcome is Outcome.OK and answered.version
+        self._version = answered.version if ok else None
         return answered
 
-    def _lease(self) -> dict[str, Any]:
+    def _lease(self, version: str | None) -> bytes:
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if version is not None:
+            metadata["resourceVersion"] = version
         uid = os.environ.get("POD_UID")
         if uid:
             metadata["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": uid}
             ]
         now = rfc3339(time.time())
-        return {
+        lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": metadata,
             "spec": {"holderIdentity": self.name, "leaseDurationSeconds": 30, "renewTime": now},
         }
+        return json.dumps(lease).encode()
 
     # -- the stop -------------------------------------------------------------------------
     def stopping(self) -> None:

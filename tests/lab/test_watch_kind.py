@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 
 from prober.common.exits import ExitCode
@@ -25,7 +26,7 @@ from prober.report.replay import replay
 from prober.report.runs import load_runs
 from prober.report.summary import build_summary
 from tests.daemon.test_daemon import total
-from tests.lab.conftest import LabCerts, Running, StartServer
+from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
 
 
@@ -157,3 +158,36 @@ async def test_no_watch_streams_when_turned_off(
     daemon.stop()
     assert await asyncio.wait_for(task, 15) == 0
     assert events(log, "watch_attempt") == events(log, "heartbeat") == []
+
+
+async def test_the_heartbeat_writes_over_the_version_it_knows_and_reads_it_after_a_conflict(
+    start_server: StartServer, etcd: LabEtcd, certs: LabCerts, token_file: Path, tmp_path: Path
+) -> None:
+    """A Lease takes no update without a version (kube-apiserver answers 422, as it did to
+    every heartbeat but the first before the writer sent one). Another writer's update
+    makes the version it holds stale: one write meets 409, the next reads the Lease and
+    writes over it again."""
+    running = await start_server(etcd_servers=etcd.endpoint)
+    log = tmp_path / "events.jsonl"
+    daemon = Daemon(watch_config(running, certs, token_file, log), registry=CollectorRegistry(),
+                    install_signals=False)  # fmt: skip
+    task = asyncio.create_task(daemon.run())
+    await asyncio.wait_for(daemon.ready.wait(), 15)
+
+    def acked() -> int:
+        return sum(r["ack"] is not None for r in events(log, "heartbeat"))
+
+    await until(lambda: acked() >= 3, "heartbeat writes acknowledged")
+    url = f"{running.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/prober-test"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(verify=certs.client_context(), headers=headers) as http:
+        lease = (await http.get(url)).json()
+        lease["spec"]["holderIdentity"] = "someone-else"
+        assert (await http.put(url, json=lease)).status_code == 200
+    before = acked()
+    await until(lambda: acked() >= before + 3, "writes acknowledged after the conflict")
+    daemon.stop()
+    assert await asyncio.wait_for(task, 15) == 0
+    failed = [r["detail"] for r in events(log, "heartbeat") if r["ack"] is None]
+    assert "HTTP 409" in failed
+    assert "HTTP 422" not in failed

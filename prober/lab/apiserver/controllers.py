@@ -87,6 +87,7 @@ class IdentityLease:
         self.holder = holder or f"{apiserver_id}_{uuid.uuid4()}"
         self.renew_interval, self.clock = renew_interval, clock
         self._on_write = on_write
+        self._version: str | None = None  # the Lease's resourceVersion as last written or read
         self.acquired = micro_time(clock.wall())
 
     def lease(self) -> dict[str, Any]:
@@ -119,12 +120,30 @@ class IdentityLease:
             await self.clock.sleep(self.renew_interval)
 
     async def renew(self) -> dict[str, Any]:
+        """As upstream's lease controller: an update over the version it last wrote or read
+        (a Lease takes no unconditional update); with none, or a stale one, the Lease as
+        it is read now, or created where there is none."""
         lease = self.lease()
+        if self._version is None:
+            try:
+                self._version = str(await self._current_version())
+            except StoreError as error:
+                if error.code != 404:
+                    raise
+                return self._written(await self.store.create(LEASES, IDENTITY_NAMESPACE, lease))
+        lease["metadata"]["resourceVersion"] = self._version
         try:
             written = await self.store.update(LEASES, IDENTITY_NAMESPACE, self.name, lease)
-        except StoreError as error:
-            if error.code != 404:
-                raise
-            written = await self.store.create(LEASES, IDENTITY_NAMESPACE, lease)
+        except StoreError:
+            self._version = None  # read again on the next renewal
+            raise
+        return self._written(written)
+
+    async def _current_version(self) -> str:
+        current = await self.store.get(LEASES, IDENTITY_NAMESPACE, self.name)
+        return str(current["metadata"]["resourceVersion"])
+
+    def _written(self, written: dict[str, Any]) -> dict[str, Any]:
+        self._version = str(written["metadata"]["resourceVersion"])
         self._on_write(written)
         return written

@@ -26,6 +26,9 @@ class Kind:
     group: str  # "" for the core group
     kind: str  # "Lease"
     api_version: str  # "coordination.k8s.io/v1"
+    # A PUT without a resourceVersion overwrites (upstream's AllowUnconditionalUpdate);
+    # Leases refuse it (k8s.io/kubernetes pkg/registry/coordination/lease/strategy.go).
+    unconditional_update: bool = False
 
     @property
     def qualified(self) -> str:
@@ -62,6 +65,18 @@ def conflict(kind: Kind, name: str) -> StoreError:
     )
     details = {"name": name, "group": kind.group, "kind": kind.resource}
     return StoreError(409, "Conflict", message, details)
+
+
+def no_version(kind: Kind, name: str) -> StoreError:
+    """Upstream's answer to a PUT without a resourceVersion where that is no overwrite."""
+    why = "Invalid value: 0: must be specified for an update"
+    details = {
+        "name": name, "group": kind.group, "kind": kind.resource,
+        "causes": [{"reason": "FieldValueInvalid", "message": why,
+                    "field": "metadata.resourceVersion"}],
+    }  # fmt: skip
+    message = f'{kind.qualified} "{name}" is invalid: metadata.resourceVersion: {why}'
+    return StoreError(422, "Invalid", message, details)
 
 
 def already_exists(kind: Kind, name: str) -> StoreError:
@@ -132,13 +147,15 @@ class Store:
         self, kind: Kind, namespace: str, name: str, obj: dict[str, Any]
     ) -> dict[str, Any]:
         """PUT: with a resourceVersion only over that revision (409 otherwise); without one
-        over whatever is there (Leases allow unconditional updates)."""
+        over whatever is there where the kind allows it, else 422, as upstream's registry."""
         key = kind.key(namespace, name)
         wanted = str(obj.get("metadata", {}).get("resourceVersion", "") or "")
         while True:
             current = await self._get(key)
             if current is None:
                 raise not_found(kind, name)
+            if not wanted and not kind.unconditional_update:
+                raise no_version(kind, name)
             if wanted and wanted != str(current.mod_revision):
                 raise conflict(kind, name)
             old = decode(current)["metadata"]

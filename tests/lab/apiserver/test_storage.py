@@ -37,6 +37,14 @@ def lease(name: str, holder: str = "me", rv: str | None = None) -> dict[str, Any
     }
 
 
+async def renew(http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> httpx.Response:
+    """An update as a client makes one: over the version it read (a Lease takes none without)."""
+    body["metadata"]["resourceVersion"] = (await http.get(url)).json()["metadata"][
+        "resourceVersion"
+    ]
+    return await http.put(url, json=body)
+
+
 def client(
     running: Running, certs: LabCerts, http2: bool = False
 ) -> AbstractAsyncContextManager[httpx.AsyncClient]:
@@ -117,15 +125,19 @@ async def test_leases_round_trip_with_optimistic_concurrency(
         assert stale.json()["message"].startswith(
             'Operation cannot be fulfilled on leases.coordination.k8s.io "a"'
         )
+        # A Lease takes no update without a version: upstream's registry answers 422
+        # (its strategy's AllowUnconditionalUpdate is false), as kube-apiserver v1.37 did
+        # to the daemon's heartbeat when it sent none.
         unconditional = await http.put(f"{path}/a", json=lease("a", "anyone"))
-        assert unconditional.status_code == 200
+        assert (unconditional.status_code, unconditional.json()["reason"]) == (422, "Invalid")
+        assert unconditional.json()["message"] == (
+            'leases.coordination.k8s.io "a" is invalid: metadata.resourceVersion: Invalid '
+            "value: 0: must be specified for an update"
+        )
 
         got = (await http.get(f"{path}/a")).json()
-        assert got["spec"]["holderIdentity"] == "anyone"
-        assert (
-            got["metadata"]["resourceVersion"]
-            == unconditional.json()["metadata"]["resourceVersion"]
-        )
+        assert got["spec"]["holderIdentity"] == "you"
+        assert got["metadata"]["resourceVersion"] == new_rv
         listed = (await http.get(path)).json()
         assert listed["kind"] == "LeaseList"
         assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
@@ -157,15 +169,16 @@ async def test_list_then_watch_from_its_version_with_bookmarks(
     running = await on_etcd(bookmark_interval=0.2)
     path = LEASES.format(ns="w")
     async with client(running, certs, http2) as http:
-        await http.post(path, json=lease("hb"))
+        written = (await http.post(path, json=lease("hb"))).json()["metadata"]["resourceVersion"]
         listed = (await http.get(path)).json()
         rv = listed["metadata"]["resourceVersion"]
         query = f"?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=30"
         async with watching(http, path + query) as watch:
             versions = []
             for holder in ("b", "c", "d"):
-                put = await http.put(f"{path}/hb", json=lease("hb", holder))
-                versions.append(put.json()["metadata"]["resourceVersion"])
+                put = await http.put(f"{path}/hb", json=lease("hb", holder, rv=written))
+                written = put.json()["metadata"]["resourceVersion"]
+                versions.append(written)
             events = [await watch.next() for _ in range(3)]
             assert [e["type"] for e in events] == ["MODIFIED"] * 3
             assert [e["object"]["metadata"]["resourceVersion"] for e in events] == versions
@@ -190,8 +203,8 @@ async def test_a_watch_without_a_version_starts_with_the_current_state_and_selec
         async with watching(http, path + query) as watch:
             first = await watch.next()
             assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "b")
-            await http.put(f"{path}/a", json=lease("a", "x"))
-            await http.put(f"{path}/b", json=lease("b", "y"))
+            await renew(http, f"{path}/a", lease("a", "x"))
+            await renew(http, f"{path}/b", lease("b", "y"))
             second = await watch.next()
             assert (second["type"], second["object"]["spec"]["holderIdentity"]) == ("MODIFIED", "y")
             await http.delete(f"{path}/b")
@@ -243,7 +256,7 @@ async def test_a_restarted_apiserver_answers_410_below_its_own_cache(
     path = LEASES.format(ns="r")
     async with client(before, certs) as http:
         old = (await http.post(path, json=lease("hb"))).json()["metadata"]["resourceVersion"]
-        await http.put(f"{path}/hb", json=lease("hb", "next"))
+        await renew(http, f"{path}/hb", lease("hb", "next"))
         assert not expired(await gone_or_events(http, path, old)), "the old cache has it"
     await before.server.kill()
     after = await on_etcd()  # the same host, a new process: its cache starts at its LIST
@@ -252,7 +265,7 @@ async def test_a_restarted_apiserver_answers_410_below_its_own_cache(
         current = (await http.get(path)).json()["metadata"]["resourceVersion"]
         query = f"?watch=true&resourceVersion={current}&timeoutSeconds=30"
         async with watching(http, path + query) as watch:
-            await http.put(f"{path}/hb", json=lease("hb", "after"))
+            await renew(http, f"{path}/hb", lease("hb", "after"))
             event = await watch.next()
             assert event["type"] == "MODIFIED"
 
@@ -270,7 +283,7 @@ async def test_compaction_raises_the_floor_beneath_the_cache(
         # make it list again, which is a different case.
         await until(lambda: storage.cache.revision >= int(old), "the cache has the write")
         assert await storage.compactor.round() is None  # upstream's first round only records
-        await http.put(f"{path}/hb", json=lease("hb", "x"))
+        await renew(http, f"{path}/hb", lease("hb", "x"))
         compacted = await storage.compactor.round()
         assert compacted is not None
         assert compacted > int(old)
