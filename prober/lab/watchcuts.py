@@ -21,13 +21,14 @@ if TYPE_CHECKING:
 def joins(cluster: LabCluster) -> Joins:
     """HAProxy's sessions and the NATs' flows, per LB."""
     sessions: dict[LB, list[Session]] = {}
+    transit: list[Session] = []
     for kind, lb in cluster.lbs.items():
         if isinstance(lb, HaproxyLB):
             sessions.setdefault(kind, []).extend(lb.sessions)
     for log in cluster.nat_logs:
-        log.sessions(sessions)
+        log.sessions(sessions, transit)
     proxies = frozenset(kind for kind, lb in cluster.lbs.items() if isinstance(lb, HaproxyLB))
-    return Joins(sessions, proxies)
+    return Joins(sessions, proxies, transit)
 
 
 def cuts(cluster: LabCluster, lbs: Mapping[LB, LbTruth]) -> list[Cut]:

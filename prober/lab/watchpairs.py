@@ -19,7 +19,7 @@ most `SEARCHED`, nearest ends first past that. Each pair says which way it was m
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prober.core.header import apiserver_id
@@ -79,6 +79,9 @@ class Joins:
 
     sessions: Mapping[LB, Sequence[Session]] = field(default_factory=dict)
     proxies: frozenset[LB] = frozenset()  # the LBs that are HAProxy
+    # Flows a router carried to an apiserver after the client's own NAT or none: a port moved
+    # there joins through these, a second hop.
+    transit: Sequence[Session] = ()
 
     def peer(self, m: MeasuredWatch, offset: float, tol: float) -> tuple[str | None, str]:
         """The peer `m`'s server saw, and how it is known; (None, TIME) when nothing says."""
@@ -87,15 +90,22 @@ class Joins:
         # The newest session from that address up to the head's arrival: a port is used again
         # once its connection is gone, and an HTTP/2 connection predates the watches it carries.
         before = offset + m.established + tol
-        found = [s for s in self.sessions.get(m.lb, ()) if s.client == m.local and s.wall <= before]
-        if found:
-            session = max(found, key=lambda s: s.wall)
-            if apiserver_id(session.server) == m.server:
-                return session.backend, session.way
+        session = _newest(self.sessions.get(m.lb, ()), m.local, before)
+        if session is not None and apiserver_id(session.server) != m.server:
             return None, TIME  # the header named another server: no join to trust
-        if m.lb in self.proxies:
+        if session is None and m.lb in self.proxies:
             return None, TIME
-        return m.local, ADDRESS
+        peer, way = (m.local, ADDRESS) if session is None else (session.backend, session.way)
+        onward = _newest(self.transit, peer, before)
+        if onward is not None and onward.backend != peer:
+            return onward.backend, NAT
+        return peer, way
+
+
+def _newest(sessions: Iterable[Session], client: str, before: float) -> Session | None:
+    """The newest session from that address up to `before`."""
+    found = [s for s in sessions if s.client == client and s.wall <= before]
+    return max(found, key=lambda s: s.wall, default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from prober.lab.watchcheck import Context, Cut, check_watches, read_truth_watche
 from prober.lab.watchpairs import (
     ADDRESS,
     LOG,
+    NAT,
     TIME,
     Joins,
     MeasuredWatch,
@@ -318,3 +319,24 @@ def test_a_cut_on_another_lb_or_server_is_no_cut() -> None:
     assert not RESET.broke(m, t)
     assert not Cut(OFFSET + 10.0, "b", "master-1's node lost").broke(m, t)
     assert Cut(OFFSET + 10.0, "a", "master-0's apiserver killed").broke(m, t)
+
+
+def test_a_port_the_router_moved_joins_through_its_transit_flow() -> None:
+    """The service network's DNAT (client side) kept the port, the router moved it: two
+    hops; localhost's flow, NATed nowhere, the router alone."""
+    server = apiserver_id("master-0")
+    svc = at(measured(1.0, None, server=server), LB.SERVICE_NETWORK, "198.18.0.2:40000")
+    local = at(measured(1.0, None, stream="local", server=server), LB.LOCALHOST,
+               "198.18.0.2:40001")  # fmt: skip
+    client = [Session(OFFSET + 1.0, "198.18.0.2:40000", "198.18.0.2:40000", "master-0", NAT)]
+    transit = [
+        Session(OFFSET + 1.0, "198.18.0.2:40000", "198.18.0.2:41000", "master-0", NAT),
+        Session(OFFSET + 1.0, "198.18.0.2:40001", "198.18.0.2:42000", "master-0", NAT),
+    ]
+    ts = [on(truth(1.004, None, server=server), "198.18.0.2:41000"),
+          on(truth(1.005, None, server=server), "198.18.0.2:42000")]  # fmt: skip
+    joins = Joins({LB.SERVICE_NETWORK: client}, frozenset(), transit)
+    pairs = {
+        p.measured.stream: (p.truth, p.way) for p in pair([svc, local], ts, OFFSET, 0.1, joins)
+    }
+    assert pairs == {S: (ts[0], NAT), "local": (ts[1], NAT)}

@@ -60,6 +60,9 @@ class NatLog:
     name: str
     addresses: Mapping[str, LB]  # "ip:port" a client sends to -> the LB it is
     hostnames: Mapping[str, str]  # an apiserver's address -> its hostname
+    # "ip:port" of each apiserver, where the router carries flows a client NATed (the service
+    # network) or sent straight (localhost): a clash there moves a port too.
+    transit: frozenset[str] = frozenset()
     flows: list[Flow] = field(default_factory=list)
     process: ManagedProcess | None = None
 
@@ -74,14 +77,19 @@ class NatLog:
 
     def _on_line(self, line: str) -> None:
         flow = parse_event(line)
-        if flow is not None and flow.to in self.addresses:
+        if flow is not None and (flow.to in self.addresses or flow.to in self.transit):
             self.flows.append(flow)
 
-    def sessions(self, into: dict[LB, list[Session]]) -> None:
-        """Add each flow as its LB's session: the client's address, the server's view."""
+    def sessions(self, into: dict[LB, list[Session]], transit: list[Session]) -> None:
+        """Add each flow as its LB's session (the client's address, the server's view), or
+        as a transit one where it went to an apiserver itself."""
         for flow in self.flows:
             hostname = self.hostnames.get(flow.server_ip)
-            if hostname is not None:
-                into.setdefault(self.addresses[flow.to], []).append(
-                    Session(flow.wall, flow.client, flow.peer, hostname, NAT)
-                )
+            if hostname is None:
+                continue
+            session = Session(flow.wall, flow.client, flow.peer, hostname, NAT)
+            lb = self.addresses.get(flow.to)
+            if lb is None:
+                transit.append(session)
+            else:
+                into.setdefault(lb, []).append(session)

@@ -27,9 +27,23 @@ def test_flows_become_the_sessions_of_the_lb_they_were_sent_to() -> None:
     log._on_line(MOVED)
     log._on_line(MOVED.replace("dst=198.19.1.1", "dst=198.19.9.9"))  # not an LB's address
     sessions: dict[LB, list[Session]] = {}
-    log.sessions(sessions)
+    transit: list[Session] = []
+    log.sessions(sessions, transit)
+    assert transit == []
     assert sessions == {
         LB.SERVICE_NETWORK: [
             Session(1796530152.185418, "198.18.0.2:49244", "198.18.0.2:45454", "master-0", NAT)
         ]
     }
+
+
+def test_the_routers_flows_to_an_apiserver_are_transit() -> None:
+    """A flow the client's own NAT sent on, or localhost's: the router may move its port."""
+    router = NatLog("router", {}, {"198.18.1.2": "master-0"}, frozenset({"198.18.1.2:6443"}))
+    router._on_line(MOVED.replace("dst=198.19.1.1 ", "dst=198.18.1.2 ").replace(
+        "dport=443 ", "dport=6443 "))  # fmt: skip
+    sessions: dict[LB, list[Session]] = {}
+    transit: list[Session] = []
+    router.sessions(sessions, transit)
+    assert sessions == {}
+    assert [(s.client, s.backend) for s in transit] == [("198.18.0.2:49244", "198.18.0.2:45454")]
