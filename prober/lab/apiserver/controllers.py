@@ -88,6 +88,7 @@ class IdentityLease:
         self.renew_interval, self.clock = renew_interval, clock
         self._on_write = on_write
         self._version: str | None = None  # the Lease's resourceVersion as last written or read
+        self._stopped = False
         self.acquired = micro_time(clock.wall())
 
     def lease(self) -> dict[str, Any]:
@@ -112,12 +113,22 @@ class IdentityLease:
         }
 
     async def run(self) -> None:
-        while True:
+        while not self._stopped:
             try:
                 await self.renew()
             except StoreError as error:
                 log.warning("identity lease: %s", error.message)
             await self.clock.sleep(self.renew_interval)
+
+    async def stop(self) -> None:
+        """Upstream's pre-shutdown hook (`stop-kube-apiserver-identity-lease-controller`):
+        no renewal more, and the Lease deleted, at the start of graceful termination."""
+        self._stopped = True
+        try:
+            await self.store.delete(LEASES, IDENTITY_NAMESPACE, self.name)
+        except StoreError as error:
+            if error.code != 404:
+                log.warning("identity lease: %s", error.message)
 
     async def renew(self) -> dict[str, Any]:
         """As upstream's lease controller: an update over the version it last wrote or read
@@ -128,7 +139,7 @@ class IdentityLease:
             try:
                 self._version = str(await self._current_version())
             except StoreError as error:
-                if error.code != 404:
+                if error.code != 404 or self._stopped:  # deleted by `stop`: not again
                     raise
                 return self._written(await self.store.create(LEASES, IDENTITY_NAMESPACE, lease))
         lease["metadata"]["resourceVersion"] = self._version

@@ -159,7 +159,8 @@ class Lifecycle(Instants[Signal]):
             return False
         self.trigger = trigger
         self._fire(Signal.SHUTDOWN_INITIATED)
-        # Our pre-shutdown hooks (none beyond readiness) finish at once.
+        # Our pre-shutdown hooks (readiness; the identity Lease's deletion, begun by the
+        # server as this fires) finish at once.
         self._fire(Signal.PRE_SHUTDOWN_HOOKS_FINISHED)
         return True
 

@@ -318,6 +318,8 @@ class ApiServer:
         fields: dict[str, Any] = {}
         if signal is Signal.SHUTDOWN_INITIATED:
             fields = {"trigger": trigger, "delay": self.options.shutdown_delay}
+            if self.storage is not None:
+                self._spawn("identity lease stop", self.storage.identity.stop())
         self.truth.record(signal.value, mono=stamp.mono, wall=stamp.wall, **fields)
         log.info("%s %s", self.options.hostname, signal.value)
 
