@@ -222,6 +222,9 @@ KEYS: tuple[Key, ...] = (
         "an HTTP/2 watch connection silent this long gets a PING", show=_seconds),
     Key("http2_ping_timeout", f.duration(minimum=0.01),
         "a PING unanswered this long drops the connection", show=_seconds),
+    Key("tcp_keepalive", f.duration(allow_zero=True),
+        "a watch connection's TCP keepalive, idle then between probes, as client-go's dialer "
+        "(whole seconds); 0: off", show=_seconds),
     Key("watch_blind_after", f.duration(minimum=0.001),
         "a heartbeat unseen this long after its write makes a watch blind", show=_seconds),
     Key("watch_max_event", f.size, "a watch event past this size ends the watch", show=_size),

@@ -104,6 +104,7 @@ class Config:
     watch_backoff_reset: float = 120.0
     http2_read_idle_timeout: float = 30.0  # HTTP2_READ_IDLE_TIMEOUT_SECONDS
     http2_ping_timeout: float = 15.0  # HTTP2_PING_TIMEOUT_SECONDS
+    tcp_keepalive: float = 30.0  # client-go's dialer: a watch's dead flow, found by TCP
     watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
     watch_max_event: int = 4 * MIB
     lb_settings: LBSettings | None = None  # None: the platform's row of `core.budgets`

@@ -142,6 +142,7 @@ class WatchRun:
                 timeout=config.timeout,
                 read_idle=config.http2_read_idle_timeout,
                 ping_timeout=config.http2_ping_timeout,
+                keepalive=config.tcp_keepalive or None,
                 limits=StreamLimits(max_line=config.watch_max_event),
             ),
             f"{name} watch",

@@ -73,6 +73,7 @@ class WatchTarget:
     timeout: float = 5.0  # a LIST's or a write's deadline, and a watch's to start
     read_idle: float = 30.0  # HTTP2_READ_IDLE_TIMEOUT_SECONDS
     ping_timeout: float = 15.0  # HTTP2_PING_TIMEOUT_SECONDS
+    keepalive: float | None = 30.0  # client-go's dialer's TCP keepalive; None: off
     stall: float = 30.0  # an event begun must end within this
     limits: StreamLimits = field(default_factory=StreamLimits)
 
@@ -83,7 +84,8 @@ class WatchClient:
         url = urllib.parse.urlsplit(target.url)
         if url.scheme != "https" or not url.hostname:
             raise ValueError(f"{target.url}: not an https URL")
-        self._endpoint = Endpoint(url.hostname, url.port or 443, target.context, target.server_name)
+        self._endpoint = Endpoint(url.hostname, url.port or 443, target.context,
+                                  target.server_name, target.keepalive)  # fmt: skip
         self._agent = f"prober/{__version__} {name}"
         self._kept: Connection | None = None  # HTTP/2: shared by this stream's calls
         self._health: asyncio.Task[None] | None = None

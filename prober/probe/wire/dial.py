@@ -20,6 +20,9 @@ class Endpoint:
     port: int
     context: ssl.SSLContext
     server_name: str | None = None  # SNI and the name verified, when not the host
+    # TCP keepalive (seconds idle, then between probes, 9 probes), as Go's dialer sets its
+    # KeepAlive: client-go's 30 s is what ends a watch on a flow an LB dropped silently.
+    keepalive: float | None = None
 
     @property
     def authority(self) -> str:
@@ -55,7 +58,7 @@ async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Conne
     for host, port in addresses:
         protocol = Connection()
         try:
-            await loop.create_connection(
+            transport, _ = await loop.create_connection(
                 lambda p=protocol: p,  # type: ignore[misc]
                 host,
                 port,
@@ -63,6 +66,8 @@ async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Conne
                 server_hostname=endpoint.server_name or endpoint.host,
                 ssl_handshake_timeout=None,  # the probe's own deadline governs
             )
+            if endpoint.keepalive:
+                _keep_alive(transport.get_extra_info("socket"), endpoint.keepalive)
         except (OSError, ssl.SSLError) as exc:
             failure = _connect_failure(exc)
             if failure.kind is not ConnectFailure.REFUSED:
@@ -76,6 +81,18 @@ async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Conne
         return protocol
     assert failure is not None
     raise failure
+
+
+KEEPALIVE_PROBES = 9  # Go's, and Linux's default
+
+
+def _keep_alive(sock: socket.socket, seconds: float) -> None:
+    """Keepalive probes after `seconds` idle, then every `seconds`, as Go's dialer does."""
+    whole = max(1, round(seconds))  # the kernel counts whole seconds
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, whole)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, whole)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
 
 
 def _connect_failure(exc: BaseException) -> ConnectFailed:
