@@ -17,6 +17,7 @@ kernel resets a killed process's connections); seen under CPU load, where that g
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from prober.audit.event import Line
 from prober.audit.files import discover, read_lines
-from prober.core.models import LB, ErrorClass, Sample
+from prober.core.models import LB, ErrorClass, Sample, parse_rfc3339
 from prober.lab.daemons import REQUEST_TIMEOUT
 
 CLOCK_SLACK = 0.1  # seconds: the daemon's and the lab's wall clocks, compared
@@ -37,6 +38,7 @@ class AnsweredCheck:
     cut_by_lb: int = 0  # answered, then lost to an LB that resets connections
     cut_by_crash: int = 0  # answered, then lost when its server was killed
     unanswered: Counter[str] = field(default_factory=Counter)  # failed, no 2xx: by class
+    too_late: int = 0  # answered 2xx after the client had given up: its timeout was right
 
     def describe(self) -> str:
         resent = ", ".join(f"{n} {why}" for why, n in sorted(self.retried.items())) or "none"
@@ -47,7 +49,8 @@ class AnsweredCheck:
             f"failed requests no server answered: {never}; failed requests a server answered "
             f"(2xx in its audit log): {len(self.answered_failed)} lost by the client, "
             f"{self.cut_by_lb} cut by an LB resetting its connections, {self.cut_by_crash} by "
-            f"a crash or a lost node; sent again once, as Go's transport would: {resent}"
+            f"a crash or a lost node, {self.too_late} answered after the client had given up; "
+            f"sent again once, as Go's transport would: {resent}"
         )
 
 
@@ -63,8 +66,13 @@ def check_answered(
     (its answers dropped, then its late answers to clients that had given up), in run
     seconds (the samples' `t`)."""
     failed = {s.audit_id: s for s in samples if s.failed and not s.held}
-    ids = _answered_ids(cluster, set(failed))
-    answered = [s for a, s in failed.items() if a in ids]
+    completed = _answered_ids(cluster, set(failed))
+    ids = set(completed)
+    # Answered after the client had given up (its deadline came first): a timeout that was
+    # right, whatever the server did next (a restarted kube-apiserver listens seconds before
+    # it serves, and answers the connections queued meanwhile).
+    too_late = [s for a, s in failed.items() if a in ids and completed[a] > _gave_up(s)]
+    answered = [s for a, s in failed.items() if a in ids and s not in too_late]
     by_lb = [s for s in answered if s.lb in resetting]
     cuts = [*((c, c) for c in crashes), *losses]
     by_crash = [s for s in answered if s.lb not in resetting and _in_flight(s, cuts)]
@@ -76,8 +84,14 @@ def check_answered(
     retried = Counter(s.retried for s in samples if s.retried and not s.held)
     unanswered = Counter(str(s.error) for a, s in failed.items() if a not in ids)
     return AnsweredCheck(
-        lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash), unanswered=unanswered
-    )
+        lost, retried, cut_by_lb=len(by_lb), cut_by_crash=len(by_crash), unanswered=unanswered,
+        too_late=len(too_late),
+    )  # fmt: skip
+
+
+def _gave_up(sample: Sample) -> float:
+    """When the client stopped waiting (wall time), and the clocks' slack."""
+    return parse_rfc3339(sample.ts) + sample.dur + CLOCK_SLACK
 
 
 def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:
@@ -96,9 +110,10 @@ def _in_flight(sample: Sample, cuts: Collection[tuple[float, float]]) -> bool:
     return any(start <= cut_end and cut_start <= end for cut_start, cut_end in cuts)
 
 
-def _answered_ids(cluster: Path, wanted: set[str]) -> set[str]:
-    """Of the `wanted` audit IDs, those some apiserver answered with a 2xx."""
-    found: set[str] = set()
+def _answered_ids(cluster: Path, wanted: set[str]) -> dict[str, float]:
+    """Of the `wanted` audit IDs, those some apiserver answered with a 2xx, each with when
+    its answer was complete (wall time; the event's `stageTimestamp`)."""
+    found: dict[str, float] = {}
     if not wanted:
         return found
     families, _notes = discover([cluster])
@@ -108,8 +123,8 @@ def _answered_ids(cluster: Path, wanted: set[str]) -> set[str]:
     return found
 
 
-def _answered_in(lines: Iterable[Line], wanted: set[str]) -> set[str]:
-    found = set()
+def _answered_in(lines: Iterable[Line], wanted: set[str]) -> dict[str, float]:
+    found: dict[str, float] = {}
     for line in lines:
         if not isinstance(line, bytes):
             continue  # longer than any audit event we write: skipped by the reader
@@ -122,5 +137,8 @@ def _answered_in(lines: Iterable[Line], wanted: set[str]) -> set[str]:
             continue
         code = (event.get("responseStatus") or {}).get("code")
         if isinstance(code, int) and 200 <= code < 300:
-            found.add(audit_id)
+            try:
+                found[audit_id] = parse_rfc3339(str(event.get("stageTimestamp")))
+            except ValueError:
+                found[audit_id] = -math.inf  # no time: counted as an answer in time
     return found

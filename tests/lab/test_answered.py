@@ -39,8 +39,8 @@ def test_a_failure_the_server_answered_with_a_2xx_is_named(tmp_path: Path) -> No
     assert check.describe() == (
         "failed requests no server answered: 1 connect_refused, 1 retry_after; failed "
         "requests a server answered (2xx in its audit log): 1 lost by the client, 0 cut by "
-        "an LB resetting its connections, 0 by a crash or a lost node; sent again once, as "
-        "Go's transport would: 1 goaway"
+        "an LB resetting its connections, 0 by a crash or a lost node, 0 answered after the "
+        "client had given up; sent again once, as Go's transport would: 1 goaway"
     )
     by_a_resetting_lb = check_answered([lost], tmp_path, resetting={lost.lb})
     assert (by_a_resetting_lb.answered_failed, by_a_resetting_lb.cut_by_lb) == ((), 1)
@@ -105,3 +105,21 @@ def test_a_resent_request_whose_first_answer_a_crash_cut_is_counted_apart(
     once = dataclasses.replace(resent, retried=None)  # not resent: the crash was before it
     check = check_answered([once], tmp_path, crashes=[9.8])
     assert (len(check.answered_failed), check.cut_by_crash) == (1, 0)
+
+
+def test_an_answer_after_the_client_gave_up_is_no_lost_answer(tmp_path: Path) -> None:
+    """A restarted kube-apiserver listens seconds before it serves: a request queued then
+    timed out at the client, and was answered after. The timeout was right."""
+    waited = fail(10.0, ErrorClass.TIMEOUT, dur=5.0)  # gave up at 00:00:15.0
+    lost = fail(20.0, ErrorClass.TIMEOUT, dur=5.0)  # answered before it gave up
+    lines = [
+        {"auditID": waited.audit_id, "stage": "ResponseComplete", "responseStatus": {"code": 200},
+         "stageTimestamp": "2026-11-30T00:00:15.300000Z"},
+        {"auditID": lost.audit_id, "stage": "ResponseComplete", "responseStatus": {"code": 200},
+         "stageTimestamp": "2026-11-30T00:00:24.000000Z"},
+    ]  # fmt: skip
+    (tmp_path / "master-0").mkdir()
+    (tmp_path / "master-0" / "audit.log").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    check = check_answered([waited, lost], tmp_path)
+    assert check.too_late == 1
+    assert check.answered_failed == (f"{lost.stream}: timeout (timeout)",)
