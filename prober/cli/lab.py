@@ -28,6 +28,7 @@ examples:
   prober lab --platform gcp --prober-on master-0 --check   # GCP's hairpin, from a master
   prober lab --platform aws,gcp --compare-watch-grace 0s,25s --time-scale 0.2
   prober lab --scenario early-ready --early-for 1m --early-answer 403 --time-scale 0.05
+  prober lab --apiserver upstream --platform gcp --time-scale 0.2 --check   # `make upstream`
 
 Stands up three fake kube-apiservers behind real load balancers configured like the
 platform's LBs (pass-through nftables DNAT with conntrack in network namespaces, or HAProxy),
@@ -155,6 +156,14 @@ def register(sub: Subparsers) -> None:
         "pass-through as the clouds' LBs and kube-proxy are) or haproxy (a TCP proxy, as bare "
         "metal runs); default: kernel for aws, gcp, azure and none when the lab can make "
         "namespaces (root)",
+    )
+    parser.add_argument(
+        "--apiserver",
+        choices=("fake", "upstream"),
+        default="fake",
+        help="the apiservers: fake (the lab's own, fast and faultable: every scenario) or "
+        "upstream (kube-apiserver v1.37.2 with OpenShift's shutdown header, built by `make "
+        "upstream`: rollout, crash, slow-lb, node-loss) (fake)",
     )
     parser.add_argument(
         "--shutdowns",

@@ -17,13 +17,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from prober.core.durations import format_go_duration
 from prober.core.header import apiserver_id
 from prober.core.models import LB
+from prober.lab.backends import ApiserverBackend, Fake
 from prober.lab.certs import LabCA, ServerCertificate
+from prober.lab.endpoints import Follower
 from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
 from prober.lab.kernel import nftables
@@ -47,16 +48,9 @@ from prober.lab.nodeloss import Outage
 from prober.lab.platforms import PROXY_SYNC_AT, LBProfile, Platform
 from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
 
-LISTEN_TIMEOUT = 20.0
+READY_TIMEOUT = 60.0  # seconds from a start to ready: upstream's 2-4 s, a busy machine's more
 TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
-SYNTHETIC_WATCHES = 2000  # informer watches each apiserver holds (`apiserver.watches`)
-# kube-apiserver's periods, scaled with the run: bookmarks, etcd compaction, identity Lease
-BOOKMARK_INTERVAL, COMPACTION_INTERVAL, IDENTITY_RENEW = 60.0, 300.0, 10.0
-# How long an apiserver's post-start hooks keep /readyz failing after it listens, before
-# scaling. Not a measured figure: long enough that listening, the identity Lease's first
-# write and readiness going true are distinct instants at every scale the lab runs (a T1
-# taken from the wrong one shows), short beside every LB's add-back, which it delays.
-POST_START_HOOKS = 5.0
+IDENTITY_RENEW = 10.0  # kube-apiserver's identity Lease renew interval, before scaling
 
 
 @dataclass(slots=True)
@@ -97,6 +91,7 @@ class LabCluster:
     outages: list[Outage] = field(default_factory=list)  # each node that vanished
     nat_logs: list[NatLog] = field(default_factory=list)  # the kernel path's NATs' flows
     restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
+    backend: ApiserverBackend = field(default_factory=Fake)  # its apiservers (`lab.backends`)
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -109,6 +104,7 @@ class LabCluster:
         names = ["localhost", "127.0.0.1", "api.lab.test", "api-int.lab.test"]
         names += lab_addresses(self.servers)
         self._cert = ca.issue("apiserver", names)
+        self.backend.prepare(self)
         if self.kernel:
             self.network = LabNetwork(self.servers)
             await self.network.start()
@@ -130,13 +126,40 @@ class LabCluster:
             self.lbs[profile.lb] = self._make_lb(profile)
         await asyncio.gather(*(lb.start(self.group) for lb in self.lbs.values()))
         await asyncio.gather(*(self._wait_serving(s, since=0.0) for s in self.apiservers))
+        if self.backend.endpoints:
+            await self._follow_endpoints()
+
+    @property
+    def cert(self) -> ServerCertificate:
+        assert self._cert is not None, "issued as the cluster starts"
+        return self._cert
+
+    @property
+    def token(self) -> str:
+        return TOKEN
+
+    async def _follow_endpoints(self) -> None:
+        """The service network after the apiservers' own endpoint reconciler
+        (`lab.endpoints`), from where the prober runs, at the proxies' sync delay."""
+        urls = [f"https://{s.address}:{s.port}" for s in self.apiservers]
+        argv = [sys.executable, "-m", "prober.lab.endpoints", str(self.ca_file),
+                str(self.token_file), *urls]  # fmt: skip
+        hostnames = {address(i): s.hostname for i, s in enumerate(self.apiservers)}
+        sync = self.platform.lb(LB.SERVICE_NETWORK).sync_delay * PROXY_SYNC_AT
+        follower = Follower(hostnames, sync, self._after, self._serving)
+        process = await self.group.start("endpoints", self.enter_client(argv), on_line=follower)
+        await process.wait_for_line(lambda line: '"ready"' in line, READY_TIMEOUT)
+
+    async def _serving(self, hostname: str, serving: bool) -> None:
+        await self.lbs[LB.SERVICE_NETWORK].set_serving(hostname, serving)
 
     async def _start_etcd(self) -> None:
         data = self.workdir / "etcd"
+        binary = self.backend.etcd
         if self.network is not None:
-            self.etcd = LabEtcd(data, ETCD, self.network.router)
+            self.etcd = LabEtcd(data, ETCD, self.network.router, binary=binary)
         else:
-            self.etcd = LabEtcd(data)
+            self.etcd = LabEtcd(data, binary=binary)
         await self.etcd.start(self.group)
 
     async def _log_nats(self, network: LabNetwork) -> None:
@@ -147,35 +170,19 @@ class LabCluster:
         hostnames = {s.address: s.hostname for s in self.apiservers}
         vips = {f"{VIPS[lb]}:{API_PORT}": lb for lb in VIPS}
         service = {f"{CLUSTER_IP}:{SERVICE_PORT}": LB.SERVICE_NETWORK}
-        for name, namespace, addresses in (
-            ("router", network.router, vips),
-            ("client", network.client, service),
+        masters = frozenset(f"{s.address}:{s.port}" for s in self.apiservers)
+        for name, namespace, addresses, transit in (
+            ("router", network.router, vips, masters),
+            ("client", network.client, service, frozenset[str]()),
         ):
-            log = NatLog(name, addresses, hostnames)
+            log = NatLog(name, addresses, hostnames, transit)
             await log.start(self.group, namespace)
             self.nat_logs.append(log)
 
-    def _storage_flags(self) -> list[str]:
-        """etcd, and kube-apiserver's periods on the run's time scale."""
-        assert self.etcd is not None
-        scale = self.platform.time_scale
-
-        def period(seconds: float) -> str:
-            return format_go_duration(seconds * scale)
-
-        grace = format_go_duration(self.platform.watch_grace)  # scaled with the platform
-        return [
-            "--etcd-servers", self.etcd.endpoint,
-            "--synthetic-watches", str(SYNTHETIC_WATCHES),
-            "--watch-bookmark-interval", period(BOOKMARK_INTERVAL),
-            "--etcd-compaction-interval", period(COMPACTION_INTERVAL),
-            "--identity-lease-renew-interval", format_go_duration(self.identity_renew),
-            "--shutdown-watch-termination-grace-period", grace,
-            # the drain's floor of 200 per second, scaled with the grace period
-            "--watch-drain-min-qps", f"{200.0 / scale:g}",
-        ]  # fmt: skip
-
     def _make_lb(self, profile: LBProfile) -> LabLB:
+        if profile.check is not None and not self.backend.plain_health:
+            # No plain-HTTP /readyz to check (GCP's external LB's): over TLS instead.
+            profile = replace(profile, check=replace(profile.check, tls=True))
         if self.network is not None:
             targets = [Target(s.hostname, s.address, s.port, s.plain_port) for s in self.apiservers]
             return kernel_lb(profile, self.network, targets, self.workdir)
@@ -205,14 +212,14 @@ class LabCluster:
         host, port = self.lbs[lb].address
         return f"https://{host}:{port}"
 
-    def kubeconfig(self) -> Path:
-        """A kubeconfig for the lab's daemons, through the service network as a pod's is:
-        what they read the identity Leases with (`k8s.discovery.HostDecoder`)."""
-        path = self.workdir / "kubeconfig"
+    def kubeconfig(self, lb: LB = LB.SERVICE_NETWORK) -> Path:
+        """A kubeconfig through `lb`: the daemons', through the service network as a pod's
+        is, what they read the identity Leases with (`k8s.discovery.HostDecoder`); the
+        reference informers', one per LB (`lab.informers`)."""
+        name = "kubeconfig" if lb is LB.SERVICE_NETWORK else f"kubeconfig-{lb}"
+        path = self.workdir / name
         if not path.exists():
-            path.write_text(
-                kubeconfig(self.url(LB.SERVICE_NETWORK), self.ca_file, TOKEN), encoding="utf-8"
-            )
+            path.write_text(kubeconfig(self.url(lb), self.ca_file, TOKEN), encoding="utf-8")
         return path
 
     async def host_prober(self, server: Apiserver) -> Namespace:
@@ -228,42 +235,24 @@ class LabCluster:
         return node
 
     async def _launch(self, server: Apiserver) -> None:
-        assert self._cert is not None
         server.starts += 1
-        argv = [
-            sys.executable, "-m", "prober.lab.apiserver",
-            "--bind-address", server.address,
-            "--port", str(server.port),
-            "--plain-port", str(server.plain_port),
-            "--cert", str(self._cert.cert),
-            "--key", str(self._cert.key),
-            "--hostname", server.hostname,
-            "--shutdown-delay-duration", format_go_duration(self.platform.shutdown_delay),
-            "--token-file", str(self.token_file),
-            "--audit-log", str(server.workdir / "audit.log"),
-            "--truth", str(server.truth_path),
-            "--goaway-chance", str(self.goaway_chance),
-            "--post-start-hooks-duration", format_go_duration(self._post_start),
-            *self._storage_flags(),
-            *(self.restart_flags if server.starts > 1 else ()),
-        ]  # fmt: skip
+        launch = self.backend.launch(self, server)
+        argv = launch.argv
         name = f"{server.hostname}-{server.starts}"
         if server.node is not None:
             argv = server.node.enter(argv)
         # Tearing the lab down is not a shutdown to measure: stop apiservers with SIGKILL.
-        server.process = await self.group.start(name, argv, stop_signal=signal.SIGKILL)
+        server.process = await self.group.start(
+            name, argv, env=launch.env, on_line=launch.on_line, stop_signal=signal.SIGKILL
+        )
         # Ready, not only listening: an LB that started checking a server before its hooks
         # finished would take it out and back in before the run began.
-        await server.process.wait_for_line(_ready, LISTEN_TIMEOUT + self._post_start)
+        await server.process.wait_for_line(launch.ready, READY_TIMEOUT)
 
     @property
     def identity_renew(self) -> float:
         """How often each apiserver renews its identity Lease, on the run's time scale."""
         return IDENTITY_RENEW * self.platform.time_scale
-
-    @property
-    def _post_start(self) -> float:
-        return POST_START_HOOKS * self.platform.time_scale
 
     async def _wait_serving(self, server: Apiserver, since: float) -> None:
         """Until every health-checked LB routes to the server again."""
@@ -293,7 +282,7 @@ class LabCluster:
         sent = time.time()
         server.process.send_signal(signal.SIGTERM)
         sync = self.platform.lb(LB.SERVICE_NETWORK).sync_delay * PROXY_SYNC_AT
-        self._after(sync, lambda: self._remove(server))
+        self._stand_in(sync, server, serving=False)
         return sent
 
     async def kill(self, server: Apiserver, endpoint_ttl: float) -> float:
@@ -302,7 +291,7 @@ class LabCluster:
         sent = time.time()
         server.process.send_signal(signal.SIGKILL)
         self.crashes.append((server.hostname, sent))
-        self._after(endpoint_ttl, lambda: self._remove(server))
+        self._stand_in(endpoint_ttl, server, serving=False)
         return sent
 
     async def wait_exit(self, server: Apiserver, timeout: float) -> int:
@@ -318,6 +307,8 @@ class LabCluster:
         await asyncio.gather(self._wait_serving(server, since), self._endpoint_back(server))
 
     async def _endpoint_back(self, server: Apiserver) -> None:
+        if self.backend.endpoints:
+            return  # its own reconciler puts it back (`_follow_endpoints`)
         await asyncio.sleep(self.platform.lb(LB.SERVICE_NETWORK).sync_delay)
         await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, True)
 
@@ -329,7 +320,7 @@ class LabCluster:
         await server.node.run("nft", "-f", "-", stdin=nftables.blackhole())
         lost = time.time()
         self.outages.append(Outage(server.hostname, lost))
-        self._after(endpoint_ttl, lambda: self._remove(server))
+        self._stand_in(endpoint_ttl, server, serving=False)
         return lost
 
     async def restore(self, server: Apiserver) -> None:
@@ -348,8 +339,12 @@ class LabCluster:
         await self._wait_serving(server, since)
         await self._endpoint_back(server)
 
-    async def _remove(self, server: Apiserver) -> None:
-        await self.lbs[LB.SERVICE_NETWORK].set_serving(server.hostname, False)
+    def _stand_in(self, delay: float, server: Apiserver, *, serving: bool) -> None:
+        """The fake's endpoint reconciler and proxies: the server's endpoint in or out of
+        the service network `delay` seconds on. An apiserver that keeps its endpoint itself
+        needs none."""
+        if not self.backend.endpoints:
+            self._after(delay, lambda: self._serving(server.hostname, serving))
 
     def _after(self, delay: float, action: Callable[[], Awaitable[None]]) -> None:
         async def later() -> None:
@@ -391,13 +386,6 @@ def kubeconfig(server: str, ca_file: Path, token: str) -> str:
         },
         indent=2,
     ) + "\n"  # fmt: skip
-
-
-def _ready(line: str) -> bool:
-    try:
-        return bool(json.loads(line).get("event") == "ready")
-    except (ValueError, AttributeError):
-        return False
 
 
 __all__ = ["Apiserver", "LabCluster", "ProcessError"]

@@ -15,6 +15,8 @@ from typing import Any, TextIO, TypeVar
 from prober.common.exits import ExitCode
 from prober.lab import comparetable, lossblind, nodeloss, restarts, watchcheck
 from prober.lab.inbounds import LAB_RESULT, check_lab_run
+from prober.lab.informers import HEADERS as INFORMER_HEADERS
+from prober.lab.informers import Side
 from prober.lab.onnode import NodeResult
 from prober.lab.options import LabOptions
 from prober.lab.platforms import PLATFORMS
@@ -136,6 +138,16 @@ def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
             file=stdout,
         )
         print("\n".join(table(watchcheck.HEADERS, watchcheck.table_rows(result.watches))),
+              file=stdout)  # fmt: skip
+    if result.informers:
+        print("", file=stdout)
+        print(
+            "the daemon's watch streams beside client-go v0.37.2's informers on the same "
+            "heartbeat Lease, through the same LB (blind: a write not seen within the daemon's "
+            "threshold; watch-list: client-go's default sync; list: LIST first, as the daemon):",
+            file=stdout,
+        )
+        print("\n".join(table(INFORMER_HEADERS, [s.row() for s in result.informers])),
               file=stdout)  # fmt: skip
     for loss in result.losses:
         print("", file=stdout)
@@ -317,8 +329,18 @@ def to_json(result: LabResult) -> dict[str, Any]:
             for s in result.streams
         ],
         "node": None if result.node is None else node_json(result.node),
+        "informers": [_informer_json(s) for s in result.informers],
         "shutdowns": comparetable.shutdowns_json(result.results),
     }
+
+
+def _informer_json(side: Side) -> dict[str, Any]:
+    r = side.result
+    return {
+        "lb": str(side.lb), "protocol": str(side.protocol), "watcher": side.who,
+        "established": r.established, "ends": dict(r.ends), "relists": dict(r.relists),
+        "blind": r.blind, "lag_p99": r.lag(0.99),
+    }  # fmt: skip
 
 
 def node_json(node: NodeResult) -> dict[str, Any]:

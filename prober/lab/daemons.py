@@ -136,9 +136,11 @@ def daemon_config(
     quiet_floor: float = 0.0,
     default_workers: int = 2,
     on: Apiserver | None = None,
+    heartbeat: str = DAEMON,
 ) -> dict[str, object]:
     """`quiet_floor` and `default_workers` apply where the options say nothing; `on`: the
-    master the daemon runs on (its node, its localhost), else the client's stand-in."""
+    master the daemon runs on (its node, its localhost), else the client's stand-in;
+    `heartbeat`: its heartbeat Lease's name, its own (two writers of one Lease conflict)."""
     lbs = [*cluster.lbs, LB.LOCALHOST] if lbs is None else lbs
     scale = cluster.platform.time_scale
     quiet = options.quiet_interval
@@ -160,6 +162,7 @@ def daemon_config(
         "event_log_stdout": stdout,  # what a gather step collects: judged after an eviction
         "summary_interval": "10s",
         "labels": {"job": f"lab-{options.scenario}"},
+        "heartbeat": f"default/{heartbeat}",
         # The apiservers' nodes from their identity Leases, as in a cluster.
         "kubeconfig": str(cluster.kubeconfig()),
         **identity_settings(cluster.identity_renew),

@@ -1,4 +1,5 @@
-"""The lab's etcd: Debian's `etcd-server`, one member, its data under the run's out dir.
+"""The lab's etcd: Debian's `etcd-server` (or upstream's, `lab.upstream`), one member, its data
+under the run's out dir.
 
 The apiservers keep their objects in it, as kube-apiserver does. On the kernel path it runs in
 the router's namespace, on an address of the lab's range that every master reaches through its
@@ -23,7 +24,7 @@ CLIENT_PORT, PEER_PORT = 2379, 2380  # etcd's own ports, inside the router's nam
 
 
 def _ready(line: str) -> bool:
-    """etcd 3.4's zap logger says so once its client listener serves."""
+    """etcd's zap logger says so once its client listener serves (3.4 and 3.7 alike)."""
     try:
         return str(json.loads(line).get("msg", "")).startswith("serving client traffic")
     except (ValueError, AttributeError):
@@ -37,13 +38,14 @@ class LabEtcd:
     namespace: Namespace | None = None  # where it runs; None: the lab's own namespace
     process: ManagedProcess | None = None
     client_port: int = 0
+    binary: Path | None = None  # None: Debian's; upstream's 3.7 for upstream's apiservers
 
     @property
     def endpoint(self) -> str:
         return f"{self.address}:{self.client_port}"
 
     async def start(self, group: ProcessGroup) -> None:
-        binary = shutil.which("etcd")
+        binary = str(self.binary) if self.binary is not None else shutil.which("etcd")
         if binary is None:
             raise ProcessError("etcd: not installed (Debian package etcd-server)")
         if self.namespace is None:

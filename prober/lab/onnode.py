@@ -101,7 +101,8 @@ async def start_node_prober(
     node = await cluster.host_prober(server)
     run_out = out / hostname
     run_out.mkdir(parents=True, exist_ok=True)
-    config = daemon_config(cluster, options, run_out / "events.jsonl", lbs=PROBED, on=server)
+    config = daemon_config(cluster, options, run_out / "events.jsonl", lbs=PROBED, on=server,
+                           heartbeat=f"prober-on-{server.hostname}")  # fmt: skip
     config["watches"] = False  # requests only: the main daemon's watch streams are judged
     path = run_out / "prober.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

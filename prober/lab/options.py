@@ -33,3 +33,4 @@ class LabOptions:
     prober_on: str | None = None  # a second daemon on this master (`lab.onnode`)
     early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
     early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
+    apiserver: str = "fake"  # or "upstream": upstream's own kube-apiserver (`lab.backends`)

@@ -19,8 +19,10 @@ import yaml
 
 from prober.common.errors import UserError
 from prober.core.models import LB, StreamCounters
+from prober.core.watch import WATCH
 from prober.lab import nodeloss
 from prober.lab.answered import AnsweredCheck, check_answered
+from prober.lab.backends import ApiserverBackend, backend
 from prober.lab.cluster import LabCluster
 from prober.lab.compare import (
     TOLERANCE,
@@ -41,6 +43,7 @@ from prober.lab.daemons import (
 )
 from prober.lab.datapath import choose
 from prober.lab.eviction import EVICT_AT, PodLogJudgement, evict, judge_pod_logs, write_reports
+from prober.lab.informers import Informer, Side, differences, judge_informers, start_informers
 from prober.lab.instances import InstanceTruth, all_instances
 from prober.lab.lossblind import watched
 from prober.lab.nodeloss import NodeLoss
@@ -51,7 +54,7 @@ from prober.lab.platforms import PLATFORMS, Platform, as_built, slow_lb
 from prober.lab.policies import compare_control, control_event_log, start_control
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.restartcheck import RestartCheck, check_restarts, junit_problems
-from prober.lab.scenarios import EARLY_FOR, early_flags, play, wind_down
+from prober.lab.scenarios import EARLY_FOR, SCENARIOS, early_flags, play, wind_down
 from prober.lab.survival import ContainerFate, sampled_by_any, survival, unsampled_findings
 from prober.lab.survival import problems as survival_problems
 from prober.lab.truth import LbTruth, ShutdownTruth, lab_truth
@@ -94,6 +97,7 @@ class LabResult:
     instances: tuple[InstanceTruth, ...] = ()  # every apiserver process (`lab.instances`)
     lb_truth: tuple[LbTruth, ...] = ()  # each LB's state changes
     restarts: RestartCheck | None = None  # T1, add-back and early against the truth
+    informers: tuple[Side, ...] = ()  # upstream's: the daemon's watches beside client-go's
 
 
 def default_scale(platform: Platform) -> float:
@@ -143,6 +147,7 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
     if options.prober_on is not None:
         check_prober_on(options, hairpins_of(platform), kernel=kernel)
     restart_flags = _restart_flags(options, platform)
+    apiservers = _backend(options)
     out.mkdir(parents=True, exist_ok=True)
     if note is not None:
         _say(say, note)
@@ -158,14 +163,17 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             options.goaway_chance,
             kernel=kernel,
             restart_flags=restart_flags,
+            backend=apiservers,
         )
         pods: list[Pod] = []
         nodes: list[NodeRun] = []
+        informers: list[Informer] = []
         try:
-            load = await _measure(_Run(options, cluster, group, out, say, pods, nodes))
+            load = await _measure(_Run(options, cluster, group, out, say, pods, nodes, informers))
         finally:
             cluster.close()
-    result = _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods)
+    result = _judge(options, platform, cluster, out, event_log=event_log, load=load, pods=pods,
+                    informers=informers)  # fmt: skip
     for node in nodes:  # --prober-on
         judged = judge_node(node, cluster, tolerance=options.tolerance)
         result = dataclasses.replace(
@@ -176,6 +184,23 @@ async def run_lab(options: LabOptions, out: Path, say: object = print) -> LabRes
             written=(*result.written, *judged.written),
         )
     return result
+
+
+# What upstream's apiserver cannot play: the fake's knobs (a readiness that lies, a hang),
+# and the upgrade's kubelet, which runs the fake's probers as pods on fake nodes.
+FAKE_ONLY = ("early-ready", "upgrade")
+
+
+def _backend(options: LabOptions) -> ApiserverBackend:
+    if options.apiserver == "upstream":
+        if options.scenario in FAKE_ONLY:
+            raise LabError(
+                f"--scenario {options.scenario}: needs the fake apiserver's knobs; upstream's "
+                f"plays {', '.join(s for s in SCENARIOS if s not in FAKE_ONLY)}"
+            )
+        if options.evict or options.prober_on is not None:
+            raise LabError("--evict, --prober-on: with the fake apiserver only, for now")
+    return backend(options.apiserver)
 
 
 def _restart_flags(options: LabOptions, platform: Platform) -> tuple[str, ...]:
@@ -199,6 +224,7 @@ class _Run:
     say: object
     pods: list[Pod]  # the upgrade's prober pods, filled as they start
     nodes: list[NodeRun]  # --prober-on: the daemon on a master, once it started
+    informers: list[Informer]  # upstream's: client-go's informers beside the daemon
 
 
 async def _measure(run: _Run) -> Load:
@@ -219,12 +245,18 @@ async def _measure(run: _Run) -> Load:
     await wait_ready(daemon)
     control = None
     if options.control:
-        control_config = daemon_config(cluster, options, control_event_log(out))
+        control_config = daemon_config(
+            cluster, options, control_event_log(out), heartbeat="prober-control"
+        )
         control = await start_control(
             control_config, group, control_event_log(out), enter=cluster.enter_client
         )
     if options.prober_on is not None:
         run.nodes.append(await start_node_prober(cluster, options, group, out, options.prober_on))
+    binary = cluster.backend.informer
+    if binary is not None:
+        _say(say, "starting client-go's informers beside it, per LB, protocol and sync mode")
+        run.informers.extend(await start_informers(cluster, group, binary, ("default", DAEMON)))
     meter = CpuMeter(daemon.pid)
     meter.start()
     await asyncio.sleep(WARM_UP * platform.time_scale + 1.0)
@@ -253,7 +285,9 @@ async def _measure(run: _Run) -> Load:
 async def _measure_upgrade(run: _Run) -> Load:
     options, cluster = run.options, run.cluster
 
-    def config_for(lbs: tuple[LB, ...], stdout: str, event_log: Path) -> dict[str, object]:
+    def config_for(
+        lbs: tuple[LB, ...], stdout: str, event_log: Path, name: str
+    ) -> dict[str, object]:
         # Three daemons share the machine: see `upgrade.QUIET_FLOOR`.
         config = daemon_config(
             cluster,
@@ -263,6 +297,7 @@ async def _measure_upgrade(run: _Run) -> Load:
             stdout=stdout,
             quiet_floor=QUIET_FLOOR,
             default_workers=UPGRADE_WORKERS,
+            heartbeat=name,
         )
         return config | UPGRADE_BURSTS
 
@@ -292,6 +327,7 @@ def _judge(
     event_log: Path,
     load: Load,
     pods: Sequence[Pod],
+    informers: Sequence[Informer] = (),
 ) -> LabResult:
     shutdowns, lbs = lab_truth(cluster)
     if options.evict:
@@ -311,6 +347,8 @@ def _judge(
     watches = check_run(truths, analysis, offset, options.tolerance, joins=joins(cluster),
                         cuts=cuts(cluster, lbs))  # fmt: skip
     found += watches.problems
+    watchers = judge_informers(informers, out / "logs", analysis.replay.of_kind(WATCH), offset,
+                               analysis.replay.end_t)  # fmt: skip
     if options.scenario == "crash" and not analysis.replay.intervals:
         found.append("a crash should disrupt requests, and no disruption interval was seen")
     log, replay = analysis.log, analysis.replay
@@ -356,7 +394,7 @@ def _judge(
         tuple(results),
         tuple(found),
         tuple(written),
-        findings=(*findings(results), *watches.findings),
+        findings=(*findings(results), *watches.findings, *differences(watchers)),
         load=load,
         streams=last.streams if last is not None else (),
         tolerance=options.tolerance,
@@ -367,6 +405,7 @@ def _judge(
         instances=tuple(instances),
         lb_truth=tuple(lbs.values()),
         restarts=restarts,
+        informers=tuple(watchers),
     )
 
 

@@ -94,7 +94,7 @@ class Pod:
         return self.spec.workload
 
 
-ConfigFor = Callable[[tuple[LB, ...], str, Path], dict[str, object]]
+ConfigFor = Callable[[tuple[LB, ...], str, Path, str], dict[str, object]]
 
 
 class UpgradeLab:
@@ -133,7 +133,8 @@ class UpgradeLab:
         container = pod.logs.start_container()
         process_name = f"{pod.name}-{container.restart}"
         lbs = tuple(lb for lb in pod.spec.lbs if lb in {*self.cluster.lbs, LB.LOCALHOST})
-        config = self._config_for(lbs, pod.spec.stdout, self.out / f"{process_name}.jsonl")
+        event_log = self.out / f"{process_name}.jsonl"
+        config = self._config_for(lbs, pod.spec.stdout, event_log, pod.name)
         path = self.out / f"{process_name}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
 

@@ -30,9 +30,11 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/probe/leases"
 HEADERS = [("Authorization", f"Bearer {TOKEN}"), ("Accept", "application/json")]
 
 
-def lease(holder: str) -> bytes:
+def lease(holder: str, version: str | None = None) -> bytes:
+    """The Lease; an update names the version it goes over, as a Lease requires."""
+    metadata = {"name": "hb"} | ({} if version is None else {"resourceVersion": version})
     body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": "hb"}, "spec": {"holderIdentity": holder}}  # fmt: skip
+            "metadata": metadata, "spec": {"holderIdentity": holder}}  # fmt: skip
     return json.dumps(body).encode()
 
 
@@ -63,9 +65,10 @@ async def test_a_watch_read_event_by_event_with_puts_and_pings(
     assert (stream.status, stream.http_version) == (200, "HTTP/2" if http2 else "HTTP/1.1")
     for holder in ("b", "c"):
         put = await writer.request(
-            f"{LEASES}/hb", authority, HEADERS, method="PUT", body=lease(holder)
+            f"{LEASES}/hb", authority, HEADERS, method="PUT", body=lease(holder, version)
         )
         assert put.status == 200
+        version = json.loads(put.body)["metadata"]["resourceVersion"]
         line = await asyncio.wait_for(stream.next_line(), 10)
         assert line is not None
         event = json.loads(line)

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from prober.core.models import LB
-from prober.lab.cluster import SYNTHETIC_WATCHES, TOKEN, LabCluster
+from prober.lab.backends import SYNTHETIC_WATCHES
+from prober.lab.cluster import TOKEN, LabCluster
 from prober.lab.platforms import PLATFORMS
 from prober.lab.processes import ProcessGroup
 from prober.lab.scenarios import play

@@ -58,11 +58,18 @@ def heartbeat(config: dict[str, Any]) -> None:
         turn += 1
         try:
             try:
+                # Over the version last written: a Lease takes no update without one.
                 written = target.replace_namespaced_lease(NAME, namespace, body, _request_timeout=2)
             except ApiException as error:
-                if error.status != 404:
+                if error.status == 404:
+                    written = target.create_namespaced_lease(namespace, body, _request_timeout=2)
+                elif error.status in (409, 422):
+                    current = target.read_namespaced_lease(NAME, namespace, _request_timeout=2)
+                    body.metadata.resource_version = current.metadata.resource_version
+                    continue
+                else:
                     raise
-                written = target.create_namespaced_lease(namespace, body, _request_timeout=2)
+            body.metadata.resource_version = written.metadata.resource_version
             say(wrote=int(written.metadata.resource_version))
         except (ApiException, urllib3.exceptions.HTTPError, OSError):
             continue  # that LB sent us to a stopping server: the next one
