@@ -24,9 +24,10 @@ from prober.lab.restartcheck import rows_table
 from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
+from prober.report.counts import counts_text
 from prober.report.run_text import describe
 from prober.report.tables import seconds, table
-from prober.report.verdicts import Status
+from prober.report.verdicts import plural
 
 T = TypeVar("T")
 
@@ -80,23 +81,28 @@ def run_or_interrupted(work: Coroutine[Any, Any, T], out: Path, stderr: TextIO) 
 
 
 def verdict_line(result: LabResult) -> str:
-    """Both outcomes in one line, so that neither is read for the other: whether the
-    measurement held against the truth (what `--check` exits on), and what the LB verdicts of
-    junit.xml said of the LBs (a slow LB fails those by design, and the check still passes)."""
-    measured = "failed" if result.problems else "passed"
-    verdicts = result.analysis.verdicts
-    lbs = [v for v in verdicts if v.key is not None and v.status is Status.FAILED]
-    judged = [v for v in verdicts if v.key is not None and v.status is not Status.SKIPPED]
-    line = (
-        f"measurement against truth: {measured}; LB verdicts: {len(lbs)} failed of "
-        f"{len(judged)} judged"
-    )
+    """What the run proved, in one line, so that neither outcome is read for the other:
+    whether the measurement held against the truth (what `--check` exits on), and what
+    junit.xml's verdicts said of the LBs, in its counts (a slow LB fails those by design,
+    and the check still passes)."""
+    if result.problems:
+        measured = f"measurement failed ({plural(len(result.problems), 'check')} above)"
+    else:
+        inside = truths_inside(result)
+        measured = f"measurement passed ({plural(inside, 'truth')} inside their bounds)"
+    line = f"prober lab: {measured}; LB verdicts: {counts_text(result.analysis.verdicts)}"
     if result.node is None:
         return line
-    verdicts = result.node.analysis.verdicts
-    lbs = [v for v in verdicts if v.key is not None and v.status is Status.FAILED]
-    judged = [v for v in verdicts if v.key is not None and v.status is not Status.SKIPPED]
-    return f"{line}; on {result.node.hostname}: {len(lbs)} failed of {len(judged)} judged"
+    return f"{line}; on {result.node.hostname}: {counts_text(result.node.analysis.verdicts)}"
+
+
+def truths_inside(result: LabResult) -> int:
+    """The LB reactions whose truth the comparison found inside the measured bound."""
+    return sum(
+        row.truth is not None and row.outside(result.tolerance) is None
+        for shutdown in result.results
+        for row in shutdown.rows
+    )
 
 
 def _printer(stdout: TextIO) -> Any:

@@ -5,38 +5,39 @@
 where the rule held, failed where it broke, skipped where it is undecided or untested, and
 skipped where it broke on an LB whose settings reset established flows when it marks a server
 down (the AWS NLB's connection termination, HAProxy's `shutdown-sessions`): its connections
-opened before T0 are cut at its detection by design, which its budget test judges
-(`budget_verdicts`); the message says so, with the counts. So a default run on a platform
-whose LBs keep flows fails it only where a connection opened before the mark really failed.
+opened before T0 are cut at its detection by design, which the reset test judges
+(`reset_verdicts`); skipped too where the failures that broke it failed their own causes'
+tests (`causes`): a failed request is judged by one test. The message says which.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB
 from prober.report.documents import AgeFindingEntry, SummaryDocument
+from prober.report.reset_verdicts import NO_RESETS, RESETS_BY
 from prober.report.verdicts import Status, Verdict
 
 TWENTY_PERCENT = (
     "[sig-api-machinery] load-balancer/{lb} should fail only connections opened in the last "
     "20 % of the shutdown delay"
 )
-# What resets a platform's flows, in its own words (`core.budgets` cites the sources).
-RESETS_BY = {
-    "aws": "the NLB's connection termination on deregistration",
-    "metal": "HAProxy's on-marked-down shutdown-sessions",
-}
 
 
-def judge_ages(summary: SummaryDocument, profile: Platform | None) -> list[Verdict]:
-    """The 20 % rule's test per LB the section has a finding for."""
+def judge_ages(
+    summary: SummaryDocument, profile: Platform | None, judged: Sequence[Verdict] = ()
+) -> list[Verdict]:
+    """The 20 % rule's test per LB the section has a finding for; `judged`: the run's other
+    verdicts, whose failures it does not judge again."""
     section = summary.get("connection_ages")
     if section is None:
         return []
-    return [_verdict(f, profile) for f in section["findings"]]
+    return [_verdict(f, profile, judged) for f in section["findings"]]
 
 
-def _verdict(f: AgeFindingEntry, profile: Platform | None) -> Verdict:
+def _verdict(f: AgeFindingEntry, profile: Platform | None, judged: Sequence[Verdict]) -> Verdict:
     name = TWENTY_PERCENT.format(lb=f["lb"])
     rule, text = f["rule"], f["text"]
     observed = float(sum(f["breaking"].values()))
@@ -49,12 +50,26 @@ def _verdict(f: AgeFindingEntry, profile: Platform | None) -> Verdict:
     if profile is not None and any(p.lb is lb and p.flows is Flows.RESET for p in profile.lbs):
         how = RESETS_BY.get(profile.name, "by its settings")
         why = (
-            f"{text}. Not judged: on {profile.name} this LB resets established connections "
-            f"when it marks a server down ({how}), so connections opened before T0 are cut "
-            "at its detection by design; its budget test judges when"
+            f"{text}. Not judged here: on {profile.name} this LB resets established "
+            f"connections when it marks a server down ({how}), so connections opened before "
+            f"T0 are cut at its detection by design; those resets are judged by "
+            f"'{NO_RESETS.format(lb=lb)}'"
+        )
+        return Verdict(name, None, None, Status.SKIPPED, why, (text,), observed, 0.0)
+    others = [v.name for v in judged if v.status is Status.FAILED and _of_lb(v, lb)]
+    if others:
+        why = (
+            f"{text}. Not judged here: its failed requests are judged by their causes' tests, "
+            + "; ".join(f"'{n}'" for n in others)
         )
         return Verdict(name, None, None, Status.SKIPPED, why, (text,), observed, 0.0)
     return Verdict(name, None, None, Status.FAILED, text, (text,), observed, 0.0)
+
+
+def _of_lb(verdict: Verdict, lb: LB) -> bool:
+    return (verdict.key is not None and verdict.key[0] is lb) or f"load-balancer/{lb} " in (
+        verdict.name
+    )
 
 
 def explain_ages(summary: SummaryDocument) -> list[str]:

@@ -30,13 +30,12 @@ from prober.core.models import LB, Connection
 from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
 from prober.report.keys import Key, entry_key
-from prober.report.tables import bound
+from prober.report.tables import bound, secs
 from prober.report.verdicts import Status, Verdict, failures_in, same_node_only
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
 WITHIN_BUDGET = (
     PREFIX + " should stop routing to a shutting-down apiserver within its health-check budget"
-    " ({budget})"
 )
 DELAY_COVERS = PREFIX + " should be covered by the shutdown delay"
 LATE_MARK = 0.8  # upstream's late mark: only the delay's last 20 % may see new connections
@@ -78,7 +77,7 @@ class Reaction:
         return (
             f"{self.stream['stream']}: apiserver {w['host']} still got requests "
             f"{self.value:.2f} s {bound(self.lo, self.hi)} after its /readyz went false "
-            f"({t0}, delay {w['delay']:g} s"
+            f"({t0}, delay {secs(w['delay'])}"
             + (f"; failed in its window: {failed}" if failed else "")
             + f"; {link(window_anchor(self.number))})"
         )
@@ -114,9 +113,9 @@ def _reactions(summary: SummaryDocument, key: Key) -> Iterator[Reaction]:
                 yield reaction
 
 
-def _name(template: str, key: Key, budget: str = "") -> str:
+def _name(template: str, key: Key) -> str:
     lb, protocol, connection = key
-    return template.format(lb=lb, protocol=protocol, connection=connection, budget=budget)
+    return template.format(lb=lb, protocol=protocol, connection=connection)
 
 
 def _precondition(
@@ -136,15 +135,16 @@ def budget_of(profile: Platform, lb: LB, connection: Connection) -> tuple[float,
     settings = profile.lb(lb)
     if connection is Connection.NEW or settings.flows is Flows.RESET:
         if settings.check is None:
-            return settings.stop_routing, f"its proxies' sync delay {settings.sync_delay:g} s"
+            return settings.stop_routing, f"its proxies' sync delay {secs(settings.sync_delay)}"
         c = settings.check
-        how = f"interval {c.interval:g} s, {c.fall} unhealthy checks, timeout {c.timeout:g} s" + (
-            "" if connection is Connection.NEW else ", then it resets kept connections"
+        how = (
+            f"interval {secs(c.interval)}, {c.fall} unhealthy checks, timeout {secs(c.timeout)}"
+            + ("" if connection is Connection.NEW else ", then it resets kept connections")
         )
         return settings.stop_routing, how
     return profile.kept_budget(lb), (
         f"it keeps established connections: until the server closes them, "
-        f"graceful termination {profile.graceful_termination:g} s"
+        f"graceful termination {secs(profile.graceful_termination)}"
     )
 
 
@@ -152,15 +152,15 @@ def _budget(
     summary: SummaryDocument, key: Key, profile: Platform | None, reactions: list[Reaction]
 ) -> Verdict:
     if profile is None:
-        skip = _precondition(summary, key, profile, _name(WITHIN_BUDGET, key, "none known"))
+        skip = _precondition(summary, key, profile, _name(WITHIN_BUDGET, key))
         assert skip is not None
         return skip
     budget, how = budget_of(profile, key[0], key[2])
-    name = _name(WITHIN_BUDGET, key, f"{budget:g} s on {profile.name}")
+    name = _name(WITHIN_BUDGET, key)
     skip = _precondition(summary, key, profile, name)
     if skip is not None:
         return skip
-    said = f"budget {budget:g} s on {profile.name} ({how})"
+    said = f"budget {secs(budget)} on {profile.name} ({how})"
     over = [r for r in reactions if r.lo is not None and r.lo > budget]
     if over:
         worst = max(over, key=lambda r: r.value)
@@ -193,7 +193,7 @@ def _coverage(
     for r in reactions:
         delay, error = delay_of(r.window, profile)
         mark = LATE_MARK * delay
-        said = f"80 % of the {delay:g} s delay" + (f" (± {error:g} s)" if error else "")
+        said = f"80 % of the {secs(delay)} delay" + (f" (± {secs(error)})" if error else "")
         judged.append((r, mark, f"{said} is {mark:.2f} s"))
     over = [(r, m, s) for r, m, s in judged if r.hi is not None and r.hi > m]
     over += [(r, m, s) for r, m, s in judged if r.hi is None and r.lo is not None and r.lo > m]
@@ -232,11 +232,11 @@ def explain(
         parts = [f"{summary['platform']} {lb} {protocol} {connection}: {_reacted(summary, key)}"]
         if profile is not None:
             budget, how = budget_of(profile, lb, connection)
-            name = _name(WITHIN_BUDGET, key, f"{budget:g} s on {profile.name}")
-            parts.append(f"budget {budget:g} s ({how}): {_word(status.get(name))}")
+            name = _name(WITHIN_BUDGET, key)
+            parts.append(f"budget {secs(budget)} ({how}): {_word(status.get(name))}")
             if connection is Connection.NEW and summary["windows"]:
                 delay, error = delay_of(summary["windows"][0], profile)
-                shown = f"{delay:g} s" + (f" ± {error:g} s" if error else "")
+                shown = f"{secs(delay)}" + (f" ± {secs(error)}" if error else "")
                 outcome = _word(status.get(_name(DELAY_COVERS, key)))
                 parts.append(f"80 % of the {shown} delay: {outcome}")
         failures = sum(

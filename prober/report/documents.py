@@ -82,6 +82,8 @@ class IntervalEntry(TypedDict):
     # schema 2.5: false where every failure in it was an answer with Retry-After that
     # client-go's retries got through: no client felt it (`core.perceived.Felt`)
     felt: NotRequired[bool]
+    early: NotRequired[int]  # schema 3: its early failures (`core.instances`)
+    cause: NotRequired[str]  # schema 3: `report.causes.Cause`
 
 
 class RetryAfterEntry(TypedDict):
@@ -143,10 +145,25 @@ class EndedEntry(TypedDict):
 
 class VerdictEntry(TypedDict):
     name: str
-    status: str  # passed, failed, skipped
+    status: str  # passed, failed, skipped, by-design (junit.xml: failed, then passed)
     message: str
     observed: float | None
     allowed: float | None
+    lb: NotRequired[str | None]  # schema 3: what it judges, None where not one of them
+    protocol: NotRequired[str | None]
+    connection: NotRequired[str | None]  # `watch` for a watch stream's tests
+    cause: NotRequired[str | None]  # of the failed requests it judges (`report.causes`)
+
+
+class CountsEntry(TypedDict):
+    """junit.xml's counts: its testcases by outcome; `by_design`: of the failed, those
+    failed and then passed, as a known flake (schema 3)."""
+
+    tests: int
+    failed: int
+    passed: int
+    skipped: int
+    by_design: int
 
 
 class AgeRowEntry(StreamFields):
@@ -183,7 +200,7 @@ class ConnectionAgesSection(TypedDict):
 
 
 class SummaryDocument(TypedDict):
-    v: Literal[1, 2]
+    v: Literal[1, 2, 3]
     run_id: str
     started: NotRequired[str]  # RFC 3339, the run's start; summaries before the export had none
     platform: str
@@ -194,6 +211,7 @@ class SummaryDocument(TypedDict):
     ended: NotRequired[EndedEntry]  # schema 2.2: how the run ended
     verdicts: NotRequired[list[VerdictEntry]]  # schema 2.3: every test junit.xml reports
     explained: NotRequired[list[str]]  # schema 2.3: one line per LB, why its numbers are so
+    counts: NotRequired[CountsEntry]  # schema 3: junit.xml's counts
     retry_after: NotRequired[dict[str, RetryAfterEntry]]  # schema 2.4: by stream
     apiservers: NotRequired[dict[str, str]]  # schema 2.5: APIServerID -> node, as learnt
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart

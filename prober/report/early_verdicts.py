@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from prober.core.models import LB
+from prober.report.causes import Cause
 from prober.report.documents import SummaryDocument
 from prober.report.restarts import RestartLBEntry
-from prober.report.verdicts import Status, Verdict
+from prober.report.verdicts import Status, Verdict, plural
 
 BEFORE_IT_CAN_SERVE = (
     "[sig-api-machinery] load-balancer/{lb} should not route to an apiserver before it can serve"
@@ -34,10 +35,12 @@ def _verdict(e: RestartLBEntry) -> Verdict:
     observed = float(e["early"])
     if e["early"]:
         message = (
-            f"{e['early']} requests failed on an apiserver it sent them to in its first seconds "
-            f"after /readyz went true: {e['text']}"
+            f"{plural(e['early'], 'request')} {Cause.EARLY.words} (cause {Cause.EARLY}): it "
+            f"sent them in the apiserver's first seconds after /readyz went true: {e['text']}"
         )
-        return Verdict(name, None, None, Status.FAILED, message, (e["text"],), observed, 0.0)
+        return Verdict(
+            name, None, None, Status.FAILED, message, (e["text"],), observed, 0.0, str(Cause.EARLY)
+        )
     if not e["taken_back"]:
         message = f"it took no restarted apiserver back in the run: {e['text']}"
         return Verdict(name, None, None, Status.SKIPPED, message, (), observed, 0.0)

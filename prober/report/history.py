@@ -16,7 +16,7 @@ from prober.report.errors import BadInput
 from prober.report.jsonio import read_json
 from prober.report.keys import Key, parse_key
 
-KNOWN_VERSIONS = (1, 2)  # v1: no bounds
+KNOWN_VERSIONS = (1, 2, 3)  # v1: no bounds; v3: causes, verdict keys and counts
 _T = TypeVar("_T")
 
 
@@ -109,7 +109,8 @@ def summary_version(path: Path, doc: Mapping[str, object]) -> int:
     """The schema version of a summary this reader knows, or BadInput naming it."""
     version = doc.get("v")
     if type(version) is not int or version not in KNOWN_VERSIONS:  # not True, not 2.0
-        known = " and ".join(str(v) for v in KNOWN_VERSIONS)
+        *rest, last = (str(v) for v in KNOWN_VERSIONS)
+        known = f"{', '.join(rest)} and {last}"
         raise BadInput(f"{path}: summary version {version!r:.40}, this reader knows {known}")
     return version
 

@@ -154,7 +154,7 @@ def _disruption(worst: WorstEntry) -> str:
 def _verdict_cells(verdicts: Sequence[Verdict]) -> str:
     if not verdicts:
         return "<td>-</td>"
-    order = {"failed": 0, "skipped": 1, "passed": 2}
+    order = {"failed": 0, "by-design": 1, "skipped": 2, "passed": 3}
     shown = sorted(verdicts, key=lambda v: order[v.status])[0]
     return status_cell(shown.status, shown.message)
 

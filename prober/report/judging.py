@@ -3,23 +3,26 @@ judged against it and what its LBs promise, into its summary (`verdicts`, `expla
 
 The tests, in the order junit.xml lists them: stop routing and availability against the
 history (`verdicts`), the watches (`watch_verdicts`), the health-check budgets and the delay
-(`budget_verdicts`), the 20 % rule (`age_verdicts`), the other edge of a restart
-(`early_verdicts`), and the whole run recorded (`run_verdict`).
+(`budget_verdicts`), the LB's resets (`reset_verdicts`), the 20 % rule (`age_verdicts`),
+the other edge of a restart (`early_verdicts`), and the whole run recorded (`run_verdict`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from prober.core.budgets import Platform
 from prober.report.age_verdicts import explain_ages, judge_ages
 from prober.report.budget_verdicts import explain, judge_budgets
-from prober.report.documents import SummaryDocument, VerdictEntry
+from prober.report.counts import counts
+from prober.report.documents import CountsEntry, SummaryDocument, VerdictEntry
 from prober.report.early_verdicts import edges_line, explain_restarts, judge_early
+from prober.report.reset_verdicts import judge_resets
 from prober.report.run_verdict import whole_run
 from prober.report.thresholds import Thresholds, load_thresholds
-from prober.report.verdicts import Verdict, judge
+from prober.report.verdicts import Status, Verdict, judge
 from prober.report.watch_verdicts import WatchAllowed, judge_watches
 
 
@@ -51,7 +54,8 @@ def judge_run(
         )
     verdicts = judge(summary, history) + judge_watches(summary.get("watches"), watch_allowed)
     verdicts += judge_budgets(summary, promised)
-    verdicts += judge_ages(summary, promised)
+    verdicts += judge_resets(summary, promised)
+    verdicts += judge_ages(summary, promised, verdicts)
     verdicts += judge_early(summary)
     verdicts += whole_run(summary)
     summary["verdicts"] = [verdict_entry(v) for v in verdicts]
@@ -60,14 +64,37 @@ def judge_run(
         *explain_ages(summary),
         *explain_restarts(summary),
     ]
+    summary["counts"] = counts_entry(verdicts)
     return Judged(verdicts, warnings, edges_line(verdicts))
 
 
 def verdict_entry(verdict: Verdict) -> VerdictEntry:
+    """A verdict as summary.json lists it: its test's name and what it judged, by field."""
+    lb, protocol, connection = (None, None, None) if verdict.key is None else verdict.key
+    named = _LB_IN_NAME.search(verdict.name)
     return {
         "name": verdict.name,
         "status": verdict.status.value,
         "message": verdict.message,
         "observed": verdict.observed,
         "allowed": verdict.allowed,
+        "lb": str(lb) if lb is not None else (named.group(1) if named else None),
+        "protocol": None if protocol is None else str(protocol),
+        "connection": None if connection is None else str(connection),
+        "cause": verdict.cause,
     }
+
+
+def counts_entry(verdicts: list[Verdict]) -> CountsEntry:
+    """junit.xml's counts (`junit.counts`), for summary.json's top level."""
+    c = counts(verdicts)
+    return {
+        "tests": c[Status.FAILED] + c[Status.PASSED] + c[Status.SKIPPED],
+        "failed": c[Status.FAILED],
+        "passed": c[Status.PASSED],
+        "skipped": c[Status.SKIPPED],
+        "by_design": c[Status.BY_DESIGN],
+    }
+
+
+_LB_IN_NAME = re.compile(r"load-balancer/(\S+) ")

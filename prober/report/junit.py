@@ -13,15 +13,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from prober.report.counts import cases
 from prober.report.verdicts import Status, Verdict
 
 SUITE = "prober"
 
 
 def junit_xml(verdicts: Sequence[Verdict], properties: Mapping[str, str]) -> bytes:
-    counts = Counter(v.status for v in verdicts)
+    written = [case for verdict in verdicts for case in cases(verdict)]
+    counts = Counter(status for _, status in written)
     totals = {
-        "tests": str(len(verdicts)),
+        "tests": str(len(written)),
         "failures": str(counts[Status.FAILED]),
         "errors": "0",
         "skipped": str(counts[Status.SKIPPED]),
@@ -32,16 +34,16 @@ def junit_xml(verdicts: Sequence[Verdict], properties: Mapping[str, str]) -> byt
     props = ET.SubElement(suite, "properties")
     for name, value in properties.items():
         ET.SubElement(props, "property", {"name": name, "value": value})
-    for verdict in verdicts:
+    for verdict, status in written:
         case = ET.SubElement(
             suite, "testcase", {"name": verdict.name, "classname": SUITE, "time": "0"}
         )
-        if verdict.status is Status.FAILED:
+        if status is Status.FAILED:
             failure = ET.SubElement(
                 case, "failure", {"message": verdict.message, "type": "Failure"}
             )
             failure.text = "\n".join(verdict.details or (verdict.message,))
-        elif verdict.status is Status.SKIPPED:
+        elif status is Status.SKIPPED:
             ET.SubElement(case, "skipped", {"message": verdict.message})
         else:
             ET.SubElement(case, "system-out").text = verdict.message

@@ -9,6 +9,7 @@ from typing import Any
 
 from prober.report.age_tables import age_lines
 from prober.report.analysis import RunAnalysis
+from prober.report.counts import counts_text
 from prober.report.restart_table import restart_lines
 from prober.report.samenode_tables import same_node_lines
 from prober.report.tables import bounded, seconds, table
@@ -106,6 +107,9 @@ def describe(analysis: RunAnalysis) -> list[str]:
     for verdict in analysis.verdicts:
         if verdict.status is Status.FAILED:
             lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
+        elif verdict.status is Status.BY_DESIGN:
+            lines += ["", f"BY DESIGN {verdict.name}", *(f"  {d}" for d in verdict.details)]
+    lines += ["", f"verdicts (junit.xml): {counts_text(analysis.verdicts)}"]
     return lines
 
 

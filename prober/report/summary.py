@@ -1,6 +1,6 @@
-"""`summary.json`: what one run measured (schema v2; docs/ARCHITECTURE.md, "summary.json").
+"""`summary.json`: what one run measured (schema v3; docs/ARCHITECTURE.md, "summary.json").
 
-    {"v": 2, "run_id", "platform", "started",
+    {"v": 3, "run_id", "platform", "started",
      "windows": [{"host", "node", "delay", "t0", "t0_lo", "t0_hi", "closed_by",
                   "streams": [{"stream", "lb", "protocol", "connection", "late",
                                "max_elapsed", "reaction", "reaction_lo", "reaction_hi",
@@ -63,6 +63,7 @@ from prober.core.models import Interval, LogRecord, StreamId, Window
 from prober.core.numbers import micro_floats
 from prober.core.perceived import Retried
 from prober.core.watch import WATCH
+from prober.report.causes import decide
 from prober.report.connection_ages import ages_section
 from prober.report.documents import (
     EndedEntry,
@@ -81,7 +82,7 @@ from prober.report.restarts import shutting_label
 from prober.report.runs import RunLog
 from prober.report.watches import watches_section
 
-SUMMARY_VERSION: Final = 2
+SUMMARY_VERSION: Final = 3
 
 
 def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDocument, list[str]]:
@@ -118,6 +119,10 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     windows = [window_entry(w) for w in result.windows]
     for entry, window in zip(windows, result.windows, strict=True):
         entry["instance"] = shutting_label(window, result.instances)
+    for stream_entry in stream_entries:
+        lb = StreamId.parse(stream_entry["stream"]).lb
+        for listed in stream_entry["intervals"]:
+            listed["cause"] = decide(listed, lb, windows).value
     summary: SummaryDocument = {
         "v": SUMMARY_VERSION,
         "run_id": log.run.run_id,
@@ -215,8 +220,9 @@ def _copied(record: object, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def interval_entry(i: Interval, felt: bool = True) -> IntervalEntry:
-    """`felt`: whether a client felt it (`core.perceived.Felt`)."""
-    return cast(IntervalEntry, {**_copied(i, _INTERVAL_FIELDS), "felt": felt})
+    """`felt`: whether a client felt it (`core.perceived.Felt`). Its cause is decided once
+    the windows are known (`build_summary`)."""
+    return cast(IntervalEntry, {**_copied(i, _INTERVAL_FIELDS), "felt": felt, "early": i.early})
 
 
 def window_entry(w: Window) -> WindowEntry:

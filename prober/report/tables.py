@@ -22,6 +22,11 @@ def seconds(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f} s"
 
 
+def secs(value: float) -> str:
+    """Seconds in a sentence: two decimals, milliseconds below 0.1 s (`0.29 s`, `40 ms`)."""
+    return f"{value * 1000:.0f} ms" if 0 < abs(value) < 0.1 else f"{value:.2f} s"
+
+
 def bound(lo: float | None, hi: float | None, digits: int = 2) -> str:
     """Where a true value lies, in seconds: `[2.10, 2.62]`, `?` on a side nothing bounds."""
     return "[" + ", ".join("?" if v is None else f"{v:.{digits}f}" for v in (lo, hi)) + "]"

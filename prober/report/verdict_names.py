@@ -10,17 +10,14 @@ from collections.abc import Iterable
 
 from prober.core.models import LB
 from prober.report.age_verdicts import TWENTY_PERCENT
-from prober.report.budget_verdicts import DELAY_COVERS
+from prober.report.budget_verdicts import DELAY_COVERS, WITHIN_BUDGET
 from prober.report.run_verdict import WHOLE_RUN
 from prober.report.verdicts import Status, Verdict
 
 
 def is_budget_test(verdict: Verdict) -> bool:
     """One of `budget_verdicts`' tests (the tables show them in a column of their own)."""
-    return (
-        verdict.name.endswith(DELAY_COVERS.rsplit("}", 1)[1])
-        or " within its health-check budget (" in verdict.name
-    )
+    return verdict.name.endswith((DELAY_COVERS.rsplit("}", 1)[1], WITHIN_BUDGET.rsplit("}", 1)[1]))
 
 
 def age_statuses(verdicts: Iterable[Verdict]) -> dict[str, str]:

@@ -26,12 +26,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from prober.core.models import LB, Protocol
+from prober.report.tables import secs
 from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} watch"
-REESTABLISH = PREFIX + " should re-establish within {allowed:g} s"
+REESTABLISH = PREFIX + " should re-establish within its limit"
 NOT_DOOMED = PREFIX + " should not land on a shutting-down apiserver"
-NOT_BLIND = PREFIX + " should not be blind longer than {allowed:g} s"
+NOT_BLIND = PREFIX + " should not be blind longer than its limit"
 
 
 REESTABLISH_WITHIN = 5.0
@@ -102,18 +103,18 @@ def _reestablish(
     if worst > allowed:
         findings.append(
             f"a watch took {worst:.2f} s to re-establish after it ended (p50 {times['p50']:.2f} s"
-            f", p99 {times['p99']:.2f} s over {times['count']}); allowed {allowed:g} s"
+            f", p99 {times['p99']:.2f} s over {times['count']}); allowed {secs(allowed)}"
         )
     waiting = entry.get("unrestored")
     if waiting is not None and waiting > allowed:
         findings.append(
             f"a watch ended {waiting:.2f} s before the run's end was never re-established; "
-            f"allowed {allowed:g} s"
+            f"allowed {secs(allowed)}"
         )
         worst = max(worst, waiting)
     passed = (
         f"{ends} watch ends, re-established in at most {worst:.2f} s "
-        f"(p50 {times['p50'] or 0.0:.2f} s); allowed {allowed:g} s"
+        f"(p50 {times['p50'] or 0.0:.2f} s); allowed {secs(allowed)}"
     )
     return _verdict(name, key, entry, findings, passed, observed=worst, allowed=allowed)
 
@@ -149,14 +150,14 @@ def _blind(
     spells = [(a, b) for a, b in entry["blind"]]
     findings = [
         f"blind for {b - a:.2f} s from {a:.2f} s to {b:.2f} s (the heartbeat unseen past the "
-        f"blind threshold); allowed {allowed:g} s"
+        f"blind threshold); allowed {secs(allowed)}"
         for a, b in spells
         if b - a > allowed
     ]
     worst = max((b - a for a, b in spells), default=0.0)
     passed = (
-        f"{len(spells)} blind intervals, the longest {worst:.2f} s; allowed {allowed:g} s"
+        f"{len(spells)} blind intervals, the longest {worst:.2f} s; allowed {secs(allowed)}"
         if spells
-        else f"never blind; allowed {allowed:g} s"
+        else f"never blind; allowed {secs(allowed)}"
     )
     return _verdict(name, key, entry, findings, passed, observed=worst, allowed=allowed)

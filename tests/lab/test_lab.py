@@ -16,6 +16,7 @@ import json
 import re
 import signal
 import sys
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
@@ -149,7 +150,21 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     # The platform's LBs, as the lab builds them from its table, keep what they promise, but
     # for what the lab LB's own lag (a late or slowed check, on a busy machine) cost.
     assert unexplained_budget_failures(result) == []
-    assert "measurement against truth: passed; LB verdicts:" in verdict_line(result)
+    # The run's last line says what it proved, in junit.xml's own counts.
+    line = verdict_line(result)
+    match = re.fullmatch(
+        r"prober lab: measurement passed \((\d+) truths? inside their bounds\); LB verdicts: "
+        r"(\d+) tests, (\d+) failed, (\d+) passed, (\d+) skipped"
+        r"(?: \((\d+) of the failed by design, each passed again\))?",
+        line,
+    )
+    assert match is not None, line
+    suite = ET.parse(result.out / "junit.xml").getroot()
+    tests, failed, _, skipped = (int(match[i]) for i in (2, 3, 4, 5))
+    assert (tests, failed, skipped) == tuple(
+        int(suite.get(k, "")) for k in ("tests", "failures", "skipped")
+    )
+    assert int(match[1]) > 0
     # Reported as `prober lab --check` reports it: no estimate of its outputs (its printed
     # report and lab-result.json too) outside its bound (tests/lab/test_lab_bounds.py).
     assert report(result, io.StringIO()) == ()

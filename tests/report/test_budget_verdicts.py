@@ -68,12 +68,12 @@ def test_a_kept_connections_budget_follows_what_the_lb_does_to_flows(
 
 NAME = (
     "[sig-api-machinery] load-balancer/external-lb protocol/http1 connection/new should stop "
-    "routing to a shutting-down apiserver within its health-check budget (30 s on aws)"
+    "routing to a shutting-down apiserver within its health-check budget"
 )
-SAID = "budget 30 s on aws (interval 10 s, 2 unhealthy checks, timeout 10 s)"
+SAID = "budget 30.00 s on aws (interval 10.00 s, 2 unhealthy checks, timeout 10.00 s)"
 TEXT = (
     "kube-api-http1-external-lb-new-connections: apiserver h0 still got requests {} s {} after "
-    "its /readyz went false (T0 10.00 s, delay 129 s; report.html#window-1)"
+    "its /readyz went false (T0 10.00 s, delay 129.00 s; report.html#window-1)"
 )
 
 
@@ -107,7 +107,7 @@ def test_the_budget_test_fails_only_on_a_lower_bound_over_the_budget(
     assert (budget.name, budget.status, budget.message) == (NAME, status, message)
 
 
-COVERS = "80 % of the 129 s delay is 103.20 s"
+COVERS = "80 % of the 129.00 s delay is 103.20 s"
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_the_delay_is_the_exact_one_where_known_and_the_headers_else() -> None:
     assert delay_of(window, AWS) == (6.0, 0.5)  # the table's 129 s is not this cluster's
     assert delay_of(window, None) == (6.0, 0.5)
     _, coverage = judge_budgets(_summary(stream(), [(1.0, 0.9, 1.1)], delay=6.0), AWS)
-    assert "80 % of the 6 s delay (± 0.5 s) is 4.80 s" in coverage.message
+    assert "80 % of the 6.00 s delay (± 0.50 s) is 4.80 s" in coverage.message
 
 
 def test_kept_connections_get_one_test_and_new_ones_two() -> None:
@@ -177,6 +177,6 @@ def test_a_failure_says_where_to_look_when_and_what_failed() -> None:
     assert budget.message == (
         "kube-api-http1-external-lb-new-connections: apiserver h0 still got requests 31.00 s "
         "[30.20, 31.30] after its /readyz went false (T0 10.00 s = 2026-12-05T07:00:10.000000Z, "
-        "delay 129 s; failed in its window: connect_refused x7, connection_reset x2; "
+        "delay 129.00 s; failed in its window: connect_refused x7, connection_reset x2; "
         f"report.html#window-1): its lower bound is over the {SAID}"
     )

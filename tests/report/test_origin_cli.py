@@ -121,7 +121,7 @@ def _summary_with(summary: Path, tmp_path: Path, change: str) -> tuple[Path, int
         ("no-started", "{path}: no 'started' (written before summaries carried the run's start "
                        "time): run prober analyze on its event log again"),
         ("bad-lb", "{path}: streams[0]: 'nowhere' is not a valid LB"),
-        ("bad-version", "{path}: summary version 7, this reader knows 1 and 2"),
+        ("bad-version", "{path}: summary version 7, this reader knows 1, 2 and 3"),
         ("bad-interval", "{path}: streams[{i}].intervals[0].end_t: expected a number, got "
                          "'soon'"),
     ],

@@ -155,7 +155,7 @@ def test_thin_history_falls_back_on_the_lb_settings_and_says_so() -> None:
         "not enough history: at most 12 runs per key, fewer than the thresholds' minimum; "
         "from the LB settings instead, until the history is usable: the slowest LB, "
         "external-lb, stops routing to a not-ready apiserver within 15 s at worst (interval "
-        "5 s, 2 unhealthy checks, timeout 5 s), which needs 30 s"
+        "5.00 s, 2 unhealthy checks, timeout 5.00 s), which needs 30 s"
     )
     assert by["ibmcloud"].delay is None
     assert by["ibmcloud"].why.endswith("no LB settings known for 'ibmcloud' to stand in")

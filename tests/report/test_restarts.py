@@ -91,8 +91,9 @@ def test_the_early_test_fails_passes_or_skips_per_lb() -> None:
     }
     failed = verdicts[BEFORE_IT_CAN_SERVE.format(lb=LB.EXTERNAL)]
     assert failed.message.startswith(
-        "3 requests failed on an apiserver it sent them to in its first seconds after /readyz "
-        "went true: external-lb took back 1 of 1 restarts"
+        "3 requests answered by a restarted kube-apiserver before it could serve (cause early): "
+        "it sent them in the apiserver's first seconds after /readyz went true: external-lb "
+        "took back 1 of 1 restarts"
     )
 
 

@@ -167,10 +167,10 @@ def test_a_directory_is_searched_for_summary_json_and_duplicates_count_once(
             "{",
             "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
         ),
-        ('{"v": 3}', "summary version 3, this reader knows 1 and 2"),
-        ('{"v": "2"}', "summary version '2', this reader knows 1 and 2"),
-        ('{"v": 2.0}', "summary version 2.0, this reader knows 1 and 2"),
-        ('{"run_id": "r"}', "summary version None, this reader knows 1 and 2"),
+        ('{"v": 4}', "summary version 4, this reader knows 1, 2 and 3"),
+        ('{"v": "2"}', "summary version '2', this reader knows 1, 2 and 3"),
+        ('{"v": 2.0}', "summary version 2.0, this reader knows 1, 2 and 3"),
+        ('{"run_id": "r"}', "summary version None, this reader knows 1, 2 and 3"),
         (
             '{"v": 2, "run_id": "r", "platform": "aws", "windows": [], "worst": [{"lb": '
             '"localhost", "protocol": "http1", "connection": "new", "reaction": 1.5, '

@@ -24,6 +24,9 @@ HISTORY = Thresholds(
 )
 
 
+REFUSED = {"start_t": 1.5, "end_t": 2.0, "error": "connect_refused", "samples": 4}
+
+
 def summary_with_failures(lb: LB) -> dict:
     stream = StreamId("kube-api", Protocol.HTTP1, lb, Connection.NEW)
     key = {"lb": str(lb), "protocol": "http1", "connection": "new"}
@@ -37,10 +40,13 @@ def summary_with_failures(lb: LB) -> dict:
                 "t0": 1.0,
                 "t0_lo": 0.9,
                 "t0_hi": 1.1,
+                "delay": 0.5,  # it stopped serving from 1.4 s
                 "streams": [window_stream],
             }
         ],
-        "streams": [{"stream": stream.name, **key, "disruption_seconds": 0.5, "intervals": []}],
+        "streams": [
+            {"stream": stream.name, **key, "disruption_seconds": 0.5, "intervals": [REFUSED]}
+        ],
         "worst": [{**key, "reaction": 2.0, "disruption_seconds": 0.5}],
     }
 
@@ -48,7 +54,12 @@ def summary_with_failures(lb: LB) -> dict:
 def test_failures_inside_a_window_fail_an_lb_even_without_history() -> None:
     routing = judge(summary_with_failures(LB.INTERNAL), None)[0]
     assert routing.status is Status.FAILED
-    assert "4 requests failed inside the shutdown window" in routing.message
+    assert routing.message.startswith(
+        "kube-api-http1-internal-lb-new-connections: 4 requests sent to a kube-apiserver that "
+        "had stopped serving (cause stopped-server: connect_refused x4), apiserver h, T0 at "
+        "1.00 s (report.html#window-1)"
+    )
+    assert routing.cause == "stopped-server"
 
 
 @pytest.mark.parametrize(("felt", "status"), [(False, Status.SKIPPED), (True, Status.FAILED)])
@@ -61,8 +72,8 @@ def test_answers_every_retry_got_through_fail_no_routing_test(felt: bool, status
     routing = judge(summary, None)[0]
     assert routing.status is status
     if felt:
-        assert "4 requests failed inside the shutdown window" in routing.message
-        assert "(retry_after x4)" in routing.message
+        assert "4 requests sent to a kube-apiserver that had stopped serving" in routing.message
+        assert "(cause stopped-server: retry_after x4)" in routing.message
     else:
         assert routing.message == (
             "no thresholds file given; 4 requests inside the shutdown windows were answered "
@@ -220,7 +231,8 @@ def test_availability_messages_state_the_bound_of_the_disruption() -> None:
     assert verdict.status is Status.FAILED  # 1.5 s against 1 s: the point decides
     message = (
         "kube-api-http1-internal-lb-new-connections: 1.50 s (true value within [0.96, 2.04] s "
-        "given the sampling) of disruption a client felt in 2 intervals (connect_refused x2); "
+        "given the sampling) of disruption a client felt in 2 intervals (cause unattributed: "
+        "connect_refused x2); "
         "allowed 1 s (P99 of 150 aws runs)"
     )
     assert verdict.message == message
@@ -244,7 +256,7 @@ def test_an_unbounded_edge_leaves_the_disruption_unbounded_above() -> None:
     assert verdict.status is Status.PASSED
     assert verdict.message.startswith(
         "kube-api-http1-internal-lb-new-connections: 0.50 s (true value at least 0.00 s given "
-        "the sampling, which sets no upper bound) of disruption a client felt in 1 intervals"
+        "the sampling, which sets no upper bound) of disruption a client felt in 1 interval"
     )
 
 
@@ -284,7 +296,8 @@ def test_availability_judges_what_a_client_felt_and_states_the_raw_figure() -> N
     assert (verdict.observed, verdict.allowed) == (0.5, 1.0)
     assert verdict.message == (
         "kube-api-http1-internal-lb-new-connections: 0.50 s (true value within [0.23, 0.77] s "
-        "given the sampling) of disruption a client felt in 1 intervals (connect_refused x1); "
+        "given the sampling) of disruption a client felt in 1 interval (cause unattributed: "
+        "connect_refused x1); "
         "raw 1.50 s, as origin counts it: 4 answers with Retry-After, 4 retried through, "
         "0 felt, 0 unresolved; allowed 1 s (P99 of 150 aws runs)"
     )
