@@ -13,7 +13,6 @@ from pathlib import Path
 from prober.cli.parsing import Subparsers, add_command, add_out, add_value, forward
 from prober.common.values import duration
 from prober.report.analyze import analyze_command
-from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN
 
 EXAMPLE = """\
 examples:
@@ -25,17 +24,16 @@ junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hol
 Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
 """
 
-# The watch tests' limits: each flag's default, and why that default.
+# The watch tests' limits: each flag, and why its default.
 WATCH_LIMITS = {
     "--watch-reestablish-within": (
-        REESTABLISH_WITHIN,
-        "watch test: every ended watch established again within this (default 5s: "
-        "client-go's backoff reaches it by a third failed try)",
+        "watch test: every ended watch established again within this (default: 5s, "
+        "client-go's backoff reaches it by a third failed try, scaled as the run's own "
+        "backoff was)"
     ),
     "--watch-blind-within": (
-        BLIND_WITHIN,
-        "watch test: no blind interval longer than this (default 15s: client-go's "
-        "HTTP/2 ping timeout; longer is a flow the LB dropped silently)",
+        "watch test: no blind interval longer than this (default: 15s, client-go's HTTP/2 "
+        "ping timeout, scaled as the run's own was; longer is a flow the LB dropped silently)"
     ),
 }
 
@@ -61,8 +59,8 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="skip and count corrupt lines instead of refusing the log",
     )
-    for name, (default, help) in WATCH_LIMITS.items():
-        add_value(parser, name, duration(), default, metavar="DURATION", help=help)
+    for name, help in WATCH_LIMITS.items():
+        add_value(parser, name, duration(), None, metavar="DURATION", help=help)
     parser.add_argument(
         "--pod-logs",
         action="store_true",

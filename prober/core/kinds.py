@@ -19,6 +19,7 @@ from prober.core.models import (
     RunRecord,
     Sample,
     Summary,
+    WatchLimits,
     Window,
 )
 from prober.core.streamkind import KindSpec, KindTable
@@ -46,6 +47,7 @@ def run_record(
     lb_settings: LBSettings | None = None,
     node: str | None = None,
     early_for: float | None = None,
+    watch_limits: WatchLimits | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind: the request streams where every
     schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
@@ -61,4 +63,5 @@ def run_record(
         lb_settings=lb_settings,
         node=node,
         early_for=early_for,
+        watch_limits=watch_limits,
     )

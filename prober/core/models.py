@@ -235,6 +235,16 @@ class CheckSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchLimits:
+    """What the watch tests allow, in seconds, as the daemon's own client-go timers imply
+    (`core.watch.watch_limits`): a run whose timers are scaled (the lab's) is judged by its
+    own scale, and `prober analyze` of its log judges it the same."""
+
+    reestablish: float
+    blind: float
+
+
+@dataclass(frozen=True, slots=True)
 class LBSettings:
     """A cluster's own LB settings and shutdown timing (config key `lb_settings`), written
     into the run record so that every later analysis judges by them."""
@@ -264,6 +274,8 @@ class RunRecord:
     # Config `early_for`: how long after T1 a restarted apiserver's failures are early
     # (`core.instances`); None in logs written before, which had none.
     early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
+    # What the watch tests allow, from the daemon's timers; None in logs written before.
+    watch_limits: WatchLimits | None = field(default=None, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

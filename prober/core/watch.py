@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from prober.core.models import OMIT_NONE
+from prober.core.models import OMIT_NONE, WatchLimits
 from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
 
@@ -262,3 +262,20 @@ class WatchTracker:
         if name not in self._streams:
             self._streams[name] = _Stream(WatchResult(name))
         return self._streams[name]
+
+
+# client-go's own: a reflector's first backoff, and the HTTP/2 transport's ping timeout.
+CLIENT_GO_BACKOFF = 0.8
+CLIENT_GO_PING_TIMEOUT = 15.0
+# What the watch tests allow with client-go's timers (`report.watch_verdicts` says why).
+REESTABLISH_WITHIN = 5.0
+BLIND_WITHIN = 15.0
+
+
+def watch_limits(backoff_initial: float, ping_timeout: float) -> WatchLimits:
+    """The watch tests' limits as a daemon with these timers implies them: client-go's, scaled
+    as its backoff and its ping timeout are (the lab scales them with `--time-scale`)."""
+    return WatchLimits(
+        REESTABLISH_WITHIN * backoff_initial / CLIENT_GO_BACKOFF,
+        BLIND_WITHIN * ping_timeout / CLIENT_GO_PING_TIMEOUT,
+    )

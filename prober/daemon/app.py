@@ -26,6 +26,7 @@ from prober.common.statusserver import StatusServer
 from prober.config import Config
 from prober.core.kinds import run_record
 from prober.core.models import ApiserverNode, IdentitySeen, RunEnd, RunRecord, rfc3339
+from prober.core.watch import watch_limits
 from prober.daemon.echo import RecordEcho
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
@@ -107,6 +108,9 @@ class Daemon:
             lb_settings=self.config.lb_settings,
             node=self.config.node,
             early_for=self.config.early_for,
+            watch_limits=watch_limits(
+                self.config.watch_backoff_initial, self.config.http2_ping_timeout
+            ),
         )
         config = self.config
         metrics = self.metrics = Metrics(

@@ -40,7 +40,7 @@ from prober.report.runs import ReadStats, RunLog, load_runs
 from prober.report.samenode import add_same_node
 from prober.report.summary import build_summary
 from prober.report.thresholds import Thresholds
-from prober.report.watch_verdicts import BLIND_WITHIN, REESTABLISH_WITHIN, WatchAllowed
+from prober.report.watch_verdicts import WatchAllowed
 from prober.report.watches import WatchStreams, watch_streams
 
 
@@ -145,8 +145,8 @@ def analyze_command(
     out: Path,
     skip_bad_lines: bool,
     pod_logs: bool = False,
-    watch_reestablish_within: float = REESTABLISH_WITHIN,
-    watch_blind_within: float = BLIND_WITHIN,
+    watch_reestablish_within: float | None = None,
+    watch_blind_within: float | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:

@@ -23,7 +23,7 @@ from prober.report.reset_verdicts import judge_resets
 from prober.report.run_verdict import whole_run
 from prober.report.thresholds import Thresholds, load_thresholds
 from prober.report.verdicts import Status, Verdict, judge
-from prober.report.watch_verdicts import WatchAllowed, judge_watches
+from prober.report.watch_verdicts import RunContext, WatchAllowed, judge_watches
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,9 @@ def judge_run(
             f"{history.source}: no history for platform {platform!r} (it has "
             f"{', '.join(history.platforms) or 'nothing'}): verdicts that need it are skipped"
         )
-    verdicts = judge(summary, history) + judge_watches(summary.get("watches"), watch_allowed)
+    ended = summary.get("ended")
+    run = RunContext(summary["windows"], promised, None if ended is None else ended["t"])
+    verdicts = judge(summary, history) + judge_watches(summary.get("watches"), watch_allowed, run)
     verdicts += judge_budgets(summary, promised)
     verdicts += judge_resets(summary, promised)
     verdicts += judge_ages(summary, promised, verdicts)

@@ -30,8 +30,13 @@ NO_RESETS = (
 LB_RESET = str(Cause.LB_RESET)
 # What resets a platform's flows, in its own words (`core.budgets` cites the sources).
 RESETS_BY = {
-    "aws": "the NLB's connection termination on deregistration",
-    "metal": "HAProxy's on-marked-down shutdown-sessions",
+    "aws": (
+        "the NLB's connection termination, target_health_state.unhealthy."
+        "connection_termination.enabled, true by default; set false with an "
+        "unhealthy.draining_interval of at least the shutdown delay, kept connections end by "
+        "the apiserver's own GOAWAY or close"
+    ),
+    "metal": "HAProxy's on-marked-down shutdown-sessions, machine-config-operator #6400",
 }
 
 

@@ -134,6 +134,9 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     }
     watched = result.others.get(WATCH, ())
     summary["watches"] = watches_section(watched, _end_of(log, watched), result.windows)
+    limits = log.run.watch_limits
+    if limits is not None:  # what the run's own timers imply (`core.watch.watch_limits`)
+        summary["watches"]["limits"] = {"reestablish": limits.reestablish, "blind": limits.blind}
     summary["ended"] = ended_entry(log)
     told: dict[str, list[Retried]] = defaultdict(list)
     for retry in result.retries:

@@ -2,19 +2,30 @@
 
 Per LB x protocol, three tests:
 
-- `... should re-establish within R s`: every watch that ended (other than at the daemon's own
-  stop) was established again within R seconds, and none was still waiting at the run's end
-  for longer than R. R = 5 s by default: a watch that ends with its server is watched again
-  at once; one that lands on a stopping server again, and again, waits client-go's backoff
-  (0.8 s, 1.6 s, 3.2 s: 5.6 s by the third), so past 5 s the LB sent at least three tries in a
-  row to servers that would not serve them.
+- `... should re-establish within its limit` (R): every watch that ended (other than at the
+  daemon's own stop) was established again within R seconds, and none was still waiting at
+  the run's end for longer than R. R = 5 s by default: a watch that ends with its server is
+  watched again at once; one that lands on a stopping server again, and again, waits
+  client-go's backoff (0.8 s, 1.6 s, 3.2 s: 5.6 s by the third), so past 5 s the LB sent at least
+  three tries in a row to servers that would not serve them.
 - `... should not land on a shutting-down apiserver`: no WATCH got its stream from a server
   already answering `shutdown=true` (a doomed re-watch: cut again when that server stops).
-- `... should not be blind longer than B s`: no blind interval (the heartbeat written and not
-  seen past the blind threshold) longer than B seconds. B = 15 s by default, client-go's
-  HTTP/2 ping timeout: a graceful rollout behind a working LB blinds a watch for the length
-  of a re-watch, a second or two; 15 s and more is a flow the LB dropped without a word, which
-  only the ping (HTTP/2) or TCP keepalive (HTTP/1.1, minutes) finds.
+- `... should not be blind longer than its limit` (B): no blind interval (the heartbeat
+  written and not seen past the blind threshold) longer than B seconds. B = 15 s by default,
+  client-go's HTTP/2 ping timeout: a graceful rollout behind a working LB blinds a watch for
+  the length of a re-watch, a second or two; 15 s and more is a flow the LB dropped without
+  a word, which only the ping (HTTP/2) or TCP keepalive (HTTP/1.1, minutes) finds.
+
+R and B are client-go's, scaled as the run's own timers are (its run record's `watch_limits`:
+the lab scales the daemon's backoff and ping with `--time-scale`), unless `prober analyze
+--watch-*-within` sets them; summary.json's `watches.limits` and every message say which.
+
+A blind interval that began while its server still served, on an LB whose settings reset the
+flows of a server it takes out (aws, metal), is the LB's reset that never reached the client
+(the lab's aws NLB drops the flow without telling the client; an HTTP/1.1 watch sends
+nothing, so only TCP keepalive finds it, an HTTP/2 one its PING): the platform predicts it,
+and the blind test reports it by design (`reset_verdicts`) unless another interval fails it.
+One still blind when the run ended is judged as blind, since when and for how long.
 
 Localhost has no LB: its watches go down with their own apiserver by design, so its tests are
 skipped, as its routing test is. Without a heartbeat the blindness test is skipped.
@@ -23,11 +34,19 @@ skipped, as its routing test is. Without a heartbeat the blindness test is skipp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Protocol
+from prober.core.watch import BLIND_WITHIN, REESTABLISH_WITHIN
+from prober.report.causes import Cause
+from prober.report.documents import WindowEntry
+from prober.report.reset_verdicts import RESETS_BY
 from prober.report.tables import secs
-from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict
+from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict, plural
+
+END_SLACK = 1e-3  # a blind interval closed this near the run's end was closed by the end
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} watch"
 REESTABLISH = PREFIX + " should re-establish within its limit"
@@ -35,39 +54,68 @@ NOT_DOOMED = PREFIX + " should not land on a shutting-down apiserver"
 NOT_BLIND = PREFIX + " should not be blind longer than its limit"
 
 
-REESTABLISH_WITHIN = 5.0
-BLIND_WITHIN = 15.0
-
-
 class WatchAllowed(NamedTuple):
-    """What the watch tests allow, in seconds (`prober analyze --watch-*-within`)."""
+    """What the watch tests allow, in seconds (`prober analyze --watch-*-within`); None: the
+    run's own limits (`core.watch.watch_limits`), else client-go's."""
 
-    reestablish: float = REESTABLISH_WITHIN
-    blind: float = BLIND_WITHIN
+    reestablish: float | None = None
+    blind: float | None = None
 
 
-def judge_watches(section: Mapping[str, Any] | None, allowed: WatchAllowed) -> list[Verdict]:
+class Limit(NamedTuple):
+    seconds: float
+    source: str  # where it comes from, in words
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What the blindness test needs of the rest of the run to say why a watch was blind."""
+
+    windows: Sequence[WindowEntry] = ()
+    profile: Platform | None = None
+    end_t: float | None = None  # the run's end, where a blind interval still open ends
+
+
+def limits(allowed: WatchAllowed, section: Mapping[str, Any] | None) -> tuple[Limit, Limit]:
+    """The re-establish and blindness limits in force, each with its source."""
+    recorded = (section or {}).get("limits")
+    chosen = []
+    for given, name, default, scaled_as, flag in (
+        (allowed.reestablish, "reestablish", REESTABLISH_WITHIN, "reflector backoff",
+         "--watch-reestablish-within"),
+        (allowed.blind, "blind", BLIND_WITHIN, "HTTP/2 ping timeout", "--watch-blind-within"),
+    ):  # fmt: skip
+        if given is not None:
+            chosen.append(Limit(given, f"set by {flag}"))
+        elif recorded is not None and abs(recorded[name] - default) > 1e-9:
+            source = f"client-go's {default:g} s, scaled as this run's {scaled_as}"
+            chosen.append(Limit(recorded[name], source))
+        else:
+            chosen.append(Limit(default, "client-go's"))
+    return chosen[0], chosen[1]
+
+
+def judge_watches(
+    section: Mapping[str, Any] | None, allowed: WatchAllowed, run: RunContext = RunContext()
+) -> list[Verdict]:
     """The three tests of every watch stream, in the section's stream order."""
     verdicts: list[Verdict] = []
     heartbeat = bool(section and section["heartbeat"]["writes"])
+    reestablish, blind = limits(allowed, section)
     for entry in (section or {}).get("streams", []):
         key = (LB(entry["lb"]), Protocol(entry["protocol"]), "watch")
         names = [
-            template.format(lb=key[0], protocol=key[1], allowed=limit)
-            for template, limit in (
-                (REESTABLISH, allowed.reestablish),
-                (NOT_DOOMED, 0.0),
-                (NOT_BLIND, allowed.blind),
-            )
+            template.format(lb=key[0], protocol=key[1])
+            for template in (REESTABLISH, NOT_DOOMED, NOT_BLIND)
         ]
         if key[0] is LB.LOCALHOST:
             verdicts += [
                 Verdict(n, key, entry["stream"], Status.SKIPPED, LOCALHOST_REASON) for n in names
             ]
             continue
-        verdicts.append(_reestablish(names[0], key, entry, allowed.reestablish))
+        verdicts.append(_reestablish(names[0], key, entry, reestablish, run))
         verdicts.append(_doomed(names[1], key, entry))
-        verdicts.append(_blind(names[2], key, entry, allowed.blind, heartbeat))
+        verdicts.append(_blind(names[2], key, entry, blind, heartbeat=heartbeat, run=run))
     return verdicts
 
 
@@ -92,31 +140,50 @@ def _verdict(
 
 
 def _reestablish(
-    name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any], allowed: float
+    name: str,
+    key: tuple[LB, Protocol, str],
+    entry: Mapping[str, Any],
+    limit: Limit,
+    run: RunContext,
 ) -> Verdict:
     times = entry["reestablish"]
     ends = sum(n for how, n in entry["ends"].items() if how != "stopped")
+    allowed = f"allowed {secs(limit.seconds)} ({limit.source})"
     if not ends:
-        return Verdict(name, key, entry["stream"], Status.SKIPPED, "no watch ended during the run")
+        reason = "no watch end reached the client during the run"
+        still = _still_blind(entry, run)
+        if still is not None:
+            reason += (
+                f"; a watch was blind from {still:.2f} s to the run's end, an end the client "
+                "never learnt of, which the blindness test judges"
+            )
+        return Verdict(name, key, entry["stream"], Status.SKIPPED, reason)
     worst = times["max"] or 0.0
     findings = []
-    if worst > allowed:
+    if worst > limit.seconds:
         findings.append(
             f"a watch took {worst:.2f} s to re-establish after it ended (p50 {times['p50']:.2f} s"
-            f", p99 {times['p99']:.2f} s over {times['count']}); allowed {secs(allowed)}"
+            f", p99 {times['p99']:.2f} s over {times['count']}); {allowed}"
         )
     waiting = entry.get("unrestored")
-    if waiting is not None and waiting > allowed:
+    if waiting is not None and waiting > limit.seconds:
         findings.append(
             f"a watch ended {waiting:.2f} s before the run's end was never re-established; "
-            f"allowed {secs(allowed)}"
+            f"{allowed}"
         )
         worst = max(worst, waiting)
     passed = (
-        f"{ends} watch ends, re-established in at most {worst:.2f} s "
-        f"(p50 {times['p50'] or 0.0:.2f} s); allowed {secs(allowed)}"
+        f"{plural(ends, 'watch end')}, re-established in at most {worst:.2f} s "
+        f"(p50 {times['p50'] or 0.0:.2f} s); {allowed}"
     )
-    return _verdict(name, key, entry, findings, passed, observed=worst, allowed=allowed)
+    return _verdict(name, key, entry, findings, passed, observed=worst, allowed=limit.seconds)
+
+
+def _still_blind(entry: Mapping[str, Any], run: RunContext) -> float | None:
+    """When the blind interval still open at the run's end began; None: none was."""
+    if run.end_t is None:
+        return None
+    return next((a for a, b in entry["blind"] if b >= run.end_t - END_SLACK), None)
 
 
 def _doomed(name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any]) -> Verdict:
@@ -139,25 +206,72 @@ def _blind(
     name: str,
     key: tuple[LB, Protocol, str],
     entry: Mapping[str, Any],
-    allowed: float,
+    limit: Limit,
+    *,
     heartbeat: bool,
+    run: RunContext,
 ) -> Verdict:
+    stream = entry["stream"]
     if not heartbeat:
         return Verdict(
-            name, key, entry["stream"], Status.SKIPPED,
-            "no heartbeat was written: blindness is not measured",
-        )  # fmt: skip
+            name, key, stream, Status.SKIPPED, "no heartbeat was written: blindness is not measured"
+        )
+    allowed = f"allowed {secs(limit.seconds)} ({limit.source})"
     spells = [(a, b) for a, b in entry["blind"]]
-    findings = [
-        f"blind for {b - a:.2f} s from {a:.2f} s to {b:.2f} s (the heartbeat unseen past the "
-        f"blind threshold); allowed {secs(allowed)}"
-        for a, b in spells
-        if b - a > allowed
-    ]
     worst = max((b - a for a, b in spells), default=0.0)
-    passed = (
-        f"{len(spells)} blind intervals, the longest {worst:.2f} s; allowed {secs(allowed)}"
-        if spells
-        else f"never blind; allowed {secs(allowed)}"
+    over = [(a, b) for a, b in spells if b - a > limit.seconds]
+    if not over:
+        passed = (
+            f"{plural(len(spells), 'blind interval')}, the longest {worst:.2f} s; {allowed}"
+            if spells
+            else f"never blind; {allowed}"
+        )
+        return Verdict(name, key, stream, Status.PASSED, f"{stream}: {passed}", (), worst,
+                       limit.seconds)  # fmt: skip
+    said = [(_spell_text(a, b, key, run), _reset_while_serving(a, key[0], run)) for a, b in over]
+    findings = [f"{text}; {allowed}" for text, _ in said]
+    predicted = run.profile is not None and run.profile.lb(key[0]).flows is Flows.RESET
+    if predicted and all(host is not None for _, host in said):
+        assert run.profile is not None
+        how = RESETS_BY.get(run.profile.name, "its settings reset established flows")
+        message = (
+            f"{stream}: by design: {findings[0]}; on {run.profile.name} this LB resets the "
+            f"flows of a server it takes out ({how}), and a watch learns of it only as its "
+            "client finds the flow dead"
+            + ("" if len(findings) == 1 else f" (and {len(findings) - 1} more below)")
+        )
+        return Verdict(name, key, stream, Status.BY_DESIGN, message, tuple(findings), worst,
+                       limit.seconds, str(Cause.LB_RESET))  # fmt: skip
+    return _verdict(name, key, entry, findings, "", observed=worst, allowed=limit.seconds)
+
+
+def _spell_text(a: float, b: float, key: tuple[LB, Protocol, str], run: RunContext) -> str:
+    """One blind interval: how long, from when, whether it ran to the run's end, and why."""
+    end = run.end_t is not None and b >= run.end_t - END_SLACK
+    text = f"blind for {b - a:.2f} s from {a:.2f} s to " + (
+        f"the run's end at {b:.2f} s, still blind then" if end else f"{b:.2f} s"
     )
-    return _verdict(name, key, entry, findings, passed, observed=worst, allowed=allowed)
+    text += " (the heartbeat unseen past the blind threshold)"
+    host = _reset_while_serving(a, key[0], run)
+    if host is not None:
+        finds = (
+            "an HTTP/1.1 watch sends nothing, so only TCP keepalive finds a dead flow"
+            if key[1] is Protocol.HTTP1
+            else "an HTTP/2 watch finds a dead flow by its PING, after its read-idle timeout"
+        )
+        text += (
+            f": it began while apiserver {host} still served, as the LB took it out; the LB "
+            f"cut the watch's flow (cause {Cause.LB_RESET}) without a word the client heard: "
+            f"{finds}"
+        )
+    return text
+
+
+def _reset_while_serving(t: float, lb: LB, run: RunContext) -> str | None:
+    """The apiserver whose shutdown window `t` falls in while it still served, where the LB
+    takes a server out; None where the blindness began otherwise."""
+    inside = [w for w in run.windows if w["t0_lo"] <= t <= w.get("end_t", float("inf"))]
+    window = max(inside, key=lambda w: w["t0"], default=None)
+    if lb is LB.LOCALHOST or window is None or t >= window["t0_lo"] + window["delay"]:
+        return None
+    return window["host"]

@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 
+from prober.core.budgets import PLATFORMS
 from prober.core.models import ClosedBy, Window
 from prober.core.phase import ShutdownPhase
 from prober.core.watch import WatchEnd
 from prober.report.verdicts import Status
-from prober.report.watch_verdicts import WatchAllowed, judge_watches
+from prober.report.watch_verdicts import Limit, RunContext, WatchAllowed, judge_watches, limits
 from prober.report.watches import end_phase
 from tests.core.test_watch import STREAM
 
-ALLOWED = WatchAllowed(reestablish=5.0, blind=15.0)
+ALLOWED = WatchAllowed()  # client-go's: 5 s and 15 s
 
 
 def entry(lb: str = "internal-lb", **more: Any) -> dict[str, Any]:
@@ -83,11 +84,11 @@ def test_failures_say_what_happened_in_one_line() -> None:
     ]
     assert [v.message for v in verdicts] == [
         "kube-api-http2-internal-lb-watch: a watch took 6.00 s to re-establish after it ended "
-        "(p50 0.20 s, p99 5.90 s over 3); allowed 5.00 s",
+        "(p50 0.20 s, p99 5.90 s over 3); allowed 5.00 s (client-go's)",
         "kube-api-http2-internal-lb-watch: a watch established at 3.00 s on apiserver "
         "apiserver-a, which was already shutting down (1.50 s after its /readyz went false)",
         "kube-api-http2-internal-lb-watch: blind for 30.50 s from 10.00 s to 40.50 s (the "
-        "heartbeat unseen past the blind threshold); allowed 15.00 s",
+        "heartbeat unseen past the blind threshold); allowed 15.00 s (client-go's)",
     ]
     assert all(v.status is Status.FAILED for v in verdicts)
     assert [v.observed for v in verdicts] == [6.0, 1.0, 30.5]
@@ -119,3 +120,61 @@ def test_an_end_is_placed_in_its_servers_shutdown(
 ) -> None:
     end = WatchEnd(t, STREAM, started, "closed", server)
     assert end_phase(end, [window("a", 10.0, 10.0, 25.0)]) is phase
+
+
+# A shutdown of apiserver-a: T0 at 10 s, a 30 s delay, its window closed at 50 s.
+WINDOW = {"host": "apiserver-a", "t0": 10.0, "t0_lo": 9.9, "t0_hi": 10.1, "delay": 30.0,
+          "end_t": 50.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("platform", "status", "starts"),
+    [
+        # aws's NLB resets the flows of a server it takes out, and the client of an HTTP/1.1
+        # watch, which sends nothing, hears nothing of it: predicted, so by design
+        ("aws", Status.BY_DESIGN, "kube-api-http1-external-lb-watch: by design: blind for"),
+        # gcp's LBs keep flows: a watch blind as its server still served is no design of theirs
+        ("gcp", Status.FAILED, "kube-api-http1-external-lb-watch: blind for"),
+    ],
+)
+def test_a_watch_still_blind_at_the_runs_end_is_judged_and_says_why(
+    platform: str, status: Status, starts: str
+) -> None:
+    blind = entry(
+        "external-lb", stream="kube-api-http1-external-lb-watch", protocol="http1",
+        ends={"stopped": 1}, blind=[[12.8, 60.0]], unrestored=None,
+        reestablish={"count": 0, "p50": None, "p99": None, "max": None},
+    )  # fmt: skip
+    run = RunContext([WINDOW], PLATFORMS[platform], end_t=60.0)  # type: ignore[list-item]
+    reestablish, _, verdict = judge_watches(section(blind), ALLOWED, run)
+    assert reestablish.status is Status.SKIPPED
+    assert reestablish.message == (
+        "no watch end reached the client during the run; a watch was blind from 12.80 s to the "
+        "run's end, an end the client never learnt of, which the blindness test judges"
+    )
+    assert verdict.status is status
+    assert verdict.message.startswith(starts)
+    assert (
+        "blind for 47.20 s from 12.80 s to the run's end at 60.00 s, still blind then (the "
+        "heartbeat unseen past the blind threshold): it began while apiserver apiserver-a "
+        "still served, as the LB took it out; the LB cut the watch's flow (cause lb-reset) "
+        "without a word the client heard: an HTTP/1.1 watch sends nothing, so only TCP "
+        "keepalive finds a dead flow; allowed 15.00 s (client-go's)"
+    ) in verdict.message
+
+
+def test_the_limits_are_the_runs_own_unless_given() -> None:
+    # a run whose timers were scaled by 0.05 (the lab's): its limits scale with them
+    sec = section(entry(reestablish={"count": 3, "p50": 0.2, "p99": 0.9, "max": 1.0}))
+    sec["limits"] = {"reestablish": 0.25, "blind": 0.75}
+    assert limits(WatchAllowed(), sec) == (
+        Limit(0.25, "client-go's 5 s, scaled as this run's reflector backoff"),
+        Limit(0.75, "client-go's 15 s, scaled as this run's HTTP/2 ping timeout"),
+    )
+    [reestablish, *_] = judge_watches(sec, WatchAllowed())
+    assert reestablish.status is Status.FAILED  # 1 s against 0.25 s
+    assert limits(WatchAllowed(blind=20.0), sec)[1] == Limit(20.0, "set by --watch-blind-within")
+    assert limits(WatchAllowed(), section(entry())) == (
+        Limit(5.0, "client-go's"),
+        Limit(15.0, "client-go's"),
+    )
