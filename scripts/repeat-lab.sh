@@ -27,7 +27,7 @@ repeat() {
                 > "$out.log" 2>&1
             code=$?
             printf '%-22s %2d/%d exit %d: %s\n' "$platform/$scenario" "$run" "$count" "$code" \
-                "$(grep -m1 '^measurement against truth' "$out.log" || tail -n 1 "$out.log")"
+                "$(grep -m1 '^prober lab: measurement' "$out.log" || tail -n 1 "$out.log")"
             grep '^CHECK ' "$out.log" | sed 's/^/    /'
             # How each watch was paired with its server's (`lab.watchpairs`), by count.
             [ -f "$out/lab-result.json" ] && printf '    watches paired by: %s\n' "$(

@@ -37,11 +37,21 @@ DESCRIPTION = (
 )
 
 
+EPILOG = """\
+Examples:
+  prober lab --check                      # the whole job on this machine, held to the truth
+  prober run --config prober.yaml         # the daemon, in a cluster
+  prober analyze events.jsonl --out out/  # its event log to summary.json, junit.xml, report.html
+  prober thresholds runs/*/summary.json -o thresholds.json      # many runs to a history
+  prober COMMAND --help                   # each command, its examples and its exit codes
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prober",
         description=DESCRIPTION,
-        epilog="Example: prober --version",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"prober {__version__}")

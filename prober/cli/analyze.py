@@ -21,7 +21,8 @@ examples:
 
 Reads PATH's rotated segments (PATH.000001.gz, ...) and then PATH. Writes summary.json,
 junit.xml and report.html into --out (per run in OUT/<run id>/ when the logs hold several runs).
-Exit codes: 0 done, 1 a verdict failed, 2 bad usage or bad input.
+Exit codes: 0 no test failed (a test failed by design, written failed and then passed as
+origin writes a known flake, fails no job), 1 a test failed, 2 bad usage or bad input.
 """
 
 # The watch tests' limits: each flag, and why its default.

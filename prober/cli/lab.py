@@ -44,8 +44,13 @@ restarted apiserver's /readyz says ok --early-for before it can serve, answering
 --compare-watch-grace runs the scenario once per watch grace period (OUT/grace-<d>/, each a
 whole lab run) and prints per LB x protocol what the watches met, also in
 OUT/watch-grace.json.
-Exit codes: 0 done, 1 --check found a measurement off the truth or an estimate its outputs
-show outside its own bound, 2 bad usage or a failure to stand the lab up.
+Its last line says what the run proved: whether the measurement held against the truth, and
+junit.xml's verdicts on the LBs in junit.xml's counts.
+Exit codes: 0 done (with --check: the measurement held against the truth; the LB verdicts
+never change it, since an LB that fails its tests is what was measured, and `prober analyze`
+of the same log exits 1 on such a failure, as a CI job would), 1 --check found a measurement
+off the truth or an estimate its outputs show outside its own bound, 2 bad usage or a failure
+to stand the lab up, 130 interrupted (Ctrl-C).
 """
 
 

@@ -31,7 +31,7 @@ from prober.report.anchors import link, utc, window_anchor
 from prober.report.documents import SummaryDocument, WindowEntry, WindowStreamEntry
 from prober.report.keys import Key, entry_key
 from prober.report.tables import bound, secs
-from prober.report.verdicts import Status, Verdict, failures_in, same_node_only
+from prober.report.verdicts import Status, Verdict, plural, same_node_only
 
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} connection/{connection}"
 WITHIN_BUDGET = (
@@ -45,8 +45,9 @@ HEADER_ROUNDING = 0.5  # the header says the delay in whole seconds
 @dataclass(frozen=True, slots=True)
 class Reaction:
     """One window's reaction of one stream: the measured value and where the truth lies, with
-    what a reader needs to find it: the window's number in the report, the run's start, and
-    the failures of the stream inside the window by class."""
+    what a reader needs to find it: the window's number in the report and the run's start.
+    Its tests judge the reaction, not the requests that failed in the window: those are their
+    causes' tests' (`causes`), and these messages leave them out."""
 
     value: float
     lo: float | None
@@ -55,7 +56,6 @@ class Reaction:
     stream: WindowStreamEntry
     number: int  # the window's, from 1 (`anchors.window_anchor`)
     started: str | None
-    failed: tuple[tuple[str, int], ...] = ()  # (error class, failed requests), most first
 
     @classmethod
     def of(cls, summary: SummaryDocument, number: int, ws: WindowStreamEntry) -> Reaction | None:
@@ -63,23 +63,19 @@ class Reaction:
             return None
         value = ws["reaction"]
         window = summary["windows"][number - 1]
-        failed = failures_in(summary, window, ws["stream"]).most_common()
         return cls(
             value, ws.get("reaction_lo", value), ws.get("reaction_hi"), window, ws, number,
-            summary.get("started"), tuple(failed),
+            summary.get("started"),
         )  # fmt: skip
 
     def text(self) -> str:
         w = self.window
         when = utc(self.started, w["t0"])
         t0 = f"T0 {w['t0']:.2f} s" + (f" = {when}" if when else "")
-        failed = ", ".join(f"{error} x{n}" for error, n in self.failed)
         return (
             f"{self.stream['stream']}: apiserver {w['host']} still got requests "
             f"{self.value:.2f} s {bound(self.lo, self.hi)} after its /readyz went false "
-            f"({t0}, delay {secs(w['delay'])}"
-            + (f"; failed in its window: {failed}" if failed else "")
-            + f"; {link(window_anchor(self.number))})"
+            f"({t0}, delay {secs(w['delay'])}" + f"; {link(window_anchor(self.number))})"
         )
 
 
@@ -260,7 +256,10 @@ def _disruption_text(summary: SummaryDocument, key: Key) -> str:
     through = sum(t["succeeded"] for t in told if t is not None)
     text = f"disruption a client felt {felt:.2f} s"
     if answers:
-        text += f" (raw {raw:.2f} s: {answers} answers with Retry-After, {through} retried through)"
+        text += (
+            f" (raw {raw:.2f} s: {plural(answers, 'answer')} with Retry-After, {through} retried "
+            "through)"
+        )
     elif raw != felt:
         text += f" (raw {raw:.2f} s)"
     return text

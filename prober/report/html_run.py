@@ -16,8 +16,9 @@ from prober.report.age_tables import ages_html
 from prober.report.anchors import interval_anchor, window_anchor
 from prober.report.bounds import interval_bound
 from prober.report.capacity import READY, ROUTED, capacity_lanes
+from prober.report.counts import counts_text
 from prober.report.documents import SummaryDocument, WorstEntry
-from prober.report.page import page, status_cell
+from prober.report.page import linked, page, status_cell
 from prober.report.replay import Replay
 from prober.report.restart_table import restarts_table
 from prober.report.runs import ReadStats, RunLog
@@ -34,8 +35,8 @@ from prober.report.timeline import (
     window_title,
 )
 from prober.report.verdict_names import abrupt_end, age_statuses, is_budget_test
-from prober.report.verdicts import Verdict
-from prober.report.watch_lanes import watch_lanes, watch_table
+from prober.report.verdicts import Status, Verdict
+from prober.report.watch_lanes import ESTABLISHED, QUIET_END, watch_lanes, watch_table
 from prober.report.watches import WatchStreams
 
 _EXPLAIN = """
@@ -92,29 +93,64 @@ def render_run_report(report: RunReport) -> str:
         "<h1>How fast did the load balancers stop sending requests to a shutting-down "
         "kube-apiserver?</h1>",
         f'<p class="meta">{meta}</p>',
+        _outcome(report.verdicts),
         *(f'<p class="note">{esc(t)}</p>' for t in [abrupt_end(report.verdicts)] if t),
         f'<div class="explain">{_EXPLAIN}</div>',
-        "<h2>Verdicts</h2>",
+        '<h2 id="verdicts">Verdicts</h2>',
         _verdict_table(report.verdicts, report.summary),
-        "<h2>Shutdown windows</h2>",
+        '<h2 id="windows">Shutdown windows</h2>',
         _windows_table(report.replay, colours),
-        "<h2>Timeline per load balancer</h2>",
+        '<h2 id="timelines">Timeline per load balancer</h2>',
         _timelines(report, colours),
-        "<h2>Restarted apiservers: when each LB took them back</h2>",
+        '<h2 id="restarts">Restarted apiservers: when each LB took them back</h2>',
         restarts_table(report.summary.get("restarts")),
-        "<h2>Watches</h2>",
+        '<h2 id="watches">Watches</h2>',
         watch_table(report.summary.get("watches"), report.verdicts),
-        "<h2>Per window and stream</h2>",
+        '<h2 id="per-window">Per window and stream</h2>',
         _window_streams_table(report.replay),
-        "<h2>Connection age: which connections failed</h2>",
+        '<h2 id="connection-age">Connection age: which connections failed</h2>',
         ages_html(report.summary.get("connection_ages"), age_statuses(report.verdicts)),
-        "<h2>Disruption intervals</h2>",
+        '<h2 id="intervals">Disruption intervals</h2>',
         _intervals_table(report.replay),
-        "<h2>Same-node requests</h2>",
+        '<h2 id="same-node">Same-node requests</h2>',
         same_node_table(report.summary),
+        '<h2 id="tests">Every test junit.xml reports</h2>',
+        _tests_table(report.verdicts),
         _notes(report),
     ]
     return page(f"prober report: run {run.run_id}", "\n".join(body), _SCRIPT)
+
+
+def _outcome(verdicts: Sequence[Verdict]) -> str:
+    """The run's verdicts in one line, then every test that failed, or failed by design,
+    with its cause and a link to its row below: what a reader in a hurry came for."""
+    worth = [(n, v) for n, v in enumerate(verdicts, 1) if v.status in _SHOWN_FIRST]
+    items = "".join(
+        f'<li><span class="{v.status}">{v.status}</span> <a href="#test-{n}">{esc(v.name)}</a>'
+        + (f" (cause {esc(v.cause)})" if v.cause else "")
+        + f'<div class="why">{linked(v.message)}</div></li>'
+        for n, v in worth
+    )
+    clean = "" if any(v.status is Status.FAILED for v in verdicts) else " clean"
+    listed = f"<ul>{items}</ul>" if items else ""
+    return (
+        f'<div class="outcome{clean}"><b>junit.xml: {esc(counts_text(verdicts))}</b> '
+        f'(<a href="#tests">every test</a>){listed}</div>'
+    )
+
+
+_SHOWN_FIRST = (Status.FAILED, Status.BY_DESIGN)
+
+
+def _tests_table(verdicts: Sequence[Verdict]) -> str:
+    """Every test, in junit.xml's order: its outcome, its cause and its findings."""
+    rows = "".join(
+        f'<tr id="test-{n}"><td>{esc(v.name)}</td>'
+        + status_cell(v.status, v.message, v.details if len(v.details) > 1 else ())
+        + f"<td>{esc(v.cause or '-')}</td></tr>"
+        for n, v in enumerate(verdicts, 1)
+    )
+    return f"<table><tr><th>test</th><th>outcome</th><th>cause</th></tr>{rows}</table>"
 
 
 def _verdict_table(verdicts: Sequence[Verdict], summary: SummaryDocument) -> str:
@@ -156,7 +192,8 @@ def _verdict_cells(verdicts: Sequence[Verdict]) -> str:
         return "<td>-</td>"
     order = {"failed": 0, "by-design": 1, "skipped": 2, "passed": 3}
     shown = sorted(verdicts, key=lambda v: order[v.status])[0]
-    return status_cell(shown.status, shown.message)
+    more = shown.details if len(shown.details) > 1 else ()
+    return status_cell(shown.status, shown.message, more)
 
 
 def _windows_table(replay: Replay, colours: dict[str, str]) -> str:
@@ -202,6 +239,11 @@ def _legend() -> str:
         (swatch("dashstep", READY), "capacity: apiservers ready"),
         (swatch("line", T0), "on the capacity lane, T1 of a restarted apiserver (/readyz true)"),
         (swatch("dot", FAILURE), "early failure: a restarted apiserver failed it young"),
+        (swatch("bar", ESTABLISHED), "watch lane: a watch established"),
+        (swatch("bar", LATE), "watch lane: blind (the heartbeat unseen past the threshold)"),
+        (swatch("tick", QUIET_END), "watch lane: a watch ended by its timeout or our stop"),
+        (swatch("tick", FAILURE), "watch lane: a watch cut (closed, reset, PING unanswered)"),
+        (swatch("ring", FAILURE), "watch lane: a re-watch on a shutting-down apiserver"),
     ]
     return (
         '<div class="legend">' + "".join(f"<span>{s}{esc(t)}</span>" for s, t in items) + "</div>"

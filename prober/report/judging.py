@@ -52,8 +52,7 @@ def judge_run(
             f"{history.source}: no history for platform {platform!r} (it has "
             f"{', '.join(history.platforms) or 'nothing'}): verdicts that need it are skipped"
         )
-    ended = summary.get("ended")
-    run = RunContext(summary["windows"], promised, None if ended is None else ended["t"])
+    run = RunContext(summary["windows"], promised)
     verdicts = judge(summary, history) + judge_watches(summary.get("watches"), watch_allowed, run)
     verdicts += judge_budgets(summary, promised)
     verdicts += judge_resets(summary, promised)

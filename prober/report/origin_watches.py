@@ -47,6 +47,9 @@ def _locator(entry: Mapping[str, Any]) -> Locator:
         "type": LOCATOR_DISRUPTION,
         "keys": {
             "backend-disruption-name": backend_name(entry["stream"]),
+            # origin's LocatorBuilder.Disruption always sets it, new or reused; a watch
+            # streams its events on the one connection it keeps
+            "connection": "reused",
             "disruption": backend_name(entry["stream"]),
             "load-balancer": entry["lb"],
             "protocol": entry["protocol"],

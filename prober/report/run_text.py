@@ -12,9 +12,9 @@ from prober.report.analysis import RunAnalysis
 from prober.report.counts import counts_text
 from prober.report.restart_table import restart_lines
 from prober.report.samenode_tables import same_node_lines
-from prober.report.tables import bounded, seconds, table
+from prober.report.tables import bounded, fold, seconds, table
 from prober.report.verdict_names import abrupt_end
-from prober.report.verdicts import Status, Verdict
+from prober.report.verdicts import Status, Verdict, plural
 
 # The bracket is read by people who never saw the tool: say once what it is.
 BOUND_NOTE = "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
@@ -95,20 +95,21 @@ def describe(analysis: RunAnalysis) -> list[str]:
     stopped = sum(stream.get("stopped", 0) for stream in s["streams"])
     if stopped:
         lines.append(
-            f"cut by the daemon's stop, past its grace: {stopped} requests"
+            f"cut by the daemon's stop, past its grace: {plural(stopped, 'request')}"
             " (class stopped: counted, no disruption, no failure)"
         )
     explained = s.get("explained", [])
     if explained:
-        lines += ["", "what each LB's own settings promise, and what it did:", *explained]
+        lines += ["", "what each LB's own settings promise, and what it did:"]
+        lines += [folded for line in explained for folded in fold(line)]
     lines += age_lines(s.get("connection_ages"))
     lines += restart_lines(s.get("restarts"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
-        if verdict.status is Status.FAILED:
-            lines += ["", f"FAIL {verdict.name}", *(f"  {d}" for d in verdict.details)]
-        elif verdict.status is Status.BY_DESIGN:
-            lines += ["", f"BY DESIGN {verdict.name}", *(f"  {d}" for d in verdict.details)]
+        said = {Status.FAILED: "FAIL", Status.BY_DESIGN: "BY DESIGN"}.get(verdict.status)
+        if said is not None:
+            lines += ["", f"{said} {verdict.name}"]
+            lines += [folded for d in verdict.details for folded in fold(d, "  ")]
     lines += ["", f"verdicts (junit.xml): {counts_text(analysis.verdicts)}"]
     return lines
 

@@ -97,6 +97,8 @@ def swatch(kind: str, colour: str) -> str:
         "dashstep": f'<path d="M1 4 H12 V11 H27" stroke="{colour}" stroke-width="1.5" '
         'fill="none" stroke-dasharray="4 3"/>',
         "dot": f'<circle cx="14" cy="7" r="3" fill="{colour}"/>',
+        "ring": f'<circle cx="14" cy="7" r="3.5" fill="none" stroke="{colour}" '
+        'stroke-width="1.5"/>',
     }
     return (
         f'<svg class="swatch" width="28" height="14" viewBox="0 0 28 14" aria-hidden="true">'

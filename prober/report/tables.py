@@ -35,3 +35,21 @@ def bound(lo: float | None, hi: float | None, digits: int = 2) -> str:
 def bounded(value: float | None, lo: float | None, hi: float | None, digits: int = 2) -> str:
     """A measured value and its bound, `2.31 s [2.10, 2.62]`; `-` where nothing was measured."""
     return "-" if value is None else f"{seconds(value, digits)} {bound(lo, hi, digits)}"
+
+
+WIDTH = 120  # a terminal's, and a CI log viewer's
+
+
+def fold(line: str, indent: str = "", width: int = WIDTH) -> list[str]:
+    """A long sentence as lines of at most `width` where its clauses allow: broken only after
+    a `; `, so that a figure and its bound stay on one line (`report.inbounds` reads them so);
+    a clause longer than the width keeps its own line."""
+    clauses = line.split("; ")
+    lines = [indent + clauses[0]]
+    for clause in clauses[1:]:
+        if len(lines[-1]) + 2 + len(clause) <= width:
+            lines[-1] += "; " + clause
+        else:
+            lines[-1] += ";"
+            lines.append(indent + "  " + clause)
+    return lines

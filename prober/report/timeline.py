@@ -158,9 +158,7 @@ def _window(
         lo, hi = (lo + hi) / 2 - LEAST / 2, (lo + hi) / 2 + LEAST / 2
     lo, width = extent(lo, hi)
     stop = scale(w.t0 + w.delay)
-    label = (
-        f"{number}" if x1 - x0 < 120 else f"{number}: {w.host}" + (f" ({w.node})" if w.node else "")
-    )
+    label = _window_label(number, w, min(x1, WIDTH - RIGHT) - x0 - 8)
     notes = ""
     if zoomed:
         notes = (
@@ -185,6 +183,19 @@ def _window(
             "</g>",
         ]
     )
+
+
+CHAR_WIDTH = 7.0  # about a 12 px system-ui character's, wide enough for digits and lowercase
+
+
+def _window_label(number: int, w: Window, room: float) -> str:
+    """The longest label that fits inside its window's band (the whole is in its tooltip):
+    labels of narrow windows never overlap the next one or leave the picture."""
+    named = [f"{number}: {w.host} ({w.node})" if w.node else f"{number}: {w.host}"]
+    if w.node:
+        named.append(f"{number}: {w.node}")
+    named.append(f"{number}: {w.host[:12]}…")
+    return next((t for t in named if len(t) * CHAR_WIDTH <= room), f"{number}")
 
 
 def _columns(values: Iterable[float], scale: Scale) -> list[float]:

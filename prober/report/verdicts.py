@@ -204,29 +204,12 @@ def _routing(summary: SummaryDocument, key: Key, history: Lookup) -> Verdict:
     return Verdict(name, key, stream_name, Status.PASSED, message, (), observed, allowed)
 
 
-def failures_in(
-    summary: SummaryDocument, window: WindowEntry, stream: str, *, felt: bool | None = None
-) -> Counter[str]:
-    """The stream's failed requests by class in the intervals that began inside the window
-    (from T0's lower bound to its close; to the run's end in a summary without it); with
-    `felt`, only those a client felt, or only those it did not (`core.perceived.Felt`)."""
-    end = window.get("end_t", float("inf"))
-    failed: Counter[str] = Counter()
-    for entry in summary["streams"]:
-        if entry["stream"] != stream:
-            continue
-        for i in entry["intervals"]:
-            chosen = felt is None or i.get("felt", True) is felt
-            if chosen and window["t0_lo"] <= i["start_t"] <= end:
-                failed[i["error"]] += i["samples"]
-    return failed
-
-
 def caused_in(
     summary: SummaryDocument, window: WindowEntry, stream: str, cause: Cause
 ) -> Counter[str]:
     """The stream's failed requests of one cause, by class, in the intervals that began
-    inside the window (`failures_in`)."""
+    inside the window: from T0's lower bound to its close (to the run's end in a summary
+    without it)."""
     failed: Counter[str] = Counter()
     lb = StreamId.parse(stream).lb
     for entry in summary["streams"]:
@@ -256,8 +239,10 @@ def _failed_text(
 
 
 def plural(n: int, word: str) -> str:
-    """`1 request`, `2 requests`."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    """`1 request`, `2 requests`, `2 watches`."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
 
 
 def _late_text(worst: Worst | None, started: str | None) -> str:

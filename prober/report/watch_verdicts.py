@@ -46,8 +46,6 @@ from prober.report.reset_verdicts import RESETS_BY
 from prober.report.tables import secs
 from prober.report.verdicts import LOCALHOST_REASON, Status, Verdict, plural
 
-END_SLACK = 1e-3  # a blind interval closed this near the run's end was closed by the end
-
 PREFIX = "[sig-api-machinery] load-balancer/{lb} protocol/{protocol} watch"
 REESTABLISH = PREFIX + " should re-establish within its limit"
 NOT_DOOMED = PREFIX + " should not land on a shutting-down apiserver"
@@ -73,7 +71,6 @@ class RunContext:
 
     windows: Sequence[WindowEntry] = ()
     profile: Platform | None = None
-    end_t: float | None = None  # the run's end, where a blind interval still open ends
 
 
 def limits(allowed: WatchAllowed, section: Mapping[str, Any] | None) -> tuple[Limit, Limit]:
@@ -151,7 +148,7 @@ def _reestablish(
     allowed = f"allowed {secs(limit.seconds)} ({limit.source})"
     if not ends:
         reason = "no watch end reached the client during the run"
-        still = _still_blind(entry, run)
+        still = _still_blind(entry)
         if still is not None:
             reason += (
                 f"; a watch was blind from {still:.2f} s to the run's end, an end the client "
@@ -179,11 +176,9 @@ def _reestablish(
     return _verdict(name, key, entry, findings, passed, observed=worst, allowed=limit.seconds)
 
 
-def _still_blind(entry: Mapping[str, Any], run: RunContext) -> float | None:
+def _still_blind(entry: Mapping[str, Any]) -> float | None:
     """When the blind interval still open at the run's end began; None: none was."""
-    if run.end_t is None:
-        return None
-    return next((a for a, b in entry["blind"] if b >= run.end_t - END_SLACK), None)
+    return entry["blind"][-1][0] if entry.get("blind_at_end") else None
 
 
 def _doomed(name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any]) -> Verdict:
@@ -192,7 +187,9 @@ def _doomed(name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any]) 
         f"shutting down ({_elapsed(d['elapsed'])})"
         for d in entry.get("doomed_at", [])
     ]
-    passed = f"{entry['established']} watches established, none on a shutting-down apiserver"
+    passed = (
+        f"{plural(entry['established'], 'watch')} established, none on a shutting-down apiserver"
+    )
     return _verdict(
         name, key, entry, findings, passed, observed=float(entry["doomed"]), allowed=0.0
     )
@@ -228,7 +225,11 @@ def _blind(
         )
         return Verdict(name, key, stream, Status.PASSED, f"{stream}: {passed}", (), worst,
                        limit.seconds)  # fmt: skip
-    said = [(_spell_text(a, b, key, run), _reset_while_serving(a, key[0], run)) for a, b in over]
+    last = entry["blind"][-1] if entry.get("blind_at_end") else None
+    said = [
+        (_spell_text(a, b, key, run, at_end=[a, b] == last), _reset_while_serving(a, key[0], run))
+        for a, b in over
+    ]
     findings = [f"{text}; {allowed}" for text, _ in said]
     predicted = run.profile is not None and run.profile.lb(key[0]).flows is Flows.RESET
     if predicted and all(host is not None for _, host in said):
@@ -245,11 +246,12 @@ def _blind(
     return _verdict(name, key, entry, findings, "", observed=worst, allowed=limit.seconds)
 
 
-def _spell_text(a: float, b: float, key: tuple[LB, Protocol, str], run: RunContext) -> str:
+def _spell_text(
+    a: float, b: float, key: tuple[LB, Protocol, str], run: RunContext, *, at_end: bool
+) -> str:
     """One blind interval: how long, from when, whether it ran to the run's end, and why."""
-    end = run.end_t is not None and b >= run.end_t - END_SLACK
     text = f"blind for {b - a:.2f} s from {a:.2f} s to " + (
-        f"the run's end at {b:.2f} s, still blind then" if end else f"{b:.2f} s"
+        f"the run's end at {b:.2f} s, still blind then" if at_end else f"{b:.2f} s"
     )
     text += " (the heartbeat unseen past the blind threshold)"
     host = _reset_while_serving(a, key[0], run)

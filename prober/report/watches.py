@@ -64,7 +64,7 @@ def watches_section(
     return {
         "blind_after": None if math.isinf(tracker.blind_after) else tracker.blind_after,
         "heartbeat": {"writes": len(beats), "failed": sum(b.ack is None for b in beats)},
-        "streams": [_entry(streams[n], results[n], windows) for n in sorted(streams)],
+        "streams": [_entry(streams[n], results[n], windows, end) for n in sorted(streams)],
     }
 
 
@@ -82,7 +82,10 @@ def end_phase(end: WatchEnd, windows: Sequence[Window]) -> ShutdownPhase:
 
 
 def _entry(
-    first: WatchAttempt | WatchEnd | WatchSeen, result: WatchResult, windows: Sequence[Window]
+    first: WatchAttempt | WatchEnd | WatchSeen,
+    result: WatchResult,
+    windows: Sequence[Window],
+    end: float,
 ) -> dict[str, Any]:
     stream = first.stream_id
     phases = Counter(str(end_phase(e, windows)) for e in result.ended if e.how != "stopped")
@@ -100,6 +103,8 @@ def _entry(
         "lag": _quantiles(result.lags),
         "blind_seconds": round(result.blind_seconds, 6),
         "blind": [[round(a, 6), round(b, 6)] for a, b in result.blind],
+        # its last blind interval was still open when the run ended, closed by the end alone
+        "blind_at_end": bool(result.blind) and result.blind[-1][1] >= end,
         "doomed_at": [_doomed(a) for a in result.doomed_at],
         "unrestored": None if result.unrestored is None else round(result.unrestored, 6),
     }

@@ -67,7 +67,11 @@ def test_pages_are_self_contained(outputs: Path, page: str) -> None:
     assert "default-src 'none'" in html
     urls = set(re.findall(r"https?://[^\s\"'<>]+", html))
     assert urls <= {"http://www.w3.org/2000/svg"}  # an XML namespace, never fetched
-    assert not re.search(r"\b(src|href)=", html)
+    # no source from elsewhere; links only to places on the page itself
+    assert not re.search(r"\bsrc=", html)
+    assert set(re.findall(r"\bhref=\"(.)", html)) <= {"#"}
+    ids = set(re.findall(r'\bid="([^"]+)"', html))
+    assert set(re.findall(r'\bhref="#([^"]+)"', html)) <= ids  # every link has its place
 
 
 def test_the_report_is_labelled_for_a_newcomer(outputs: Path) -> None:

@@ -77,7 +77,7 @@ def test_the_outputs_show_the_same_node_requests_apart(hairpin_log: Path, tmp_pa
     out = tmp_path / "out"
     main(["analyze", str(hairpin_log), "--out", str(out)])
     html = (out / "report.html").read_text()
-    assert "<h2>Same-node requests</h2>" in html
+    assert '<h2 id="same-node">Same-node requests</h2>' in html
     assert "internal-lb hairpins from it" in html
     summary = json.loads((out / "summary.json").read_text())
     assert all(not w.get("same_node") for w in summary["windows"])  # never the LB's

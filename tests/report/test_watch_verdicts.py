@@ -142,10 +142,10 @@ def test_a_watch_still_blind_at_the_runs_end_is_judged_and_says_why(
 ) -> None:
     blind = entry(
         "external-lb", stream="kube-api-http1-external-lb-watch", protocol="http1",
-        ends={"stopped": 1}, blind=[[12.8, 60.0]], unrestored=None,
+        ends={"stopped": 1}, blind=[[12.8, 60.0]], blind_at_end=True, unrestored=None,
         reestablish={"count": 0, "p50": None, "p99": None, "max": None},
     )  # fmt: skip
-    run = RunContext([WINDOW], PLATFORMS[platform], end_t=60.0)  # type: ignore[list-item]
+    run = RunContext([WINDOW], PLATFORMS[platform])  # type: ignore[list-item]
     reestablish, _, verdict = judge_watches(section(blind), ALLOWED, run)
     assert reestablish.status is Status.SKIPPED
     assert reestablish.message == (
