@@ -18,8 +18,10 @@ picks a server:
 * a request over a kept connection to another server proves nothing at all: that connection
   is pinned, it never asked the LB. A kept connection to the old server gets its witness when
   it is closed or broken (a 429 and `Connection: close`, a GOAWAY, a reset): its own failure,
-  or the replacement the worker opens for it (`Sample.replaced_port` names the connection it
-  replaced; `closed`, at the replacement's send time), usually long before m misses. Fresh
+  or the replacement the worker opens for it, answered by another server (`Sample.replaced_port`
+  names the connection it replaced; `closed`, at the replacement's send time), usually long
+  before m misses. A replacement that failed unanswered may itself have reached the old
+  server (localhost has no other), so only its failure, at its end, bounds the reaction. Fresh
   connections sent elsewhere do not bound a kept one: an LB that keeps flows (GCP, Azure,
   conntrack on the service network) keeps it on the old server after dropping the server
   from its rotation, until the server closes it.

@@ -168,8 +168,12 @@ class ShutdownTracker:
                 # whether the LB still sent to it, so nothing bounds the LB's reaction.
                 continue
             seen, rotation = window.stream(sample)
-            if sample.replaced_port is not None:
-                seen.note_witness(sample, CLOSED)  # the kept connection it replaced was gone
+            if sample.replaced_port is not None and header is not None:
+                # The kept connection it replaced was gone; answered elsewhere, the replacement
+                # did not reach the host either. One that failed unanswered may have reached
+                # it (localhost has no other; an LB may still route there): its own failure,
+                # at its end, is the witness.
+                seen.note_witness(sample, CLOSED)
             if header is not None:
                 rotation.hosts.add(header.host)
                 if sample.reused is not True:

@@ -272,10 +272,17 @@ REESTABLISH_WITHIN = 5.0
 BLIND_WITHIN = 15.0
 
 
+# What never scales: a re-watch is a LIST and a WATCH, requests whose round trips take what
+# the node gives them (on a busy 2-core node, a few hundred ms each), and a blind interval
+# starts only past the blind threshold. Scaled limits stay at or above this.
+UNSCALED_FLOOR = 1.0
+
+
 def watch_limits(backoff_initial: float, ping_timeout: float) -> WatchLimits:
     """The watch tests' limits as a daemon with these timers implies them: client-go's, scaled
-    as its backoff and its ping timeout are (the lab scales them with `--time-scale`)."""
+    as its backoff and its ping timeout are (the lab scales them with `--time-scale`), never
+    below what the requests of a re-watch take unscaled (`UNSCALED_FLOOR`)."""
     return WatchLimits(
-        REESTABLISH_WITHIN * backoff_initial / CLIENT_GO_BACKOFF,
-        BLIND_WITHIN * ping_timeout / CLIENT_GO_PING_TIMEOUT,
+        max(REESTABLISH_WITHIN * backoff_initial / CLIENT_GO_BACKOFF, UNSCALED_FLOOR),
+        max(BLIND_WITHIN * ping_timeout / CLIENT_GO_PING_TIMEOUT, UNSCALED_FLOOR),
     )

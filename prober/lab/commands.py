@@ -89,7 +89,12 @@ def verdict_line(result: LabResult) -> str:
         measured = f"measurement failed ({plural(len(result.problems), 'check')} above)"
     else:
         inside = truths_inside(result)
-        measured = f"measurement passed ({plural(inside, 'truth')} inside their bounds)"
+        held = (
+            f"{plural(inside, 'truth')} inside their bounds"
+            if inside
+            else "no LB reaction to hold against a truth: no shutdown window"
+        )
+        measured = f"measurement passed ({held})"
     line = f"prober lab: {measured}; LB verdicts: {counts_text(result.analysis.verdicts)}"
     if result.node is None:
         return line

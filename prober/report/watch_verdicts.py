@@ -17,8 +17,10 @@ Per LB x protocol, three tests:
   a word, which only the ping (HTTP/2) or TCP keepalive (HTTP/1.1, minutes) finds.
 
 R and B are client-go's, scaled as the run's own timers are (its run record's `watch_limits`:
-the lab scales the daemon's backoff and ping with `--time-scale`), unless `prober analyze
---watch-*-within` sets them; summary.json's `watches.limits` and every message say which.
+the lab scales the daemon's backoff and ping with `--time-scale`), but never below 1 s: the
+LIST and WATCH of a re-watch take what the node gives them, unscaled, and on a busy node that
+is a few hundred ms; `prober analyze --watch-*-within` sets them instead. summary.json's
+`watches.limits` and every message say which.
 
 A blind interval that began while its server still served, on an LB whose settings reset the
 flows of a server it takes out (aws, metal), is the LB's reset that never reached the client
@@ -39,7 +41,7 @@ from typing import Any, NamedTuple
 
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Protocol
-from prober.core.watch import BLIND_WITHIN, REESTABLISH_WITHIN
+from prober.core.watch import BLIND_WITHIN, REESTABLISH_WITHIN, UNSCALED_FLOOR
 from prober.report.causes import Cause
 from prober.report.documents import WindowEntry
 from prober.report.reset_verdicts import RESETS_BY
@@ -85,7 +87,10 @@ def limits(allowed: WatchAllowed, section: Mapping[str, Any] | None) -> tuple[Li
         if given is not None:
             chosen.append(Limit(given, f"set by {flag}"))
         elif recorded is not None and abs(recorded[name] - default) > 1e-9:
-            source = f"client-go's {default:g} s, scaled as this run's {scaled_as}"
+            source = (
+                f"client-go's {default:g} s, scaled as this run's {scaled_as}, at least "
+                f"{UNSCALED_FLOOR:g} s for the requests of a re-watch, which do not scale"
+            )
             chosen.append(Limit(recorded[name], source))
         else:
             chosen.append(Limit(default, "client-go's"))

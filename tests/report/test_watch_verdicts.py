@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from prober.core.budgets import PLATFORMS
-from prober.core.models import ClosedBy, Window
+from prober.core.models import ClosedBy, WatchLimits, Window
 from prober.core.phase import ShutdownPhase
-from prober.core.watch import WatchEnd
+from prober.core.watch import WatchEnd, watch_limits
 from prober.report.verdicts import Status
 from prober.report.watch_verdicts import Limit, RunContext, WatchAllowed, judge_watches, limits
 from prober.report.watches import end_phase
@@ -164,15 +164,19 @@ def test_a_watch_still_blind_at_the_runs_end_is_judged_and_says_why(
 
 
 def test_the_limits_are_the_runs_own_unless_given() -> None:
-    # a run whose timers were scaled by 0.05 (the lab's): its limits scale with them
+    # a run whose timers were scaled by 0.1 and 0.15 (the lab's): its limits scale with them
+    assert watch_limits(0.04, 0.75) == WatchLimits(1.0, 1.0)  # at 0.05: the floor
+    assert watch_limits(0.08, 2.25) == WatchLimits(1.0, 2.25)
+    assert watch_limits(0.8, 15.0) == WatchLimits(5.0, 15.0)  # client-go's own
     sec = section(entry(reestablish={"count": 3, "p50": 0.2, "p99": 0.9, "max": 1.0}))
-    sec["limits"] = {"reestablish": 0.25, "blind": 0.75}
+    sec["limits"] = {"reestablish": 0.5, "blind": 2.25}
+    floor = "at least 1 s for the requests of a re-watch, which do not scale"
     assert limits(WatchAllowed(), sec) == (
-        Limit(0.25, "client-go's 5 s, scaled as this run's reflector backoff"),
-        Limit(0.75, "client-go's 15 s, scaled as this run's HTTP/2 ping timeout"),
+        Limit(0.5, f"client-go's 5 s, scaled as this run's reflector backoff, {floor}"),
+        Limit(2.25, f"client-go's 15 s, scaled as this run's HTTP/2 ping timeout, {floor}"),
     )
     [reestablish, *_] = judge_watches(sec, WatchAllowed())
-    assert reestablish.status is Status.FAILED  # 1 s against 0.25 s
+    assert reestablish.status is Status.FAILED  # 1 s against 0.5 s
     assert limits(WatchAllowed(blind=20.0), sec)[1] == Limit(20.0, "set by --watch-blind-within")
     assert limits(WatchAllowed(), section(entry())) == (
         Limit(5.0, "client-go's"),
