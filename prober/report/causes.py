@@ -92,10 +92,9 @@ def decide(interval: IntervalEntry, lb: LB, windows: Sequence[WindowEntry]) -> C
     if interval.get("early", 0):
         return Cause.EARLY
     error = interval["error"]
-    window = _window_at(interval["start_t"], windows)
+    window = window_at(interval["start_t"], windows)
     if window is not None:
-        # The delay runs from T0; its earliest end is the earliest the server stopped.
-        if interval["start_t"] >= window["t0_lo"] + window["delay"]:
+        if serving_window(interval["start_t"], windows) is None:
             return Cause.STOPPED_SERVER
         if error == ErrorClass.CONNECTION_RESET and lb is not LB.LOCALHOST:
             return Cause.LB_RESET
@@ -110,7 +109,16 @@ def cause_of(interval: IntervalEntry, lb: LB, windows: Sequence[WindowEntry]) ->
     return Cause(written) if written is not None else decide(interval, lb, windows)
 
 
-def _window_at(t: float, windows: Sequence[WindowEntry]) -> WindowEntry | None:
+def window_at(t: float, windows: Sequence[WindowEntry]) -> WindowEntry | None:
     """The newest shutdown window open at `t` (from T0's lower bound to its close)."""
     inside = [w for w in windows if w["t0_lo"] <= t <= w.get("end_t", float("inf"))]
     return max(inside, key=lambda w: w["t0"], default=None)
+
+
+def serving_window(t: float, windows: Sequence[WindowEntry]) -> WindowEntry | None:
+    """The window open at `t` while its server still served: before its delay's earliest end
+    (the delay runs from T0, so T0's lower bound plus the delay); None outside one."""
+    window = window_at(t, windows)
+    if window is None or t >= window["t0_lo"] + window["delay"]:
+        return None
+    return window

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB
 from prober.report.anchors import utc
-from prober.report.causes import Cause, cause_of
+from prober.report.causes import Cause, cause_of, serving_window
 from prober.report.documents import IntervalEntry, SummaryDocument, WindowEntry
 from prober.report.keys import entry_key
 from prober.report.verdicts import Status, Verdict, plural, same_node_only
@@ -72,9 +72,9 @@ def _resets(summary: SummaryDocument, lb: LB) -> Iterator[Reset]:
         if entry["lb"] != lb:
             continue
         for i in entry["intervals"]:
-            if cause_of(i, lb, windows) is Cause.LB_RESET:
-                inside = [w for w in windows if w["t0_lo"] <= i["start_t"]]
-                yield Reset(entry["stream"], i, max(inside, key=lambda w: w["t0"]))
+            window = serving_window(i["start_t"], windows)
+            if cause_of(i, lb, windows) is Cause.LB_RESET and window is not None:
+                yield Reset(entry["stream"], i, window)
 
 
 def _verdict(summary: SummaryDocument, lb: LB, profile: Platform | None) -> Verdict:
@@ -94,42 +94,31 @@ def _verdict(summary: SummaryDocument, lb: LB, profile: Platform | None) -> Verd
         message = f"no request through it was reset while its kube-apiserver served ({shutdowns})"
         return Verdict(name, None, None, Status.PASSED, message, (), 0.0, 0.0)
     started = summary.get("started")
+    first = resets[0].text(started) + (
+        "" if len(resets) == 1 else f" (and {len(resets) - 1} more below)"
+    )
+    what = f"{plural(count, 'request')} {Cause.LB_RESET.words} (cause {Cause.LB_RESET})"
     settings = None if profile is None else profile.lb(lb)
+    status = Status.FAILED
     if settings is None or settings.flows is not Flows.RESET:
         kept = "its settings are not known" if settings is None else "its settings keep flows"
-        message = (
-            f"{plural(count, 'request')} {Cause.LB_RESET.words} (cause {Cause.LB_RESET}), "
-            f"which {kept}: {resets[0].text(started)}"
-            + ("" if len(resets) == 1 else f" (and {len(resets) - 1} more below)")
-        )  # fmt: skip
-        details = (message, *(r.text(started) for r in resets))
-        return Verdict(
-            name, None, None, Status.FAILED, message, details, float(count), 0.0, LB_RESET
+        message = f"{what}, which {kept}: {first}"
+    else:
+        assert profile is not None
+        detection = settings.stop_routing
+        late = [r for r in resets if r.interval["start_t"] > r.window["t0_hi"] + detection]
+        how = RESETS_BY.get(profile.name, "its settings reset established flows")
+        prediction = (
+            f"on {profile.name} this LB resets the flows of a server it takes out ({how}): "
+            f"predicted within its detection, {detection:.2f} s after T0"
         )
-    assert profile is not None
-    detection = settings.stop_routing
-    late = [r for r in resets if r.interval["start_t"] > r.window["t0_hi"] + detection]
-    how = RESETS_BY.get(profile.name, "its settings reset established flows")
-    prediction = (
-        f"on {profile.name} this LB resets the flows of a server it takes out ({how}): "
-        f"predicted within its detection, {detection:.2f} s after T0"
-    )
-    if late:
-        message = (
-            f"{plural(sum(r.interval['samples'] for r in late), 'request')} reset later than "
-            f"its detection could explain (cause {Cause.LB_RESET}): {late[0].text(started)}; "
-            f"{prediction}"
-        )
-        details = (message, *(r.text(started) for r in resets))
-        return Verdict(
-            name, None, None, Status.FAILED, message, details, float(count), 0.0, LB_RESET
-        )
-    message = (
-        f"by design: {plural(count, 'request')} {Cause.LB_RESET.words} (cause "
-        f"{Cause.LB_RESET}), {prediction}; {resets[0].text(started)}"
-        + ("" if len(resets) == 1 else f" (and {len(resets) - 1} more below)")
-    )  # fmt: skip
+        if late:
+            message = (
+                f"{plural(sum(r.interval['samples'] for r in late), 'request')} reset later "
+                f"than its detection could explain (cause {Cause.LB_RESET}): "
+                f"{late[0].text(started)}; {prediction}"
+            )
+        else:
+            status, message = Status.BY_DESIGN, f"by design: {what}, {prediction}; {first}"
     details = (message, *(r.text(started) for r in resets))
-    return Verdict(
-        name, None, None, Status.BY_DESIGN, message, details, float(count), 0.0, LB_RESET
-    )
+    return Verdict(name, None, None, status, message, details, float(count), 0.0, LB_RESET)

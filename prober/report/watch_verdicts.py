@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Protocol
 from prober.core.watch import BLIND_WITHIN, REESTABLISH_WITHIN, UNSCALED_FLOOR
-from prober.report.causes import Cause
+from prober.report.causes import Cause, serving_window
 from prober.report.documents import WindowEntry
 from prober.report.reset_verdicts import RESETS_BY
 from prober.report.tables import secs
@@ -277,8 +277,5 @@ def _spell_text(
 def _reset_while_serving(t: float, lb: LB, run: RunContext) -> str | None:
     """The apiserver whose shutdown window `t` falls in while it still served, where the LB
     takes a server out; None where the blindness began otherwise."""
-    inside = [w for w in run.windows if w["t0_lo"] <= t <= w.get("end_t", float("inf"))]
-    window = max(inside, key=lambda w: w["t0"], default=None)
-    if lb is LB.LOCALHOST or window is None or t >= window["t0_lo"] + window["delay"]:
-        return None
-    return window["host"]
+    window = serving_window(t, run.windows)
+    return None if lb is LB.LOCALHOST or window is None else window["host"]
