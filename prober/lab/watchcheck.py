@@ -90,6 +90,7 @@ class WatchRow:
     truth_reestablish: float | None
     paired_by: str = ""  # watchpairs.ADDRESS, LOG or TIME; "" unpaired
     cut: str = ""  # what ended it, where the lab cut its path (`Cut.what`)
+    unjoined: str = ""  # paired by time: why its connection joined nothing
 
 
 @dataclass(slots=True)
@@ -211,7 +212,7 @@ def check_watches(
             previous.pop(m.stream, None)  # an end that reached the client late: not judged
         check.rows.append(WatchRow(m.stream, m.server, m.doomed, t.phase, m.how, t.how, error,
                                    measured_re, true_re, paired.way,
-                                   "" if cut is None else cut.what))  # fmt: skip
+                                   "" if cut is None else cut.what, paired.why))  # fmt: skip
     return check
 
 

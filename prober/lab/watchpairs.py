@@ -10,7 +10,10 @@ HAProxy's log of each session (`option logasap`: client and backend-side address
 connects) joins them. A
 joined pair is exact: the truth watch of that peer on the server named, of that protocol,
 that began inside the watch's landing interval (on HTTP/2 one connection carries one watch
-after another, one at a time). A watch nothing joins (a log line lost, a record without an
+after another, one at a time). An LB's record is trusted by when it was stamped: up to the
+head's arrival first, then later (conntrack stamps a flow when it prints it), the client's
+own address last, each rank tried for every watch before the next, so a moved port never
+takes the watch that kept it. A watch nothing joins (a log line lost, a record without an
 address) falls back to time: among the watches landing together on one server, the pairing
 that pairs the most, and of those the one whose ends lie nearest, searched in groups of at
 most `SEARCHED`, nearest ends first past that. Each pair says which way it was made.
@@ -31,6 +34,9 @@ SEARCHED = 8  # a group of watches landing together up to this size is searched 
 # a NAT's flows, their timing.
 ADDRESS, LOG, NAT, TIME = "address", "haproxy-log", "conntrack", "time"
 Pairs = dict[int, int]  # measured index -> truth index
+# How much a join is trusted, tried in this order across all watches: an LB's record of the
+# connection up to its head's arrival, one stamped after it, the client's own address.
+EXACT, LATE, OWN = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,29 +89,38 @@ class Joins:
     # there joins through these, a second hop.
     transit: Sequence[Session] = ()
 
-    def peer(self, m: MeasuredWatch, offset: float, tol: float) -> tuple[str | None, str]:
-        """The peer `m`'s server saw, and how it is known; (None, TIME) when nothing says."""
+    def peers(self, m: MeasuredWatch, offset: float, tol: float) -> list[tuple[str, str, int]]:
+        """Each peer `m`'s server may have seen it as, with how that is known and its rank
+        (`EXACT`, `LATE`, `OWN`): empty when nothing says."""
         if m.local is None or m.lb is None:
-            return None, TIME
-        # The newest session from that address up to the head's arrival: a port is used again
-        # once its connection is gone, and an HTTP/2 connection predates the watches it carries.
+            return []
         before = offset + m.established + tol
-        session = _newest(self.sessions.get(m.lb, ()), m.local, before)
-        if session is not None and apiserver_id(session.server) != m.server:
-            return None, TIME  # the header named another server: no join to trust
-        if session is None and m.lb in self.proxies:
-            return None, TIME
-        peer, way = (m.local, ADDRESS) if session is None else (session.backend, session.way)
-        onward = _newest(self.transit, peer, before)
-        if onward is not None and onward.backend != peer:
-            return onward.backend, NAT
-        return peer, way
+        first = self.sessions.get(m.lb, ())
+        found = [(s.backend, s.way, r) for s, r in _sessions(first, m.local, m.server, before)]
+        if m.lb not in self.proxies:
+            found.append((m.local, ADDRESS, OWN))
+        peers = []
+        for peer, way, rank in found:  # then the router's hop, which may move the port again
+            onward = _sessions(self.transit, peer, m.server, before)
+            for hop, hop_rank in onward:
+                moved = hop.backend != peer
+                peers.append((hop.backend, NAT if moved else way, max(rank, hop_rank)))
+            # Where the router's log has the flow, its port as sent is only a last resort.
+            peers.append((peer, way, OWN if onward else rank))
+        return peers
 
 
-def _newest(sessions: Iterable[Session], client: str, before: float) -> Session | None:
-    """The newest session from that address up to `before`."""
-    found = [s for s in sessions if s.client == client and s.wall <= before]
-    return max(found, key=lambda s: s.wall, default=None)
+def _sessions(
+    sessions: Iterable[Session], client: str, server: str, before: float
+) -> list[tuple[Session, int]]:
+    """The sessions from that address to that server, likeliest first: the newest up to
+    `before` (a port is used again once its connection is gone; an HTTP/2 connection
+    predates the watches it carries), then the later ones, nearest first, since conntrack
+    stamps a flow as it prints it, late on a busy machine."""
+    mine = [s for s in sessions if s.client == client and apiserver_id(s.server) == server]
+    early = sorted((s for s in mine if s.wall <= before), key=lambda s: -s.wall)
+    late = sorted((s for s in mine if s.wall > before), key=lambda s: s.wall)
+    return [(s, EXACT) for s in early[:1]] + [(s, LATE) for s in late]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +128,7 @@ class Paired:
     measured: MeasuredWatch
     truth: TruthWatch | None
     way: str  # ADDRESS, LOG or TIME; "" where no truth watch was found
+    why: str = ""  # for TIME: why its connection joined nothing
 
 
 def pair(
@@ -129,24 +145,39 @@ def pair(
         by_peer.setdefault((t.apiserver, t.protocol, t.peer), []).append(j)
     chosen: dict[int, tuple[int, str]] = {}
     used: set[int] = set()
-    for i, m in enumerate(measured):
-        peer, way = joins.peer(m, offset, tol)
-        if peer is None:
-            continue
-        lo, hi = offset + m.sent - tol, offset + m.established + tol
-        fits = [j for j in by_peer.get((m.server, m.protocol, peer), ())
-                if j not in used and lo <= truth[j].start <= hi]  # fmt: skip
-        if fits:
-            j = min(fits, key=lambda j: abs(truth[j].start - (offset + m.established)))
-            chosen[i] = (j, way)
-            used.add(j)
+    peers = [joins.peers(m, offset, tol) for m in measured]
+    for rank in (EXACT, LATE, OWN):
+        for i, m in enumerate(measured):
+            if i in chosen:
+                continue
+            lo, hi = offset + m.sent - tol, offset + m.established + tol
+            for peer, way, _ in (p for p in peers[i] if p[2] == rank):
+                fits = [j for j in by_peer.get((m.server, m.protocol, peer), ())
+                        if j not in used and lo <= truth[j].start <= hi]  # fmt: skip
+                if fits:
+                    j = min(fits, key=lambda j: abs(truth[j].start - (offset + m.established)))
+                    chosen[i] = (j, way)
+                    used.add(j)
+                    break
     rest = [i for i in range(len(measured)) if i not in chosen]
     for i, j in _by_time([measured[i] for i in rest], truth, used, offset, tol).items():
         chosen[rest[i]] = (j, TIME)
-    return [
-        Paired(m, truth[chosen[i][0]], chosen[i][1]) if i in chosen else Paired(m, None, "")
-        for i, m in enumerate(measured)
-    ]
+    paired = []
+    for i, m in enumerate(measured):
+        j, way = chosen.get(i, (-1, ""))
+        why = _unjoined(m, peers[i]) if way == TIME else ""
+        paired.append(Paired(m, truth[j] if way else None, way, why))
+    return paired
+
+
+def _unjoined(m: MeasuredWatch, peers: Sequence[tuple[str, str, int]]) -> str:
+    """Why a watch paired by time joined nothing: what its LB's records offered."""
+    if m.local is None or m.lb is None:
+        return "the daemon recorded no address for its connection"
+    if not peers:
+        return f"{m.lb} logged no session from {m.local} to {m.server}"
+    seen = ", ".join(f"{peer} ({way})" for peer, way, _ in peers)
+    return f"from {m.local}, no {m.protocol} watch began in its landing interval as {seen}"
 
 
 def _by_time(

@@ -253,6 +253,7 @@ def test_behind_haproxy_the_join_is_its_session_log() -> None:
     elsewhere = [Session(OFFSET + 1.002, "127.0.0.1:40000", "127.0.0.1:52000", "master-1")]
     [paired] = pair([m], ts[1:], OFFSET, 0.1, Joins({LB.INTERNAL: elsewhere}, haproxy))
     assert (paired.truth, paired.way) == (ts[1], TIME)
+    assert paired.why == f"internal-lb logged no session from 127.0.0.1:40000 to {server}"
 
 
 LOST = Cut(OFFSET + 10.0, "a", "master-0's node lost", until=OFFSET + 30.0)
@@ -340,3 +341,25 @@ def test_a_port_the_router_moved_joins_through_its_transit_flow() -> None:
         p.measured.stream: (p.truth, p.way) for p in pair([svc, local], ts, OFFSET, 0.1, joins)
     }
     assert pairs == {S: (ts[0], NAT), "local": (ts[1], NAT)}
+
+
+def test_a_flow_conntrack_stamped_after_the_head_still_joins() -> None:
+    """conntrack stamps a flow when it prints it: on a busy machine after the watch's head
+    arrived. Two watches from one port to two VIPs, DNATed to one server: the router kept
+    the port of the first and moved the second's, whose flow it printed 0.4 s late. The moved
+    one must not take the first's watch by its own address."""
+    server = apiserver_id("master-0")
+    ext = at(measured(1.0, None, server=server, stream="ext"), LB.EXTERNAL, "198.18.0.2:40000")
+    int_ = at(measured(1.0, None, server=server, stream="int"), LB.INTERNAL, "198.18.0.2:40000")
+    flows = {
+        LB.EXTERNAL: [Session(OFFSET + 0.99, "198.18.0.2:40000", "198.18.0.2:40000",
+                              "master-0", NAT)],
+        LB.INTERNAL: [Session(OFFSET + 1.5, "198.18.0.2:40000", "198.18.0.2:41000",
+                              "master-0", NAT)],
+    }  # fmt: skip
+    ts = [on(truth(1.004, None, server=server), "198.18.0.2:40000"),
+          on(truth(1.005, None, server=server), "198.18.0.2:41000")]  # fmt: skip
+    for order in ([int_, ext], [ext, int_]):
+        pairs = {p.measured.stream: (p.truth, p.way) for p in pair(order, ts, OFFSET, 0.1,
+                                                                   Joins(flows))}  # fmt: skip
+        assert pairs == {"ext": (ts[0], NAT), "int": (ts[1], NAT)}
