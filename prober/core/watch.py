@@ -148,6 +148,9 @@ class WatchResult:
     spans: list[tuple[float, float | None]] = field(default_factory=list)
     ended: list[WatchEnd] = field(default_factory=list)
     doomed_at: list[WatchAttempt] = field(default_factory=list)
+    # Beside each doomed landing, when its connection took its first request (None: not
+    # known): whether the LB chose its server before that server's shutdown began.
+    doomed_opened: list[float | None] = field(default_factory=list)
     # At the run's end: seconds since an end no watch followed (None: every end was followed).
     unrestored: float | None = None
 
@@ -177,6 +180,10 @@ class _Stream:
     ended_at: float | None = None  # the last end not yet followed by an established watch
     seen: int = 0  # the newest heartbeat revision seen
     next_write: int = 0  # the first acknowledged write not yet seen
+    # The connection its requests go on ("ip:port"), and when it took its first: a stream
+    # sends one request at a time, so a new address is a new connection.
+    local: str | None = None
+    opened: float | None = None
 
 
 class WatchTracker:
@@ -200,19 +207,7 @@ class WatchTracker:
         state = self._of(record.stream)
         result = state.result
         if isinstance(record, WatchAttempt):
-            if record.step == "list" and record.relist_cause:
-                result.relists[record.relist_cause] += 1
-            if record.step == "watch" and record.outcome == "ok":
-                result.established += 1
-                result.doomed += record.doomed
-                result.spans.append((record.t + record.dur, None))
-                if record.doomed:
-                    result.doomed_at.append(record)
-                if record.server:
-                    result.servers[record.server] += 1
-                if state.ended_at is not None:
-                    result.reestablish.append(record.t + record.dur - state.ended_at)
-                    state.ended_at = None
+            self._attempt(state, record)
         elif isinstance(record, WatchEnd):
             result.ends[record.how] += 1
             result.ended.append(record)
@@ -222,6 +217,26 @@ class WatchTracker:
             state.ended_at = None if record.how == "stopped" else record.t
         else:
             self._seen(state, record)
+
+    @staticmethod
+    def _attempt(state: _Stream, record: WatchAttempt) -> None:
+        result = state.result
+        if record.local != state.local:
+            state.local, state.opened = record.local, record.t
+        if record.step == "list" and record.relist_cause:
+            result.relists[record.relist_cause] += 1
+        if record.step == "watch" and record.outcome == "ok":
+            result.established += 1
+            result.doomed += record.doomed
+            result.spans.append((record.t + record.dur, None))
+            if record.doomed:
+                result.doomed_at.append(record)
+                result.doomed_opened.append(None if record.local is None else state.opened)
+            if record.server:
+                result.servers[record.server] += 1
+            if state.ended_at is not None:
+                result.reestablish.append(record.t + record.dur - state.ended_at)
+                state.ended_at = None
 
     def _written(self, revision: int, ack: float) -> None:
         """A write acknowledged: streams that saw its revision already (the event came before

@@ -74,7 +74,8 @@ def watched(replay: Replay, summary: SummaryDocument) -> Watched:
         entry["stream"]: [(float(a), float(b)) for a, b in entry["blind"]]
         for entry in section.get("streams", [])
     }
-    return Watched(tuple(streams), replay.of_kind(WATCH), blind, section.get("blind_after") or 0.0)
+    deadline = section.get("blind_deadline") or 0.0
+    return Watched(tuple(streams), replay.of_kind(WATCH), blind, deadline)
 
 
 def watch_losses(

@@ -8,7 +8,7 @@ WORDS = {
     "delay_early": "0-80 %",
     "delay_late": "80-100 %",
     "after": "after",
-    "no_server": "no server",
+    "no_server": "no answer",  # no answer on its connection named its server
     "no_shutdown": "no shutdown",
     "no_age": "no age",
     "unknown": "?",

@@ -3,21 +3,27 @@ summary and its verdicts say, read from them, never worked out again."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prober.report.age_tables import age_lines
 from prober.report.analysis import RunAnalysis
+from prober.report.budget_verdicts import WITHIN_BUDGET
 from prober.report.counts import counts_text
 from prober.report.restart_table import restart_lines
 from prober.report.samenode_tables import same_node_lines
 from prober.report.tables import bounded, fold, seconds, table
 from prober.report.verdict_names import abrupt_end
-from prober.report.verdicts import Status, Verdict, plural
+from prober.report.verdicts import AVAILABLE, ROUTING, Status, Verdict, plural
 
 # The bracket is read by people who never saw the tool: say once what it is.
 BOUND_NOTE = "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
+COLUMNS_NOTE = (
+    "within budget, before it stops, available: the outcomes of those tests, named in full in "
+    "junit.xml"
+)
 
 
 def describe(analysis: RunAnalysis) -> list[str]:
@@ -60,28 +66,21 @@ def describe(analysis: RunAnalysis) -> list[str]:
     for worst in s["worst"]:
         key = (worst["lb"], worst["protocol"], worst["connection"])
         mine = [v for v in analysis.verdicts if v.key == key]
-        routing = next((v.status.value for v in mine if v.stream is None), "-")
-        available = sorted({v.status.value for v in mine if v.stream is not None})
         rows.append(
             [
                 *key,
                 bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"]),
-                routing,
+                _outcome(mine, WITHIN_BUDGET, key),
+                _outcome(mine, ROUTING, key),
                 seconds(worst["disruption_seconds"]),
-                "/".join(available) or "-",
+                _outcome(mine, AVAILABLE, key),
             ]
         )
-    headers = [
-        "lb",
-        "protocol",
-        "connection",
-        "worst reaction [bound]",
-        "stop routing",
-        "disruption",
-        "available",
-    ]
+    # Each test's outcome under a word of its name: junit.xml says them in full.
+    headers = ["lb", "protocol", "connection", "worst reaction [bound]", "within budget",
+               "before it stops", "disruption", "available"]  # fmt: skip
     lines += table(headers, rows)
-    lines.append(BOUND_NOTE)
+    lines += [BOUND_NOTE, COLUMNS_NOTE]
     lines += same_node_lines(s)
     resent: Counter[str] = Counter()
     for stream in s["streams"]:
@@ -112,6 +111,14 @@ def describe(analysis: RunAnalysis) -> list[str]:
             lines += [folded for d in verdict.details for folded in fold(d, "  ")]
     lines += ["", f"verdicts (junit.xml): {counts_text(analysis.verdicts)}"]
     return lines
+
+
+def _outcome(mine: Sequence[Verdict], template: str, key: tuple[str, str, str]) -> str:
+    """The outcomes of the tests of that template for that key, every target's."""
+    lb, protocol, connection = key
+    name = template.format(lb=lb, protocol=protocol, connection=connection)
+    found = {v.status.value for v in mine if re.sub(r" target/\S+", "", v.name) == name}
+    return "/".join(sorted(found)) or "-"
 
 
 def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) -> list[str]:

@@ -10,6 +10,11 @@ Per LB x protocol, three tests:
   three tries in a row to servers that would not serve them.
 - `... should not land on a shutting-down apiserver`: no WATCH got its stream from a server
   already answering `shutdown=true` (a doomed re-watch: cut again when that server stops).
+  One that landed within the LB's worst case to stop routing (its health checks' detection,
+  the service network's sync delay) after its server's T0 is what the LB's settings predict:
+  by design, as a late request within that budget passes its budget test; so is one on a
+  connection opened before its server's T0, through an LB that keeps flows (it stays on its
+  server until the server closes it).
 - `... should not be blind longer than its limit` (B): no blind interval (the heartbeat
   written and not seen past the blind threshold) longer than B seconds. B = 15 s by default,
   client-go's HTTP/2 ping timeout: a graceful rollout behind a working LB blinds a watch for
@@ -116,7 +121,7 @@ def judge_watches(
             ]
             continue
         verdicts.append(_reestablish(names[0], key, entry, reestablish, run))
-        verdicts.append(_doomed(names[1], key, entry))
+        verdicts.append(_doomed(names[1], key, entry, run))
         verdicts.append(_blind(names[2], key, entry, blind, heartbeat=heartbeat, run=run))
     return verdicts
 
@@ -186,18 +191,58 @@ def _still_blind(entry: Mapping[str, Any]) -> float | None:
     return entry["blind"][-1][0] if entry.get("blind_at_end") else None
 
 
-def _doomed(name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any]) -> Verdict:
+def _doomed(
+    name: str, key: tuple[LB, Protocol, str], entry: Mapping[str, Any], run: RunContext
+) -> Verdict:
+    doomed = entry.get("doomed_at", [])
     findings = [
         f"a watch established at {d['t']:.2f} s on apiserver {d['server']}, which was already "
         f"shutting down ({_elapsed(d['elapsed'])})"
-        for d in entry.get("doomed_at", [])
+        for d in doomed
     ]
     passed = (
         f"{plural(entry['established'], 'watch')} established, none on a shutting-down apiserver"
     )
+    why = [_predicted(d, key[0], run) for d in doomed]
+    if findings and all(w is not None for w in why):
+        assert run.profile is not None
+        message = f"{entry['stream']}: by design: {findings[0]}; on {run.profile.name} {why[0]}" + (
+            "" if len(findings) == 1 else f" (and {len(findings) - 1} more below)"
+        )
+        said = tuple(f"{f}; {w}" for f, w in zip(findings, why, strict=True))
+        return Verdict(name, key, entry["stream"], Status.BY_DESIGN, message, said,
+                       float(len(doomed)), 0.0)  # fmt: skip
     return _verdict(
         name, key, entry, findings, passed, observed=float(entry["doomed"]), allowed=0.0
     )
+
+
+def _predicted(doomed: Mapping[str, Any], lb: LB, run: RunContext) -> str | None:
+    """Why the LB's settings predict a doomed watch, or None where they do not: it landed
+    while the LB could still be detecting its server's shutdown (by T0's upper bound plus
+    the LB's worst case to stop routing), or on a connection opened before that shutdown
+    began, which an LB that keeps flows leaves on its server until the server closes it."""
+    if run.profile is None:
+        return None
+    profile = run.profile.lb(lb)
+    t, opened = doomed["t"], doomed.get("opened")
+    for w in run.windows:
+        if w["host"] != doomed["server"] or t < w["t0_lo"]:
+            continue
+        if t <= w["t0_hi"] + profile.stop_routing:
+            return (
+                f"this LB may route new connections to a server up to "
+                f"{profile.stop_routing:.2f} s after its /readyz went false (its worst case to "
+                "stop routing), and a watch sent then lands there: predicted within its "
+                "detection"
+            )
+        if opened is not None and opened < w["t0_lo"] and profile.flows is not Flows.RESET:
+            return (
+                f"this LB keeps established flows on their server, and the watch went on a "
+                f"connection opened at {opened:.2f} s, before that server's T0: predicted "
+                "until the server closes it"
+            )
+    return None
 
 
 def _elapsed(elapsed: float | None) -> str:

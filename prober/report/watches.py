@@ -62,7 +62,7 @@ def watches_section(
     tracker, results, streams = watch_results(records, end)
     beats = [r for r in records if isinstance(r, Heartbeat)]
     return {
-        "blind_after": None if math.isinf(tracker.blind_after) else tracker.blind_after,
+        "blind_deadline": None if math.isinf(tracker.blind_after) else tracker.blind_after,
         "heartbeat": {"writes": len(beats), "failed": sum(b.ack is None for b in beats)},
         "streams": [_entry(streams[n], results[n], windows, end) for n in sorted(streams)],
     }
@@ -105,13 +105,17 @@ def _entry(
         "blind": [[round(a, 6), round(b, 6)] for a, b in result.blind],
         # its last blind interval was still open when the run ended, closed by the end alone
         "blind_at_end": bool(result.blind) and result.blind[-1][1] >= end,
-        "doomed_at": [_doomed(a) for a in result.doomed_at],
+        "doomed_at": [
+            _doomed(a, opened)
+            for a, opened in zip(result.doomed_at, result.doomed_opened, strict=True)
+        ],
         "unrestored": None if result.unrestored is None else round(result.unrestored, 6),
     }
 
 
-def _doomed(attempt: WatchAttempt) -> dict[str, Any]:
-    return {"t": round(attempt.t, 6), "server": attempt.server, "elapsed": attempt.elapsed}
+def _doomed(attempt: WatchAttempt, opened: float | None) -> dict[str, Any]:
+    return {"t": round(attempt.t, 6), "server": attempt.server, "elapsed": attempt.elapsed,
+            "opened": None if opened is None else round(opened, 6)}  # fmt: skip
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | int | None]:

@@ -132,3 +132,18 @@ def test_each_doomed_landing_is_kept_with_its_server() -> None:
         attempt(6.0, "list", server="a", shutdown=True),  # a LIST is no watch: never doomed
     )
     assert [(a.t, a.server, a.elapsed) for a in result.doomed_at] == [(5.1, "a", 3.5)]
+
+
+def test_a_doomed_landing_knows_when_its_connection_took_its_first_request() -> None:
+    """A stream sends one request at a time: a new local address is a new connection."""
+    result = track(
+        attempt(0.0, "list", local="10.0.0.1:4000"),
+        attempt(0.2, local="10.0.0.1:4000", server="a", shutdown=False),
+        end(5.0, "closed"),
+        attempt(5.1, local="10.0.0.1:4000", server="a", shutdown=True),  # kept: opened at 0
+        end(6.0, "closed"),
+        attempt(6.1, "list", local="10.0.0.1:4100", server="a", shutdown=True),
+        attempt(6.3, local="10.0.0.1:4100", server="a", shutdown=True),  # a new one, at 6.1
+        attempt(7.0, server="a", shutdown=True),  # no address: not known
+    )
+    assert result.doomed_opened == [0.0, 6.1, None]

@@ -124,16 +124,20 @@ async def test_watch_streams_follow_the_heartbeat_through_a_shutdown_and_a_resta
     assert sum(sum(e["ends"].values()) for e in by_stream.values()) == total(
         registry, "prober_watch_ends_total"
     )
-    # analyze: per watch stream three tests; the doomed re-watches fail theirs, named.
+    # analyze: per watch stream three tests. The doomed re-watches landed within the
+    # detection aws's checks allow the LB (30 s): their tests say so, by design, and pass.
     out = tmp_path / "out"
     code = analyze_command([log], platform=None, thresholds_path=None, out=out,
                            skip_bad_lines=False, stdout=io.StringIO())  # fmt: skip
-    assert code == ExitCode.FAILED
-    cases = ET.parse(out / "junit.xml").getroot().iter("testcase")
-    watch = {c.get("name", ""): c.find("failure") for c in cases if " watch " in c.get("name", "")}
-    assert len(watch) == 6
-    doomed = [f for name, f in watch.items() if "shutting-down" in name]
-    assert all(f is not None and "already shutting down" in f.get("message", "") for f in doomed)
+    cases = [c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")
+             if " watch " in c.get("name", "")]  # fmt: skip
+    assert len({c.get("name") for c in cases}) == 6
+    doomed = [c.find("failure") for c in cases if "shutting-down" in c.get("name", "")]
+    said = [f.get("message", "") for f in doomed if f is not None]
+    assert len(said) == 2, said  # one failed-then-passed pair per stream
+    assert all("by design" in m and "already shutting down" in m for m in said)
+    assert all("predicted within its detection" in m for m in said)
+    assert code == ExitCode.FAILED  # the requests' tests: their only server went away
     html = (out / "report.html").read_text()
     assert "http1 · watch" in html
     assert "doomed re-watch at" in html

@@ -141,7 +141,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     assert doc["ended"]["abruptly"] is False
     assert doc["ended"]["reason"] == "stopped"
     assert doc["watches"] == {
-        "blind_after": None,
+        "blind_deadline": None,
         "heartbeat": {"writes": 0, "failed": 0},
         "streams": [],
     }  # a run without watch streams
@@ -325,13 +325,15 @@ def test_the_printed_table_shows_each_worst_reaction_with_its_bound(tmp_path, ca
     printed = capsys.readouterr().out.splitlines()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     start = printed.index(
-        "lb           protocol  connection  worst reaction [bound]  stop routing  disruption  "
-        "available"
+        "lb           protocol  connection  worst reaction [bound]  within budget  "
+        "before it stops  disruption  available"
     )
     rows = [re.split(r"\s{2,}", line) for line in printed[start + 2 : start + 10]]
-    assert printed[start + 10] == (
-        "[bound]: where the true reaction lies, given the sampling; ? = not bounded"
-    )
+    assert printed[start + 10 : start + 12] == [
+        "[bound]: where the true reaction lies, given the sampling; ? = not bounded",
+        "within budget, before it stops, available: the outcomes of those tests, named in full "
+        "in junit.xml",
+    ]
     for row, worst in zip(rows, summary["worst"], strict=True):
         assert row[:3] == [worst["lb"], worst["protocol"], worst["connection"]]
         hi = "?" if worst["reaction_hi"] is None else f"{worst['reaction_hi']:.2f}"
@@ -339,6 +341,17 @@ def test_the_printed_table_shows_each_worst_reaction_with_its_bound(tmp_path, ca
         if worst["connection"] == "reused":
             assert row[3].endswith(", ?]")
     assert rows[1][3] == "9.79 s [9.76, ?]"  # internal-lb http1 reused: T0 29.99 s ± 0.03 s
+    # Each outcome column is its test's outcome in junit.xml, not another test's.
+    cases = {
+        c.get("name"): "failed" if c.find("failure") is not None
+        else "skipped" if c.find("skipped") is not None else "passed"
+        for c in ET.parse(tmp_path / "out" / "junit.xml").iter("testcase")
+    }  # fmt: skip
+    for row in rows:
+        key = row[:3]
+        budget = WITHIN_BUDGET.format(lb=key[0], protocol=key[1], connection=key[2])
+        names = [budget, ROUTING.format(*key), AVAILABLE.format(*key)]
+        assert [row[4], row[5], row[7]] == [cases[n] for n in names]
 
 
 def _within(lo: float, hi: float | None) -> str:

@@ -319,7 +319,7 @@ def test_watch_blindness_and_doomed_re_watches_are_intervals_of_their_own(
     run: Run, tmp_path: Path
 ) -> None:
     stream = "kube-api-http2-external-lb-watch"
-    doc = {**run.doc, "watches": {"blind_after": 3.0, "heartbeat": {"writes": 9, "failed": 0},
+    doc = {**run.doc, "watches": {"blind_deadline": 3.0, "heartbeat": {"writes": 9, "failed": 0},
            "streams": [{"stream": stream, "lb": "external-lb", "protocol": "http2",
                         "blind": [[10.25, 40.75]], "doomed_at": [
                             {"t": 12.5, "server": "master-1", "elapsed": 1.5}]}]}}  # fmt: skip
