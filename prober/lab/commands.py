@@ -186,15 +186,18 @@ def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
     result = replace(result, problems=(*result.problems, *outside))
     path = result.out / LAB_RESULT
     path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
+    print("", file=stdout)
+    logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
+    for written in (*result.written, path, *logs, result.out / "logs"):
+        print(f"wrote {written}", file=stdout)
+    # What the run proved comes last, where a reader's eye lands: the findings and checks
+    # it stands on just above it.
+    print("", file=stdout)
     for finding in result.findings:
         print(f"FINDING {finding}", file=stdout)
     for problem in result.problems:
         print(f"CHECK {problem}", file=stdout)
     print(verdict_line(result), file=stdout)
-    print("", file=stdout)
-    logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
-    for written in (*result.written, path, *logs, result.out / "logs"):
-        print(f"wrote {written}", file=stdout)
     return result.problems
 
 

@@ -179,6 +179,8 @@ async def as_typed(folder: Path, monkeypatch: pytest.MonkeyPatch) -> LabResult:
     typed = await typed_lab(folder, monkeypatch, "--time-scale", str(SCALE), "--shutdowns", "1",
                             "--tolerance", str(TOLERANCE))  # fmt: skip
     assert typed.code == 0, typed.stdout
+    # What the run proved is its last line, where the README shows it.
+    assert typed.stdout.splitlines()[-1] == verdict_line(typed.result)
     assert str(typed.out).startswith("lab-out/")
     assert missing_outputs(typed) == []
     for line, (code, absent) in docs_commands(typed).items():
