@@ -196,7 +196,8 @@ def _doomed(
 ) -> Verdict:
     doomed = entry.get("doomed_at", [])
     findings = [
-        f"a watch established at {d['t']:.2f} s on apiserver {d['server']}, which was already "
+        f"a watch established at {d.get('landed', d['t']):.2f} s on apiserver {d['server']}, "
+        "which was already "
         f"shutting down ({_elapsed(d['elapsed'])})"
         for d in doomed
     ]
@@ -225,7 +226,9 @@ def _predicted(doomed: Mapping[str, Any], lb: LB, run: RunContext) -> str | None
     if run.profile is None:
         return None
     profile = run.profile.lb(lb)
-    t, opened = doomed["t"], doomed.get("opened")
+    # Where it landed: a watch sent just before T0 may land after it (its head's arrival;
+    # its send time in logs written before `landed` was).
+    t, opened = doomed.get("landed", doomed["t"]), doomed.get("opened")
     for w in run.windows:
         if w["host"] != doomed["server"] or t < w["t0_lo"]:
             continue

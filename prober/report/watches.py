@@ -114,7 +114,8 @@ def _entry(
 
 
 def _doomed(attempt: WatchAttempt, opened: float | None) -> dict[str, Any]:
-    return {"t": round(attempt.t, 6), "server": attempt.server, "elapsed": attempt.elapsed,
+    return {"t": round(attempt.t, 6), "landed": round(attempt.t + attempt.dur, 6),
+            "server": attempt.server, "elapsed": attempt.elapsed,
             "opened": None if opened is None else round(opened, 6)}  # fmt: skip
 
 
