@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -98,7 +97,7 @@ class Daemon:
         self._stop.set()
 
     async def run(self) -> int:
-        run_start, wall_start = time.monotonic(), time.time()
+        run_start, wall_start = self._clock.monotonic(), self._clock.wall()
         header = run_record(
             run_id=self.run_id,
             ts=rfc3339(wall_start),
@@ -134,9 +133,10 @@ class Daemon:
                 header,
                 on_dropped=metrics.count_dropped,
                 keep=Retention(config.event_log_keep_runs, config.event_log_keep_size),
+                clock=self._clock,
             )
             sinks.append(writer)
-        pipeline = self.pipeline = Pipeline(sinks, run_start=run_start)
+        pipeline = self.pipeline = Pipeline(sinks, run_start=run_start, clock=self._clock)
         context = KindContext(
             config=config,
             clock=self._clock,
@@ -154,7 +154,7 @@ class Daemon:
         runs = [kind.prepare(context) for kind in self.kinds]
         self._feeds = [run.feed for run in runs if run.feed is not None]
         if self._hosts is not None:
-            self._hosts.start_run(pipeline.now, time.time)
+            self._hosts.start_run(pipeline.now, self._clock.wall)
         for run in runs:
             if run.feed is not None:
                 pipeline.attach(run.feed)
@@ -242,7 +242,7 @@ class Daemon:
         pipeline.close(pipeline.now())
         # Last of all: a reader tells a stop from a kill by this record (`report.replay`).
         end_t = pipeline.now()
-        pipeline.out.event(RunEnd(end_t, rfc3339(time.time()), self._stop_reason))
+        pipeline.out.event(RunEnd(end_t, rfc3339(self._clock.wall()), self._stop_reason))
         files = [str(p) for p in writer.close()] if writer is not None else []
         for run in runs:
             await run.aclose()
@@ -316,4 +316,5 @@ class Daemon:
             if self._told.get(host) != node:
                 self._told[host] = node
                 now = self.pipeline.now()
-                self.pipeline.submit(ApiserverNode(now, rfc3339(time.time()), host, node))
+                wall = rfc3339(self._clock.wall())
+                self.pipeline.submit(ApiserverNode(now, wall, host, node))

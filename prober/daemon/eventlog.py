@@ -27,7 +27,6 @@ import contextlib
 import gzip
 import os
 import shutil
-import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import structlog
 
+from prober.common.clock import Clock, SystemClock
 from prober.common.segments import segment_path, segment_paths
 from prober.core.eventlog import EventLogError, encode
 from prober.core.models import LogRecord, RunRecord, Sample
@@ -63,8 +63,10 @@ class EventLogWriter:
         *,
         on_dropped: Callable[[str], None] | None = None,
         keep: Retention | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.path = Path(path)
+        self._clock = clock or SystemClock()  # when to try a failed write again
         self._keep = keep or Retention()
         self._max = max_bytes
         self._header = header
@@ -119,7 +121,7 @@ class EventLogWriter:
             self._drop(record, f"cannot encode: {exc}")
             return
         problem = self._failure or "no file"
-        if self._file is None and time.monotonic() >= self._retry_at:
+        if self._file is None and self._clock.monotonic() >= self._retry_at:
             problem = self._start_file() or problem
         if self._file is None:
             self._drop(record, problem)
@@ -137,7 +139,7 @@ class EventLogWriter:
                 error=self._failure,
             )
             self._failure, self._dropped_since = None, 0
-        if self._size > self._max and time.monotonic() >= self._retry_at:
+        if self._size > self._max and self._clock.monotonic() >= self._retry_at:
             self._rotate()
 
     def close(self) -> list[Path]:
@@ -200,14 +202,14 @@ class EventLogWriter:
         try:
             self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - the writer's
         except OSError as exc:
-            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._retry_at = self._clock.monotonic() + RETRY_SECONDS
             return f"cannot open: {exc.strerror or exc}"
         self._size, self._torn = os.fstat(self._file.fileno()).st_size, False
         problem = self._append((encode(self._header) + "\n").encode())
         if problem is not None:
             self._file.close()
             self._file = None
-            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._retry_at = self._clock.monotonic() + RETRY_SECONDS
         return problem
 
     def _rotate(self) -> None:
@@ -216,7 +218,7 @@ class EventLogWriter:
         try:
             os.replace(self.path, plain)  # the open file follows it
         except OSError as exc:
-            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._retry_at = self._clock.monotonic() + RETRY_SECONDS
             if self._rotation_failure is None:
                 self._rotation_failure = exc.strerror or str(exc)
                 log.error(
@@ -264,15 +266,16 @@ class EventLogWriter:
         if not old:  # still pruned: a lowered `event_log_keep_*` applies at the next start
             retention.prune(self.path, None, self._keep)
             return
-        aside = retention.aside_name(self.path, self._header.run_id)
+        now = self._clock.wall()
+        aside = retention.aside_name(self.path, self._header.run_id, now)
         aside.mkdir()
         for item in old:
             os.replace(item, aside / item.name)
         log.warning("event_log_previous_run_moved", to=str(aside), files=len(old))
-        moved = retention.describe(aside, [aside / item.name for item in old])
+        moved = retention.describe(aside, [aside / item.name for item in old], now)
         # Pruned before it is marked: on a full disk the pruning may be what makes room.
         retention.prune(self.path, moved, self._keep)
-        retention.mark(moved)
+        retention.mark(moved, now)
 
     def _prune_segments(self) -> None:
         """Past KEEP_SEGMENTS rotated segments, the oldest goes (a disk is not endless)."""

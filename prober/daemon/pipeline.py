@@ -16,12 +16,12 @@ The queue is the one hand-over from the runners' tasks: `submit` as each record 
 from __future__ import annotations
 
 import asyncio
-import time
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prober.common.clock import Clock
 from prober.core.connection_age import Attributed, ConnectionAges
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
@@ -125,9 +125,10 @@ class Feed(Protocol):
 
 
 class Pipeline:
-    def __init__(self, sinks: Iterable[Sink], *, run_start: float) -> None:
+    def __init__(self, sinks: Iterable[Sink], *, run_start: float, clock: Clock) -> None:
         self.out = Fanout(sinks)
         self._run_start = run_start
+        self._clock = clock
         self._feeds: dict[type, Feed] = {}
         self._attached: list[Feed] = []
         self._passed: set[str] = set()  # streams whose records no feed takes, once seen
@@ -182,4 +183,4 @@ class Pipeline:
 
     def now(self) -> float:
         """Run time now, rounded as sample times are."""
-        return round(time.monotonic() - self._run_start, 6)
+        return round(self._clock.monotonic() - self._run_start, 6)

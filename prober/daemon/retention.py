@@ -60,22 +60,22 @@ class Aside:
         return (self.started, self.path.name)
 
 
-def aside_name(path: Path, run_id: str) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+def aside_name(path: Path, run_id: str, now: float) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     # Unique per run: three runs started in one second shared one directory, and the second
     # overwrote the first one's files.
     return path.with_name(f"{path.name}.previous-{stamp}-{run_id[:8]}")
 
 
-def describe(aside: Path, files: Sequence[Path]) -> Aside:
+def describe(aside: Path, files: Sequence[Path], now: float) -> Aside:
     """The directory an earlier run's `files` (in reading order, oldest first) just moved
     into, as its marker will record it."""
-    run_id, started, source = _earlier_run(files)
+    run_id, started, source = _earlier_run(files, now)
     size = sum(p.stat().st_size for p in files if p.is_file())
     return Aside(aside, run_id, started, size, source)
 
 
-def mark(aside: Aside) -> bool:
+def mark(aside: Aside, now: float) -> bool:
     """Write the marker, atomically (`.part`, then renamed). False, said in one error line,
     if it cannot be written (a full disk the pruning did not relieve): the directory is then
     kept, as anything unmarked is."""
@@ -84,7 +84,7 @@ def mark(aside: Aside) -> bool:
         "run_id": aside.run_id,
         "started": rfc3339(aside.started),
         "started_from": aside.source,
-        "moved": rfc3339(time.time()),
+        "moved": rfc3339(now),
         "bytes": aside.size,
     }
     part = aside.path / (MARKER + ".part")
@@ -104,7 +104,7 @@ def mark(aside: Aside) -> bool:
     return True
 
 
-def _earlier_run(files: Sequence[Path]) -> tuple[str, float, str]:
+def _earlier_run(files: Sequence[Path], now: float) -> tuple[str, float, str]:
     """The earlier run's id and start time from the run record its oldest file begins with;
     files whose first line is no run record (torn, foreign) give their oldest file time."""
     for path in files:
@@ -116,7 +116,7 @@ def _earlier_run(files: Sequence[Path]) -> tuple[str, float, str]:
         except (OSError, ValueError, zlib.error):
             continue
     times = [p.stat().st_mtime for p in files if p.is_file()]
-    return "", min(times, default=time.time()), "file time"
+    return "", min(times, default=now), "file time"
 
 
 def own_asides(path: Path) -> tuple[list[Aside], list[Path]]:

@@ -20,7 +20,6 @@ import os
 import random
 import socket
 import ssl
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -146,6 +145,8 @@ class WatchRun:
                 limits=StreamLimits(max_line=config.watch_max_event),
             ),
             f"{name} watch",
+            self._context.clock,
+            self._context.supervisor.spawn_once,
         )
 
     # -- a stream: the reflector's loop -----------------------------------------------------
@@ -189,7 +190,7 @@ class WatchRun:
         listed = decimal_or_none(answered.version)
         if answered.outcome is Outcome.OK and listed is not None:
             self._context.emit(WatchSeen(self._context.now(), stream, listed))
-        return reflector.listed(answered.outcome, answered.version, time.monotonic())
+        return reflector.listed(answered.outcome, answered.version, self._context.clock.monotonic())
 
     async def _watch(
         self, stream: KindStreamId, client: WatchClient, reflector: Reflector, step: Next
@@ -219,7 +220,7 @@ class WatchRun:
                 server = opened[0].shutdown.host if opened[0].shutdown else None
                 context.emit(WatchEnd(context.now(), stream, started, STOPPED, server))
             raise
-        now = time.monotonic()
+        now = context.clock.monotonic()
         if ended is None:
             return reflector.watched(opened[0].outcome if opened else Outcome.FAILED,
                                      events=0, lasted=0.0, now=now)  # fmt: skip
@@ -345,7 +346,7 @@ class WatchRun:
             metadata["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": "Pod", "name": self.name, "uid": uid}
             ]
-        now = rfc3339(time.time())
+        now = rfc3339(self._context.clock.wall())
         lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",

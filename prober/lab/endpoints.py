@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from prober.common.clock import SystemClock
 from prober.core.models import Protocol
 from prober.probe.credentials import TokenFile, client_context
 from prober.probe.watcher import Answered, WatchClient, WatchTarget
@@ -45,7 +46,7 @@ async def follow(urls: Sequence[str], ca: str, token: str) -> None:
     context = client_context(ca, Protocol.HTTP1, verify=True)
     clients = [
         WatchClient(WatchTarget(url, context, Protocol.HTTP1, token=TokenFile(token),
-                                timeout=2.0, stall=3600.0), "endpoints")
+                                timeout=2.0, stall=3600.0), "endpoints", SystemClock())
         for url in urls
     ]  # fmt: skip
 

@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 import json
 import ssl
-import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from prober import __version__
+from prober.common.clock import Clock
 from prober.core.header import REQUEST_HEADER, ShutdownHeader
 from prober.core.models import Protocol
 from prober.core.reflector import Outcome
@@ -78,9 +78,24 @@ class WatchTarget:
     limits: StreamLimits = field(default_factory=StreamLimits)
 
 
+# Runs a named background task, guarded: its failure is logged and counted, not lost (the
+# daemon's `Supervisor.spawn_once`).
+Spawn = Callable[[str, Callable[[], Awaitable[None]]], "asyncio.Task[None]"]
+
+
 class WatchClient:
-    def __init__(self, target: WatchTarget, name: str) -> None:
+    """`clock` paces the HTTP/2 health check, whose task `spawn` runs; an HTTP/1.1 client has
+    none, and may go without."""
+
+    def __init__(
+        self, target: WatchTarget, name: str, clock: Clock, spawn: Spawn | None = None
+    ) -> None:
+        if target.protocol is Protocol.HTTP2 and spawn is None:
+            raise ValueError(f"{name}: an HTTP/2 watch client needs a spawn for its health check")
         self.target = target
+        self._clock = clock
+        self._spawn = spawn
+        self._checks = 0  # health checks begun: each task's name is its own
         url = urllib.parse.urlsplit(target.url)
         if url.scheme != "https" or not url.hostname:
             raise ValueError(f"{target.url}: not an https URL")
@@ -174,25 +189,33 @@ class WatchClient:
             self._kept = await connect(self._endpoint, await resolve(self._endpoint))
             if self._health is not None:
                 self._health.cancel()
-            self._health = asyncio.create_task(
-                self._check(self._kept), name=f"watch health {self._agent}"
+            assert self._spawn is not None, "checked as the client was made"
+            self._checks += 1
+            kept = self._kept
+            self._health = self._spawn(
+                f"watch health {self._agent} #{self._checks}", lambda: self._check(kept)
             )
         return self._kept
 
     async def _check(self, conn: Connection) -> None:
-        """client-go's HTTP/2 health check: PING after `read_idle` of silence."""
-        while conn.closed is None:
-            idle = time.monotonic() - conn.last_read
-            if idle < self.target.read_idle:
-                await asyncio.sleep(self.target.read_idle - idle)
-                continue
-            try:
-                async with asyncio.timeout(self.target.ping_timeout):
-                    await conn.ping()
-            except (WireError, TimeoutError):
-                self.ping_failed = True
-                conn.abort()
-                return
+        """client-go's HTTP/2 health check: PING after `read_idle` of silence. The
+        connection's `last_read` is a wire timestamp, on the clock's monotonic scale."""
+        try:
+            while conn.closed is None:
+                idle = self._clock.monotonic() - conn.last_read
+                if idle < self.target.read_idle:
+                    await self._clock.sleep(self.target.read_idle - idle)
+                    continue
+                try:
+                    async with asyncio.timeout(self.target.ping_timeout):
+                        await conn.ping()
+                except (WireError, TimeoutError):
+                    self.ping_failed = True
+                    conn.abort()
+                    return
+        except Exception:
+            conn.abort()  # unchecked, the connection could hold a watch blind: end it
+            raise
 
     def _headers(self) -> list[tuple[str, str]]:
         headers = [

@@ -34,7 +34,7 @@ def own(tmp_path: Path, name: str, started: float, size: int = 100) -> Path:
     directory = tmp_path / name
     directory.mkdir()
     (directory / "events.jsonl").write_bytes(b"x" * size)
-    assert retention.mark(Aside(directory, f"run-{name[-12:]}", started, size))
+    assert retention.mark(Aside(directory, f"run-{name[-12:]}", started, size), started + 1.0)
     return directory
 
 

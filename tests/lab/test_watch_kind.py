@@ -19,14 +19,18 @@ from prometheus_client import CollectorRegistry
 from prober.common.exits import ExitCode
 from prober.config import load_config
 from prober.daemon.app import Daemon
+from prober.daemon.kinds import KindRegistry
+from prober.daemon.watches import WatchKind
 from prober.lab.apiserver.etcd import EtcdClient, b64
 from prober.lab.etcd import LabEtcd
+from prober.lab.haproxy import free_port
 from prober.report.analyze import analyze_command
 from prober.report.replay import replay
 from prober.report.runs import load_runs
 from prober.report.summary import build_summary
 from tests.daemon.test_daemon import total
 from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.support.clock import FakeClock
 from tests.support.waiting import until
 
 
@@ -195,3 +199,68 @@ async def test_the_heartbeat_writes_over_the_version_it_knows_and_reads_it_after
     failed = [r["detail"] for r in events(log, "heartbeat") if r["ack"] is None]
     assert "HTTP 409" in failed
     assert "HTTP 422" not in failed
+
+
+async def test_on_a_fake_clock_a_watch_stream_backs_off_and_lists_again(
+    start_server: StartServer, etcd: LabEtcd, certs: LabCerts, token_file: Path, tmp_path: Path
+) -> None:
+    """Every wait of a watch stream is the daemon's clock's: with nothing listening, its LIST
+    fails and the next waits client-go's backoff, to the instant on a fake clock that only
+    the test moves; once a server answers, it lists and watches; a WATCH that meets a fresh
+    server's cache after its server went is answered 410, and the stream lists again."""
+    port, clock, log = free_port(), FakeClock(), tmp_path / "events.jsonl"
+    config = load_config(env={}, flags={
+        "targets": [{"lb": "internal-lb", "url": f"https://localhost:{port}"}],
+        "protocols": "http1", "ca_file": str(certs.ca), "token_file": str(token_file),
+        "listen": "127.0.0.1:0", "event_log": str(log), "platform": "aws",
+        "heartbeat": "default/prober-test", "drain_timeout": "1s",
+    })  # fmt: skip
+    daemon = Daemon(config, registry=CollectorRegistry(), clock=clock, install_signals=False,
+                    kinds=KindRegistry([WatchKind()]))  # fmt: skip
+    task = asyncio.create_task(daemon.run())
+
+    def attempts(step: str | None = None) -> list[dict[str, Any]]:
+        return [a for a in events(log, "watch_attempt") if step in (None, a["step"])]
+
+    async def advance(seconds: float) -> None:
+        """Move the clock past the stream's backoff: its next request is seen sent."""
+        before = len(attempts())
+        await clock.advance(seconds)
+        seen = [(a["t"], a["step"], a["outcome"], a["relist_cause"]) for a in attempts()]
+        ends = [(e["t"], e["how"]) for e in events(log, "watch_end")]
+        await until(lambda: len(attempts()) > before, f"a request after {seconds} s: {seen} {ends}")
+
+    await until(lambda: attempts("list"), "the first LIST")
+    (first,) = attempts()
+    assert first["outcome"] == "refused"
+    # Asleep on the clock through client-go's first backoff (0.8 s, jitter up to 1.0 x it).
+    await clock.advance(0.79)
+    assert len(attempts()) == 1
+    await advance(1.0)
+    second = attempts()[1]
+    assert (second["step"], second["outcome"]) == ("list", "refused")
+    assert 0.8 <= second["t"] - first["t"] < 1.6 + 1e-6
+    # A server comes: the next LIST (after a backoff of 1.6 to 3.2 s) is answered, and a
+    # WATCH from its version follows at once.
+    running = await start_server(etcd_servers=etcd.endpoint, port=port)
+    await advance(3.3)
+    await until(lambda: any(a["step"] == "watch" and a["outcome"] == "ok" for a in attempts()),
+                "the watch established")  # fmt: skip
+    # The server goes, and a new one comes on its port: its cache starts at its own LIST, so
+    # the re-watch from the old version meets 410 and the stream lists again ("gone").
+    await running.server.kill()
+    await until(lambda: events(log, "watch_end"), "the watch ended")
+    writer = EtcdClient(etcd.endpoint)  # others write meanwhile, past the stream's version
+    for _ in range(3):
+        await writer.call("/v3/kv/put", {"key": b64(b"/registry/other/x"), "value": b64(b"{}")})
+    writer.close()
+    await start_server(etcd_servers=etcd.endpoint, port=port)
+    for _ in range(10):
+        if any(a["relist_cause"] == "gone" for a in attempts("list")):
+            break
+        await advance(31.0)  # past client-go's longest backoff, 30 s
+    relists = [a for a in attempts("list") if a["relist_cause"] == "gone"]
+    assert relists, attempts()
+    await until(lambda: attempts("list")[-1]["outcome"] == "ok", "the LIST after the 410")
+    daemon.stop()
+    assert await asyncio.wait_for(task, 15) == 0

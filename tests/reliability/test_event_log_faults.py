@@ -126,7 +126,7 @@ def _earlier_runs(disk: Path, sizes: list[int]) -> list[Path]:
         directory = disk / f"events.jsonl.previous-20260101T00000{n}Z-run{n}"
         directory.mkdir()
         (directory / "events.jsonl").write_bytes(b"x" * size)
-        assert retention.mark(retention.Aside(directory, f"run{n}", 1000.0 + n, size))
+        assert retention.mark(retention.Aside(directory, f"run{n}", 1000.0 + n, size), 2000.0)
         made.append(directory)
     return made
 

@@ -180,6 +180,12 @@ class EtcdClient:
             if connection is not None:
                 connection.close()
             raise EtcdUnavailable(f"etcd {self.host}:{self.port}{path}: {error!r}") from None
+        except asyncio.CancelledError:
+            # Cut mid-call (a killed server's tasks): its answer may still come, so the
+            # connection is no one's to use again; closed, not left to the collector.
+            if connection is not None:
+                connection.close()
+            raise
         self._idle.append(connection)
         answer = _decode(data, path)
         if status != 200:
