@@ -31,7 +31,7 @@ from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.kinds import KindContext, KindRegistry, KindRun, Named
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
-from prober.daemon.pipeline import Pipeline, Sink
+from prober.daemon.pipeline import Feed, Pipeline, Sink
 from prober.daemon.registry import default_kinds
 from prober.daemon.retention import Retention
 from prober.daemon.supervisor import Supervisor
@@ -90,7 +90,7 @@ class Daemon:
         self.metrics: Metrics | None = None
         self.run_id = str(uuid.uuid4())
         self._told: dict[str, str] = {}  # the apiservers' nodes written to the log so far
-        self._feeds: list[object] = []  # the kinds' feeds: whose trackers say a restart is on
+        self._feeds: list[Feed] = []  # the kinds' feeds: whose trackers say a restart is on
 
     def stop(self, reason: str = "stopped") -> None:
         self._stop_reason = reason
@@ -301,11 +301,7 @@ class Daemon:
         """An apiserver restart is under way on a kind's trackers (`Trackers.restarting`,
         from a host's first shutdown=true answer until every LB served its next process),
         or a shutdown window is still open there."""
-        for feed in self._feeds:
-            trackers = getattr(feed, "trackers", None)  # the kinds that track shutdowns
-            if trackers is not None and (trackers.restarting or trackers.open_hosts):
-                return True
-        return False
+        return any(feed.restarting for feed in self._feeds)
 
     def _tell_apiservers(self) -> None:
         """An `apiserver` record for each APIServerID -> node learnt since the last, so that

@@ -51,6 +51,7 @@ from prober.daemon.metricspecs import (
     SAME_NODE,
     SAME_NODE_DISRUPTION,
     SHUTTING_DOWN,
+    SKIP_REASONS,
     SKIPPED,
     TASKS,
     UNATTRIBUTED,
@@ -60,7 +61,6 @@ from prober.daemon.metricspecs import (
     MetricSet,
 )
 from prober.daemon.pipeline import Event, Observed, Skipped
-from prober.daemon.scheduler import SKIP_REASONS
 
 log = structlog.get_logger("prober.metrics")
 RECORD_KINDS = tuple(record.KIND for record in RECORD_TYPES)

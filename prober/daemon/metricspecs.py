@@ -24,6 +24,9 @@ ADD_BACK_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0
 GAP_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0)
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 STREAM_LABELS = ("lb", "protocol", "connection")
+# Why the scheduler skipped a tick (`daemon.scheduler`): each series exists from the start.
+BUSY, MAX_IN_FLIGHT, BEHIND = "busy", "max_in_flight", "behind"
+SKIP_REASONS = (BUSY, MAX_IN_FLIGHT, BEHIND)
 WATCH_LABELS = ("lb", "protocol")
 
 

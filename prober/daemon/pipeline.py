@@ -117,6 +117,12 @@ class Feed(Protocol):
     def produced(self, stream: str) -> bool:
         """Whether the stream has made a record yet (`/readyz`)."""
 
+    @property
+    def restarting(self) -> bool:
+        """Whether its trackers see an apiserver restart under way or a shutdown window open
+        (what makes the daemon read the identity Leases often); a kind that tracks no
+        shutdowns says False."""
+
     def summary(self, t: float) -> object:
         """The periodic account at run time `t`, to the sinks."""
 

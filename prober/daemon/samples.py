@@ -168,6 +168,10 @@ class SampleFeed:
             self._on_pace(change)
             self._emit(change)
 
+    @property
+    def restarting(self) -> bool:
+        return bool(self.trackers.restarting or self.trackers.open_hosts)
+
     def produced(self, stream: str) -> bool:
         counts = self._counts.get(stream)
         return counts is not None and counts.samples > 0

@@ -34,13 +34,12 @@ import structlog
 
 from prober.common.clock import Clock
 from prober.core.models import Sample, StreamId
+from prober.daemon.metricspecs import BEHIND, BUSY, MAX_IN_FLIGHT
 from prober.daemon.pacer import Pacer
 
 log = structlog.get_logger("prober.scheduler")
 
 JITTER = 0.5
-BUSY, MAX_IN_FLIGHT, BEHIND = "busy", "max_in_flight", "behind"
-SKIP_REASONS = (BUSY, MAX_IN_FLIGHT, BEHIND)
 
 
 class SampleSource(Protocol):

@@ -34,6 +34,8 @@ class WatchFeed:
             self._produced.add(record.stream)
         self._out.event(record)
 
+    restarting = False  # it tracks no shutdowns
+
     def produced(self, stream: str) -> bool:
         return stream in self._produced
 

@@ -60,6 +60,8 @@ class TickFeed:
         self.counts[tick.stream] += 1
         self._out.event(tick)
 
+    restarting = False  # it tracks no shutdowns
+
     def produced(self, stream: str) -> bool:
         return self.counts.get(stream, 0) > 0
 
