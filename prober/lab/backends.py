@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from prober.core.durations import format_go_duration
+from prober.core.header import apiserver_id
 from prober.lab import upstream
+from prober.lab.certs import ServerCertificate
+from prober.lab.etcd import LabEtcd
+from prober.lab.kernel.netns import Namespace
 from prober.lab.kernel.topology import master_address
-from prober.lab.processes import LineHandler
-
-if TYPE_CHECKING:
-    from prober.lab.cluster import Apiserver, LabCluster
+from prober.lab.platforms import Platform
+from prober.lab.processes import LineHandler, ManagedProcess
 
 BACKENDS = ("fake", "upstream")
 # kube-apiserver's periods, scaled with the run: bookmarks, etcd compaction (the fake's)
@@ -40,6 +42,53 @@ class Launch:
     on_line: LineHandler | None = None
 
 
+@dataclass(slots=True)
+class Apiserver:
+    """One host's apiserver, as the cluster starts it again and again (`starts`)."""
+
+    hostname: str
+    port: int
+    plain_port: int
+    workdir: Path
+    address: str = "127.0.0.1"
+    node: Namespace | None = None  # the kernel path: the master's own network namespace
+    process: ManagedProcess | None = None
+    starts: int = 0
+
+    @property
+    def ident(self) -> str:
+        return apiserver_id(self.hostname)
+
+    @property
+    def truth_path(self) -> Path:
+        return self.workdir / "truth.jsonl"
+
+
+class Cluster(Protocol):
+    """What a backend reads of the cluster it runs in (`lab.cluster.LabCluster`)."""
+
+    @property
+    def platform(self) -> Platform: ...
+    @property
+    def workdir(self) -> Path: ...
+    @property
+    def apiservers(self) -> Sequence[Apiserver]: ...
+    @property
+    def etcd(self) -> LabEtcd | None: ...
+    @property
+    def cert(self) -> ServerCertificate: ...
+    @property
+    def token(self) -> str: ...
+    @property
+    def token_file(self) -> Path: ...
+    @property
+    def goaway_chance(self) -> float: ...
+    @property
+    def restart_flags(self) -> tuple[str, ...]: ...
+    @property
+    def identity_renew(self) -> float: ...
+
+
 class ApiserverBackend(Protocol):
     name: ClassVar[str]
     etcd: Path | None  # its etcd's binary; None: Debian's
@@ -48,9 +97,9 @@ class ApiserverBackend(Protocol):
     counts_refusals: bool  # its truth counts the requests it refused while it drained
     informer: Path | None  # client-go's informer to run beside the daemon (`lab.informers`)
 
-    def prepare(self, cluster: LabCluster) -> None: ...
+    def prepare(self, cluster: Cluster) -> None: ...
 
-    def launch(self, cluster: LabCluster, server: Apiserver) -> Launch: ...
+    def launch(self, cluster: Cluster, server: Apiserver) -> Launch: ...
 
 
 class Fake:
@@ -61,10 +110,10 @@ class Fake:
     counts_refusals = True
     informer: Path | None = None
 
-    def prepare(self, cluster: LabCluster) -> None:
+    def prepare(self, cluster: Cluster) -> None:
         pass
 
-    def launch(self, cluster: LabCluster, server: Apiserver) -> Launch:
+    def launch(self, cluster: Cluster, server: Apiserver) -> Launch:
         platform = cluster.platform
         argv = [
             sys.executable, "-m", "prober.lab.apiserver",
@@ -87,7 +136,7 @@ class Fake:
         return Launch(argv, _event_is("ready"))
 
     @staticmethod
-    def _storage_flags(cluster: LabCluster) -> list[str]:
+    def _storage_flags(cluster: Cluster) -> list[str]:
         """etcd, and kube-apiserver's periods on the run's time scale."""
         assert cluster.etcd is not None
         scale = cluster.platform.time_scale
@@ -122,11 +171,11 @@ class Upstream:
         self.etcd: Path | None = self.binaries.etcd
         self.informer: Path | None = self.binaries.informer
 
-    def prepare(self, cluster: LabCluster) -> None:
+    def prepare(self, cluster: Cluster) -> None:
         upstream.token_file(cluster.workdir / "tokens.csv", [(cluster.token, "prober")])
         upstream.audit_policy(cluster.workdir / "audit-policy.yaml")
 
-    def launch(self, cluster: LabCluster, server: Apiserver) -> Launch:
+    def launch(self, cluster: Cluster, server: Apiserver) -> Launch:
         assert cluster.etcd is not None
         platform = cluster.platform
         instance = upstream.Instance(

@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from prober.core.header import apiserver_id
 from prober.core.models import LB
-from prober.lab.backends import ApiserverBackend, Fake
+from prober.lab.backends import Apiserver, ApiserverBackend, Fake
 from prober.lab.certs import LabCA, ServerCertificate
 from prober.lab.endpoints import Follower
 from prober.lab.etcd import LabEtcd
@@ -43,34 +42,13 @@ from prober.lab.kernel.topology import (
     lab_addresses,
 )
 from prober.lab.kernel.topology import master_address as address
-from prober.lab.lbstate import LabLB
-from prober.lab.nodeloss import Outage
+from prober.lab.lbstate import LabLB, Outage
 from prober.lab.platforms import PROXY_SYNC_AT, LBProfile, Platform
-from prober.lab.processes import ManagedProcess, ProcessError, ProcessGroup
+from prober.lab.processes import ProcessError, ProcessGroup
 
 READY_TIMEOUT = 60.0  # seconds from a start to ready: upstream's 2-4 s, a busy machine's more
 TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
 IDENTITY_RENEW = 10.0  # kube-apiserver's identity Lease renew interval, before scaling
-
-
-@dataclass(slots=True)
-class Apiserver:
-    hostname: str
-    port: int
-    plain_port: int
-    workdir: Path
-    address: str = "127.0.0.1"
-    node: Namespace | None = None  # the kernel path: the master's own network namespace
-    process: ManagedProcess | None = None
-    starts: int = 0
-
-    @property
-    def ident(self) -> str:
-        return apiserver_id(self.hostname)
-
-    @property
-    def truth_path(self) -> Path:
-        return self.workdir / "truth.jsonl"
 
 
 @dataclass(slots=True)

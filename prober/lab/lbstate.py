@@ -1,5 +1,6 @@
 """What every lab LB keeps: the servers' state changes with their times, which are the
-ground truth of when it gave up on a server, and a wait for the next one."""
+ground truth of when it gave up on a server, and a wait for the next one; and a node's
+outage, which every LB meets."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from typing import Protocol
 from prober.lab.platforms import LBProfile
 from prober.lab.processes import ProcessError, ProcessGroup
 from prober.lab.waiters import Waiters
+
+
+@dataclass(slots=True)
+class Outage:
+    """A node that vanished: when (wall time), and when it was back (None: not yet)."""
+
+    hostname: str
+    lost: float
+    back: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prober.core.models import LB, Connection, ErrorClass, Interval, Sample, Window
+from prober.lab.lbstate import Outage
 from prober.lab.lossblind import HeartbeatLoss, Watched, WatchLoss, heartbeat_loss, watch_losses
 from prober.lab.truth import LbTruth, first_down
 
@@ -43,15 +44,6 @@ class LossRow:
     truth: float | None  # when the LB stopped choosing the node (None: a direct path, never)
     intervals: int  # disruption intervals that began while the node was gone
     disrupted: float  # their seconds, summed
-
-
-@dataclass(slots=True)
-class Outage:
-    """A node that vanished: when (wall time), and when it was back (None: not yet)."""
-
-    hostname: str
-    lost: float
-    back: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

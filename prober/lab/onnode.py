@@ -136,7 +136,7 @@ def judge_node(run: NodeRun, cluster: LabCluster, *, tolerance: float) -> NodeRe
     written = write_reports(analysis, stats, run.out)
     log = analysis.log
     offset = wall_offset(log)
-    shutdowns, lbs = lab_truth(cluster)
+    shutdowns, lbs = lab_truth(cluster.apiservers, cluster.lbs)
     during = [s for s in shutdowns if offset <= s.t0 < offset + analysis.replay.end_t]
     hostname, host = run.server.hostname, run.server.ident
     seen, same = truths_from(hostname, lbs, lb_hairpins, [s.hostname for s in during])

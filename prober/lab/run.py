@@ -329,7 +329,7 @@ def _judge(
     pods: Sequence[Pod],
     informers: Sequence[Informer] = (),
 ) -> LabResult:
-    shutdowns, lbs = lab_truth(cluster)
+    shutdowns, lbs = lab_truth(cluster.apiservers, cluster.lbs)
     if options.evict:
         return _judge_evicted(options, platform, out, shutdowns, load)
     if options.scenario == "upgrade":

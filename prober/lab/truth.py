@@ -23,14 +23,12 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prober.common.errors import UserError
 from prober.core.models import LB
-from prober.lab.lbstate import ServerEvent
-
-if TYPE_CHECKING:
-    from prober.lab.cluster import LabCluster
+from prober.lab.backends import Apiserver
+from prober.lab.lbstate import LabLB, ServerEvent
 
 
 class TruthError(UserError, ValueError):
@@ -183,16 +181,18 @@ class LbTruth:
     reaches: frozenset[str] | None = None
 
 
-def lab_truth(cluster: LabCluster) -> tuple[list[ShutdownTruth], dict[LB, LbTruth]]:
+def lab_truth(
+    apiservers: Sequence[Apiserver], lbs_run: Mapping[LB, LabLB]
+) -> tuple[list[ShutdownTruth], dict[LB, LbTruth]]:
     """A lab run's truth: every shutdown in T0 order, from each apiserver's record, and each
     LB's state changes (localhost: the client's stand-in, master-0's apiserver alone)."""
     shutdowns: list[ShutdownTruth] = []
-    for server in cluster.apiservers:
+    for server in apiservers:
         shutdowns += read_shutdowns(server.truth_path)
     lbs = {
         kind: LbTruth(kind, tuple(lb.events), reset_on_down=lb.profile.reset_on_down)
-        for kind, lb in cluster.lbs.items()
+        for kind, lb in lbs_run.items()
     }
-    first = frozenset({cluster.apiservers[0].hostname})
+    first = frozenset({apiservers[0].hostname})
     lbs[LB.LOCALHOST] = LbTruth(LB.LOCALHOST, (), reset_on_down=False, reaches=first)
     return sorted(shutdowns, key=lambda s: s.t0), lbs
