@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prober.cli.parsing import Subparsers, add_command, options_of
 from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 from prober.config.fields import size
+
+if TYPE_CHECKING:
+    from prober.lab.options import LabOptions
 
 EXAMPLE = """\
 examples:
@@ -224,13 +228,21 @@ def _graces(text: str) -> list[float]:
     return graces
 
 
-def _run(args: argparse.Namespace) -> int:
+def lab_options(args: argparse.Namespace, platform: str) -> LabOptions:
+    """The run's options from its flags; each platform's run replaces `platform`, and the
+    lab always stands up three masters."""
     from prober.core.models import LB  # noqa: PLC0415
-    from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
     from prober.lab.options import LabOptions  # noqa: PLC0415
 
-    options = options_of(LabOptions, args, slow_lb=LB(args.slow_lb))
+    return options_of(LabOptions, args, unflagged=("servers",), slow_lb=LB(args.slow_lb),
+                      platform=platform)  # fmt: skip
+
+
+def _run(args: argparse.Namespace) -> int:
+    from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
+
     platforms = args.platforms if isinstance(args.platforms, list) else [args.platforms]
+    options = lab_options(args, platforms[0])
     if args.compare_watch_grace is not None:
         from prober.lab.gracecommand import grace_command  # noqa: PLC0415
 

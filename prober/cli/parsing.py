@@ -54,31 +54,45 @@ def add_summaries(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
     parser.add_argument("summaries", nargs=nargs, type=Path, metavar="SUMMARY")
 
 
+OUTSIDE = ("stdout", "stderr")  # a command's streams: the test's or the process's, no flag's
+
+
 def forward(command: Callable[..., int], *positional: str) -> Handler:
     """A handler that calls `command` with the parsed `positional` arguments, then each of its
-    keyword-only parameters that the parser has a destination of the same name for: the
-    parser's names are the command's, so no command needs a hand-written `_run`."""
+    keyword-only parameters but its streams (`OUTSIDE`) from the parser's destination of the
+    same name: the parser's names are the command's, so no command needs a hand-written
+    `_run`. Each one must have a destination (`needs`, which a test holds against every
+    parser): a flag renamed apart from its parameter fails, not falls back to a default."""
     names = [
         name
         for name, parameter in inspect.signature(command).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in OUTSIDE
     ]
 
     def handler(args: argparse.Namespace) -> int:
-        given = {name: getattr(args, name) for name in names if hasattr(args, name)}
-        return command(*(getattr(args, name) for name in positional), **given)
+        parsed = vars(args)
+        missing = [name for name in (*positional, *names) if name not in parsed]
+        if missing:
+            raise TypeError(f"{command.__name__}: no flag gives {', '.join(missing)}")
+        return command(*(parsed[n] for n in positional), **{n: parsed[n] for n in names})
 
+    handler.needs = frozenset((*positional, *names))  # type: ignore[attr-defined]
     return handler
 
 
-def options_of(cls: type[D], args: argparse.Namespace, **given: Any) -> D:
+def options_of(
+    cls: type[D], args: argparse.Namespace, *, unflagged: tuple[str, ...] = (), **given: Any
+) -> D:
     """`cls`, a dataclass of options, from the parsed destinations named as its fields, as
     `forward` does for a command's keywords; `given`: values the parser cannot make as
-    they are."""
-    parsed = {
-        f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)
-    }
-    return cls(**(parsed | given))
+    they are; `unflagged`: fields no flag sets, left at their defaults. Every other field
+    must come from the parser: a renamed flag fails, not falls back to a default."""
+    parsed = vars(args)
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in unflagged]
+    missing = [name for name in names if name not in parsed | given]
+    if missing:
+        raise TypeError(f"{cls.__name__}: no flag gives {', '.join(missing)}")
+    return cls(**{name: given.get(name, parsed.get(name)) for name in names})
 
 
 def add_labels(parser: argparse.ArgumentParser, help: str) -> None:

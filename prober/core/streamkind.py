@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import re
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -41,18 +40,6 @@ from prober.core.models import (
 
 # A kind's name is the tail of its streams' names: one lowercase word, never `connections`.
 _KIND_NAME = re.compile(r"[a-z][a-z0-9]*")
-
-
-class KindRecord(typing.Protocol):
-    """A record of a kind of stream other than requests: of one stream, at run time `t`."""
-
-    KIND: ClassVar[str]
-
-    @property
-    def stream(self) -> str: ...
-
-    @property
-    def t(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

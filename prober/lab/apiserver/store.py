@@ -104,10 +104,6 @@ def _put(key: bytes, value: bytes) -> dict[str, Any]:
     return {"request_put": {"key": b64(key), "value": b64(value)}}
 
 
-def _range(key: bytes) -> dict[str, Any]:
-    return {"request_range": {"key": b64(key)}}
-
-
 class Store:
     def __init__(self, etcd: EtcdClient, timestamp: Callable[[], str]) -> None:
         self.etcd = etcd
