@@ -192,11 +192,6 @@ KEYS: tuple[Key, ...] = (
         flag=Flag.SWITCH),
     Key("node_refresh", f.duration(minimum=1.0), "how often to re-read the identity Leases",
         show=_seconds),
-    Key("identity_renew_interval", f.duration(),
-        "the apiservers' identity Lease renew interval (--identity-lease-renew-interval)",
-        show=_seconds),
-    Key("identity_refresh_fast", f.duration(),
-        "how often to re-read the identity Leases while an apiserver restarts", show=_seconds),
     Key("node", f.node_name, "the node this prober runs on (the downward API's "
         "spec.nodeName): its own apiserver's answers through an LB are same-node, reported "
         "apart from the LB's"),
@@ -209,31 +204,35 @@ KEYS: tuple[Key, ...] = (
         "$POD_NAME, else default/prober-<hostname>)"),
     Key("heartbeat_interval", f.duration(minimum=0.01), "how often the heartbeat is renewed",
         show=_seconds),
-    Key("watch_min_timeout", f.duration(minimum=1.0),
-        "a watch's timeoutSeconds lies in [this, twice this), as client-go's", show=_seconds),
-    Key("watch_backoff_initial", f.duration(minimum=0.001), "client-go's reflector backoff: "
-        "first wait", show=_seconds),
-    Key("watch_backoff_cap", f.duration(minimum=0.001), "longest backoff wait", show=_seconds),
-    Key("watch_backoff_factor", f.at_least(1.0), "backoff growth per try"),
-    Key("watch_backoff_jitter", f.at_least(0.0), "backoff jitter, as a fraction of the wait"),
-    Key("watch_backoff_reset", f.duration(minimum=0.001),
-        "healthy this long: the backoff starts again", show=_seconds),
-    Key("http2_read_idle_timeout", f.duration(minimum=0.01),
-        "an HTTP/2 watch connection silent this long gets a PING", show=_seconds),
-    Key("http2_ping_timeout", f.duration(minimum=0.01),
-        "a PING unanswered this long drops the connection", show=_seconds),
-    Key("tcp_keepalive", f.duration(allow_zero=True),
-        "a watch connection's TCP keepalive, idle then between probes, as client-go's dialer "
-        "(whole seconds); 0: off", show=_seconds),
     Key("watch_blind_after", f.duration(minimum=0.001),
         "a heartbeat unseen this long after its write makes a watch blind", show=_seconds),
     Key("watch_max_event", f.size, "a watch event past this size ends the watch", show=_size),
+    Key("time_scale", f.at_least(0.001),
+        "the lab's: upstream's timers the prober copies (client-go's watch timeout, backoff "
+        "and HTTP/2 health check; the identity Lease renewal) multiplied by this; 1 in a "
+        "cluster"),
     Key("lb_settings", _lb_settings, "this cluster's own LB health checks and shutdown delay, "
         "where not its platform's (YAML; see docs)", show=None),
     Key("targets", _targets,
         "probe URL behind LB (external-lb, internal-lb, service-network, localhost)",
         flag=Flag.REPEATED, flag_name="--target", metavar="LB=URL", gather=_target_flags),
 )  # fmt: skip
+
+
+# Keys that were, and what stands in their place: each named in one line where it is set.
+_CLIENT_GO = "client-go's constant, which the prober runs as a cluster's clients do; the lab "
+REMOVED = {
+    **dict.fromkeys(
+        ("watch_min_timeout", "watch_backoff_initial", "watch_backoff_cap",
+         "watch_backoff_reset", "http2_read_idle_timeout", "http2_ping_timeout"),
+        _CLIENT_GO + "scales it with time_scale",
+    ),
+    "watch_backoff_factor": _CLIENT_GO + "never changed it",
+    "watch_backoff_jitter": _CLIENT_GO + "never changed it",
+    "tcp_keepalive": _CLIENT_GO + "never changed it",
+    "identity_renew_interval": "kube-apiserver's 10 s, which the lab scales with time_scale",
+    "identity_refresh_fast": "a third of the identity Lease renew interval, at most 1 s",
+}  # fmt: skip
 
 
 # Keys whose values are paths, and the same in each target: in the file, a relative one is

@@ -18,7 +18,7 @@ import yaml
 
 from prober.common.errors import UserError
 from prober.config import fields as f
-from prober.config.keys import PARSERS, PATH_KEYS, TARGET_PATH_KEYS
+from prober.config.keys import PARSERS, PATH_KEYS, REMOVED, TARGET_PATH_KEYS
 from prober.config.model import SERVICE_ACCOUNT_DIR, Config, Credentials, with_credentials
 
 
@@ -64,8 +64,11 @@ def load_config(
     for key in PARSERS:
         if environ.get(env_name(key)) is not None:
             values[key] = _Value(environ[env_name(key)], env_name(key))
+    problems += [_removed(env_name(key), key) for key in REMOVED if env_name(key) in environ]
     for key, raw in (flags or {}).items():
-        if key not in PARSERS:
+        if key in REMOVED:
+            problems.append(_removed(flag_name(key), key))
+        elif key not in PARSERS:
             problems.append(f"{flag_name(key)}: not a configuration key")
         elif raw is not None:
             values[key] = _Value(raw, flag_name(key))
@@ -80,6 +83,10 @@ def load_config(
     if problems:  # the rules across keys need every key's value: they wait for a clean load
         raise ConfigError(*problems)
     return _check(Config(**parsed), values)
+
+
+def _removed(where: str, key: str) -> str:
+    return f"{where}: no longer a setting: {REMOVED[key]}"
 
 
 def _from_file(path: str, problems: list[str]) -> dict[str, _Value]:
@@ -103,7 +110,9 @@ def _from_file(path: str, problems: list[str]) -> dict[str, _Value]:
     folder = os.path.dirname(path)
     for key, raw in document.items():
         where = f"{path}:{lines[key]}" if key in lines else path
-        if key not in PARSERS:
+        if key in REMOVED:
+            problems.append(_removed(f"{where}: {key}", key))
+        elif key not in PARSERS:
             problems.append(f"{where}: unknown key {key!r}")
         else:
             found[key] = _Value(_in_folder(key, raw, folder), f"{where}: {key}")

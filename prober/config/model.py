@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from prober.core.clientgo import BackoffPolicy, timer
 from prober.core.models import LB, Connection, LBSettings, Protocol, StreamId
 
 DEFAULT_PATH = "/api/v1/namespaces/default"  # what openshift/origin's samplers GET
@@ -79,12 +80,6 @@ class Config:
     kubeconfig: str | None = None
     localhost: bool = False  # with discovery: also probe https://localhost:6443
     node_refresh: float = 60.0  # how often the identity Leases are re-read
-    # The apiservers' identity Lease renew interval (upstream's 10 s): a renewTime less than
-    # this after the read that showed the old holder is the new holder's first (`k8s.holders`).
-    identity_renew_interval: float = 10.0
-    # How often the Leases are read while an apiserver restarts: well under the renew
-    # interval, so that the read before a new holder's first write comes close enough to it.
-    identity_refresh_fast: float = 1.0
     # The node this prober runs on (the downward API's spec.nodeName, PROBER_NODE): a sample
     # its own node's apiserver answered through an LB is same-node (`core.samenode`).
     node: str | None = None
@@ -96,18 +91,46 @@ class Config:
     watches: bool = True
     heartbeat: str = ""  # NAMESPACE/NAME; "": $POD_NAMESPACE/$POD_NAME, else default/prober-<host>
     heartbeat_interval: float = 1.0
-    watch_min_timeout: float = 300.0  # timeoutSeconds in [this, 2x this)
-    watch_backoff_initial: float = 0.8
-    watch_backoff_cap: float = 30.0
-    watch_backoff_factor: float = 2.0
-    watch_backoff_jitter: float = 1.0
-    watch_backoff_reset: float = 120.0
-    http2_read_idle_timeout: float = 30.0  # HTTP2_READ_IDLE_TIMEOUT_SECONDS
-    http2_ping_timeout: float = 15.0  # HTTP2_PING_TIMEOUT_SECONDS
-    tcp_keepalive: float = 30.0  # client-go's dialer: a watch's dead flow, found by TCP
     watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
     watch_max_event: int = 4 * MIB
     lb_settings: LBSettings | None = None  # None: the platform's row of `core.budgets`
+    # The lab's: upstream's timers (`core.clientgo.TIMERS`) multiplied by this; 1 in a cluster.
+    time_scale: float = 1.0
+
+    @property
+    def watch_min_timeout(self) -> float:
+        """A watch's timeoutSeconds lies in [this, 2x this), as client-go's reflector's."""
+        return timer("watch_min_timeout", self.time_scale)
+
+    @property
+    def watch_backoff(self) -> BackoffPolicy:
+        """client-go's reflector backoff between failed rounds."""
+        return BackoffPolicy(
+            initial=timer("watch_backoff_initial", self.time_scale),
+            cap=timer("watch_backoff_cap", self.time_scale),
+            reset_after=timer("watch_backoff_reset", self.time_scale),
+        )
+
+    @property
+    def http2_read_idle_timeout(self) -> float:
+        return timer("http2_read_idle_timeout", self.time_scale)
+
+    @property
+    def http2_ping_timeout(self) -> float:
+        return timer("http2_ping_timeout", self.time_scale)
+
+    @property
+    def identity_renew_interval(self) -> float:
+        """The apiservers' identity Lease renew interval: a renewTime less than this after the
+        read that showed the old holder is the new holder's first (`k8s.holders`)."""
+        return timer("identity_renew_interval", self.time_scale)
+
+    @property
+    def identity_refresh_fast(self) -> float:
+        """How often the Leases are read while an apiserver restarts: a third of the renew
+        interval, at most a second, so the read before a new holder's first write comes
+        close enough to it."""
+        return min(1.0, self.identity_renew_interval / 3)
 
     @property
     def request_path(self) -> str:

@@ -16,6 +16,29 @@ from prober.core.numbers import decimal_or_none
 
 MAX_RETRIES = 10  # a REST request's tries on Retry-After
 
+# Upstream's timers the daemon copies, in seconds, each with the floor it keeps when the lab
+# shrinks it (config `time_scale`): client-go's reflector (`minWatchTimeout`, its backoff)
+# and transport (`HTTP2_READ_IDLE_TIMEOUT_SECONDS`, `HTTP2_PING_TIMEOUT_SECONDS`), and
+# kube-apiserver's identity Lease renewal (`--identity-lease-renew-interval`). The floors keep
+# the servers unflooded and a PING above a busy machine's noise on a small scale. They are
+# not settings: a cluster's clients run upstream's values, and so does the prober.
+TIMERS: Mapping[str, tuple[float, float]] = {
+    "watch_min_timeout": (300.0, 1.0),
+    "watch_backoff_initial": (0.8, 0.01),
+    "watch_backoff_cap": (30.0, 0.1),
+    "watch_backoff_reset": (120.0, 1.0),
+    "http2_read_idle_timeout": (30.0, 0.5),
+    "http2_ping_timeout": (15.0, 0.25),
+    "identity_renew_interval": (10.0, 0.0),
+}
+TCP_KEEPALIVE = 30.0  # client-go's dialer: how a watch's dead flow is found on HTTP/1.1; unscaled
+
+
+def timer(name: str, scale: float = 1.0) -> float:
+    """Upstream's timer `name` (`TIMERS`) on a lab's time scale, to the millisecond."""
+    value, floor = TIMERS[name]
+    return value if scale == 1.0 else round(max(value * scale, floor), 3)
+
 
 @dataclass(frozen=True, slots=True)
 class BackoffPolicy:

@@ -108,7 +108,7 @@ class Daemon:
             node=self.config.node,
             early_for=self.config.early_for,
             watch_limits=watch_limits(
-                self.config.watch_backoff_initial, self.config.http2_ping_timeout
+                self.config.watch_backoff.initial, self.config.http2_ping_timeout
             ),
         )
         config = self.config

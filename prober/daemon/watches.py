@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from prober.config import Config
-from prober.core.clientgo import BackoffPolicy
+from prober.core.clientgo import TCP_KEEPALIVE
 from prober.core.models import Protocol, rfc3339
 from prober.core.numbers import decimal_or_none
 from prober.core.reflector import Next, Outcome, Reflector, Step
@@ -141,7 +141,7 @@ class WatchRun:
                 timeout=config.timeout,
                 read_idle=config.http2_read_idle_timeout,
                 ping_timeout=config.http2_ping_timeout,
-                keepalive=config.tcp_keepalive or None,
+                keepalive=TCP_KEEPALIVE,
                 limits=StreamLimits(max_line=config.watch_max_event),
             ),
             f"{name} watch",
@@ -153,12 +153,7 @@ class WatchRun:
     def _runner(self, stream: KindStreamId, client: WatchClient) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             config = self._context.config
-            policy = BackoffPolicy(
-                config.watch_backoff_initial, config.watch_backoff_cap,
-                config.watch_backoff_factor, config.watch_backoff_jitter,
-                config.watch_backoff_reset,
-            )  # fmt: skip
-            reflector = Reflector(self._rng.random, policy, config.watch_min_timeout)
+            reflector = Reflector(self._rng.random, config.watch_backoff, config.watch_min_timeout)
             step = reflector.first()
             while not self._stopping:
                 if step.wait:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from prober.core.clientgo import timer
 from prober.core.models import LB
 from prober.lab.backends import Apiserver, ApiserverBackend, Fake
 from prober.lab.certs import LabCA, ServerCertificate
@@ -48,7 +49,6 @@ from prober.lab.processes import ProcessError, ProcessGroup
 
 READY_TIMEOUT = 60.0  # seconds from a start to ready: upstream's 2-4 s, a busy machine's more
 TOKEN = "prober-lab-token"  # a lab secret; the daemon must never print it
-IDENTITY_RENEW = 10.0  # kube-apiserver's identity Lease renew interval, before scaling
 
 
 @dataclass(slots=True)
@@ -230,7 +230,7 @@ class LabCluster:
     @property
     def identity_renew(self) -> float:
         """How often each apiserver renews its identity Lease, on the run's time scale."""
-        return IDENTITY_RENEW * self.platform.time_scale
+        return timer("identity_renew_interval", self.platform.time_scale)
 
     async def _wait_serving(self, server: Apiserver, since: float) -> None:
         """Until every health-checked LB routes to the server again."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from prober.config import Config
 from prober.core.budgets import settings_of
+from prober.core.clientgo import timer
 from prober.core.durations import format_go_duration
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
@@ -62,49 +63,25 @@ def daemon_logs(log_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.name), p.name))  # prober-run before prober-run-2
 
 
-# client-go's watch constants (seconds), each with the floor it keeps on a small time scale,
-# so that the heartbeat does not flood the servers and the blind threshold stays above noise.
-WATCH_CONSTANTS = {
-    "heartbeat_interval": (1.0, 0.2),
-    "watch_min_timeout": (300.0, 1.0),
-    "watch_backoff_initial": (0.8, 0.01),
-    "watch_backoff_cap": (30.0, 0.1),
-    "watch_backoff_reset": (120.0, 1.0),
-    "http2_read_idle_timeout": (30.0, 0.5),
-    "http2_ping_timeout": (15.0, 0.25),
-    "watch_blind_after": (2.0, 0.5),
-}
+# The daemon's own watch timers (seconds), each with the floor it keeps on a small time scale,
+# so that the heartbeat does not flood the servers and the blind threshold stays above noise;
+# upstream's it scales itself (config `time_scale`, `core.clientgo.TIMERS`).
+WATCH_CONSTANTS = {"heartbeat_interval": (1.0, 0.2), "watch_blind_after": (2.0, 0.5)}
 
 
-def watch_seconds(scale: float) -> dict[str, float]:
-    """The watch constants on the run's time scale, in seconds, rounded as configured."""
-    return {
-        key: round(max(value * scale, floor), 3) for key, (value, floor) in WATCH_CONSTANTS.items()
+def watch_settings(scale: float) -> dict[str, object]:
+    """The watch timers on the run's time scale, as the daemon's configuration takes them."""
+    ours = {
+        key: f"{round(max(value * scale, floor), 3) * 1000:.0f}ms"
+        for key, (value, floor) in WATCH_CONSTANTS.items()
     }
-
-
-def watch_settings(scale: float) -> dict[str, str]:
-    """The watch constants as the daemon's configuration takes them."""
-    return {key: f"{value * 1000:.0f}ms" for key, value in watch_seconds(scale).items()}
+    return {**ours, "time_scale": scale}
 
 
 def http2_dead_after(scale: float) -> float:
     """How long a silent HTTP/2 connection lives on the run's time scale: client-go pings
     after the read-idle timeout and drops the connection when the ping's timeout passes."""
-    values = watch_seconds(scale)
-    return values["http2_read_idle_timeout"] + values["http2_ping_timeout"]
-
-
-def identity_settings(renew: float) -> dict[str, str]:
-    """The apiservers' identity Lease renew interval on the run's scale, and reads a third of
-    it apart while one restarts (at most the daemon's default): the read before a new
-    holder's first write then comes less than a renew interval ahead of it, so that the
-    daemon can prove the write is the first (`k8s.holders`)."""
-    fast = min(Config().identity_refresh_fast, renew / 3)
-    return {
-        "identity_renew_interval": format_go_duration(renew),
-        "identity_refresh_fast": f"{fast * 1000:.0f}ms",
-    }
+    return timer("http2_read_idle_timeout", scale) + timer("http2_ping_timeout", scale)
 
 
 def settings_config(settings: LBSettings) -> dict[str, object]:
@@ -165,7 +142,6 @@ def daemon_config(
         "heartbeat": f"default/{heartbeat}",
         # The apiservers' nodes from their identity Leases, as in a cluster.
         "kubeconfig": str(cluster.kubeconfig()),
-        **identity_settings(cluster.identity_renew),
         **({} if on is None else {"node": on.hostname}),
         **watch_settings(scale),
         # What the platform's LBs promise, at this scale: the slow LB of `slow-lb` is judged

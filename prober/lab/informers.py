@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prober.core.clientgo import timer
 from prober.core.models import LB, LogRecord, Protocol
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import (
@@ -29,7 +30,6 @@ from prober.core.watch import (
     WatchSeen,
     WatchTracker,
 )
-from prober.lab.daemons import watch_seconds
 from prober.lab.processes import ProcessGroup
 
 if TYPE_CHECKING:
@@ -52,12 +52,13 @@ class Informer:
 
 def health_env(scale: float) -> dict[str, str]:
     """client-go's HTTP/2 health check on the run's time scale, as the daemon's is
-    (`lab.daemons.watch_seconds`), in the whole seconds client-go reads from its environment.
+    (`core.clientgo.timer`), in the whole seconds client-go reads from its environment.
     Its TCP keepalive (30 s) it takes from no setting: the daemon's is not scaled either."""
-    values = watch_seconds(scale)
     return {
-        "HTTP2_READ_IDLE_TIMEOUT_SECONDS": str(max(1, round(values["http2_read_idle_timeout"]))),
-        "HTTP2_PING_TIMEOUT_SECONDS": str(max(1, round(values["http2_ping_timeout"]))),
+        "HTTP2_READ_IDLE_TIMEOUT_SECONDS": str(
+            max(1, round(timer("http2_read_idle_timeout", scale)))
+        ),
+        "HTTP2_PING_TIMEOUT_SECONDS": str(max(1, round(timer("http2_ping_timeout", scale)))),
     }
 
 

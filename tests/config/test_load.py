@@ -235,10 +235,17 @@ INVALID = [
     ("event_log_keep_runs: 0", "event_log_keep_runs: expected a whole number of at least 1, got 0"),
     ("event_log_keep_size: 1KiB", "event_log_keep_size: '1KiB' is smaller than 64KiB"),
     ("summary_interval: 10ms", "summary_interval: '10ms' must be longer than 1s"),
-    ("identity_renew_interval: 0s", "identity_renew_interval: '0s' must be longer than 0s"),
-    ("identity_renew_interval: ten", "identity_renew_interval: 'ten' is not a Go duration "
-     "such as 100ms or 5s"),
-    ("identity_refresh_fast: -1s", "identity_refresh_fast: '-1s' must be longer than 0s"),
+    ("time_scale: 0", "time_scale: expected a number of at least 0.001, got 0"),
+    # Removed keys name what stands in their place.
+    ("identity_renew_interval: 5s", "identity_renew_interval: no longer a setting: "
+     "kube-apiserver's 10 s, which the lab scales with time_scale"),
+    ("identity_refresh_fast: 1s", "identity_refresh_fast: no longer a setting: a third of the "
+     "identity Lease renew interval, at most 1 s"),
+    ("watch_backoff_initial: 50ms", "watch_backoff_initial: no longer a setting: client-go's "
+     "constant, which the prober runs as a cluster's clients do; the lab scales it with "
+     "time_scale"),
+    ("tcp_keepalive: 0s", "tcp_keepalive: no longer a setting: client-go's constant, which the "
+     "prober runs as a cluster's clients do; the lab never changed it"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
     ("log_format: xml", "log_format: 'xml' is not one of json, console"),

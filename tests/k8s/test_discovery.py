@@ -239,7 +239,7 @@ def shutting_down(
         "listen": "127.0.0.1:0",
         "watches": "false",
         "event_log": str(tmp_path / "events.jsonl"),
-        "identity_refresh_fast": "30ms",
+        "time_scale": "0.009",  # Leases read every 30 ms while a window is open
     }
 
 

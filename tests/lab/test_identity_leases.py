@@ -14,7 +14,6 @@ from prober.config import load_config
 from prober.k8s.cluster import ClusterAccess
 from prober.k8s.discovery import HostDecoder
 from prober.lab.cluster import kubeconfig
-from prober.lab.daemons import identity_settings
 from prober.lab.etcd import LabEtcd
 from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
@@ -95,7 +94,7 @@ def test_the_lab_daemon_reads_faster_than_its_apiservers_renew(scale: float) -> 
     """At every time scale the lab runs, the daemon's fast reads are a third of the renew
     interval or less, and the config they make loads."""
     renew = 10.0 * scale
-    config = load_config(env={}, flags={**identity_settings(renew), "targets": TARGET})
+    config = load_config(env={}, flags={"time_scale": scale, "targets": TARGET})
     assert config.identity_renew_interval == pytest.approx(renew)
     assert config.identity_refresh_fast <= renew / 3 + 0.0005  # rounded to the millisecond
     assert config.identity_refresh_fast <= 1.0

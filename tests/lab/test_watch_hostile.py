@@ -69,7 +69,7 @@ async def test_events_that_do_not_parse_end_the_watch_and_the_daemon_lives(
         "ca_file": str(made.ca_file), "token_file": str(token_file), "protocols": "http1",
         "connections": "reused", "interval": "200ms", "listen": "127.0.0.1:0",
         "event_log": str(log), "heartbeat": "default/prober-test", "heartbeat_interval": "200ms",
-        "watch_backoff_initial": "20ms", "watch_backoff_cap": "100ms",
+        "time_scale": "0.00334",  # client-go's backoff at its floors: 10 ms to 100 ms
     })  # fmt: skip
     daemon = Daemon(config, install_signals=False)
     task = asyncio.create_task(daemon.run())

@@ -55,8 +55,8 @@ def watch_config(running: Running, certs: LabCerts, token: Path, log: Path) -> A
             "platform": "aws",
             "heartbeat": "default/prober-test",
             "heartbeat_interval": "100ms",
-            "watch_min_timeout": "1s",  # timeoutSeconds 1: a watch ends every second or so
-            "watch_backoff_initial": "50ms",
+            # client-go's timers at 1/300: timeoutSeconds 1, a watch ends every second or so
+            "time_scale": "0.00334",
             "watch_blind_after": "1s",
         },
     )

@@ -110,7 +110,7 @@ def config(server: TLSServer, certs: Certs, events: Path) -> Any:
             "listen": "127.0.0.1:0",
             "event_log": str(events),
             "heartbeat": "default/prober-test",
-            "watch_backoff_initial": "50ms",
+            "time_scale": "0.0625",  # client-go's first backoff 50 ms
         },
     )
 
