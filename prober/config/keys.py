@@ -147,13 +147,11 @@ KEYS: tuple[Key, ...] = (
         "quiet again this long after the last window or failure", show=_seconds),
     Key("workers", f.positive_int, "parallel workers per stream, staggered"),
     Key("timeout", f.duration(), "request timeout", show=_seconds),
-    Key("max_in_flight", f.positive_int, "requests waiting per worker before ticks skip"),
     Key("burst_parallel", f.whole(0),
         "most witness-burst requests in flight at once, over every LB; 0: no bursts"),
     Key("rise", f.at_least(1.0),
         "new-connection streams of an LB whose reaction is open sample this many times "
         "faster than the window rate"),
-    Key("max_apiservers", f.positive_int, "most apiservers a run tracks and labels"),
     Key("early_for", f.duration(),
         "a restarted apiserver's failed answers this long after its /readyz went true are "
         "early: routed to it before it could serve", show=_seconds),
@@ -190,15 +188,11 @@ KEYS: tuple[Key, ...] = (
     Key("kubeconfig", f.readable_file, "discover targets and node names with this kubeconfig"),
     Key("localhost", f.boolean, "with discovery, also probe https://localhost:6443",
         flag=Flag.SWITCH),
-    Key("node_refresh", f.duration(minimum=1.0), "how often to re-read the identity Leases",
-        show=_seconds),
     Key("node", f.node_name, "the node this prober runs on (the downward API's "
         "spec.nodeName): its own apiserver's answers through an LB are same-node, reported "
         "apart from the LB's"),
     Key("log_format", f.choice(FORMATS), f"{' or '.join(FORMATS)}"),
     Key("log_level", f.choice(tuple(LEVELS)), ", ".join(LEVELS)),
-    Key("event_loop", f.choice(("uvloop", "asyncio")),
-        "uvloop (about a third less CPU) or asyncio"),
     Key("watches", f.boolean, "watch the heartbeat Lease through every LB, as informers do"),
     Key("heartbeat", f.text, "NAMESPACE/NAME of the heartbeat Lease (default: $POD_NAMESPACE/"
         "$POD_NAME, else default/prober-<hostname>)"),
@@ -232,6 +226,12 @@ REMOVED = {
     "tcp_keepalive": _CLIENT_GO + "never changed it",
     "identity_renew_interval": "kube-apiserver's 10 s, which the lab scales with time_scale",
     "identity_refresh_fast": "a third of the identity Lease renew interval, at most 1 s",
+    "node_refresh": "the identity Leases are read every six renew intervals, 60 s",
+    "event_loop": "the daemon runs on uvloop, about a third less CPU than asyncio's loop "
+    "(bench/daemon_cpu.py)",
+    "max_apiservers": "a run tracks and labels at most 16 apiservers, as prober analyze "
+    "replays it",
+    "max_in_flight": "at most 10 requests wait per worker before its ticks are skipped",
 }  # fmt: skip
 
 

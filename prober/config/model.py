@@ -38,7 +38,6 @@ class Config:
     early_for: float = 90.0  # `core.instances.DEFAULT_EARLY_FOR`
     workers: int = 2
     timeout: float = 5.0
-    max_in_flight: int = 10  # per worker; a tick finding this many waiting is skipped
     # Witness bursts (`core.burst`): at most this many burst requests in flight at once over
     # every LB (0: none); and how much faster than the window rate an LB's new-connection
     # streams sample while its reaction is open (`core.pace`; 1, the default: no faster. Each
@@ -47,9 +46,6 @@ class Config:
     # 1.5 than with 1).
     burst_parallel: int = 8
     rise: float = 1.0
-    # Apiserver names are the servers' to choose: at most this many shutdown windows open and
-    # `apiserver` label values (a cluster has a handful); the rest counted, logged once.
-    max_apiservers: int = 16
     protocols: tuple[Protocol, ...] = (Protocol.HTTP1, Protocol.HTTP2)
     connections: tuple[Connection, ...] = (Connection.NEW, Connection.REUSED)
     path: str = DEFAULT_PATH
@@ -79,13 +75,11 @@ class Config:
     in_cluster: bool = False
     kubeconfig: str | None = None
     localhost: bool = False  # with discovery: also probe https://localhost:6443
-    node_refresh: float = 60.0  # how often the identity Leases are re-read
     # The node this prober runs on (the downward API's spec.nodeName, PROBER_NODE): a sample
     # its own node's apiserver answered through an LB is same-node (`core.samenode`).
     node: str | None = None
     log_format: str = "json"
     log_level: str = "info"
-    event_loop: str = "uvloop"  # or "asyncio" (`bench/daemon_cpu.py` measures the two)
     # Watch streams (`daemon.watches`): one per LB x protocol on the heartbeat Lease, run as
     # client-go's reflector does; every constant client-go's by default.
     watches: bool = True
@@ -124,6 +118,11 @@ class Config:
         """The apiservers' identity Lease renew interval: a renewTime less than this after the
         read that showed the old holder is the new holder's first (`k8s.holders`)."""
         return timer("identity_renew_interval", self.time_scale)
+
+    @property
+    def node_refresh(self) -> float:
+        """How often the identity Leases are re-read: every six renewals, a minute."""
+        return 6 * self.identity_renew_interval
 
     @property
     def identity_refresh_fast(self) -> float:

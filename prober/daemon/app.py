@@ -116,7 +116,6 @@ class Daemon:
             self.registry,
             config.constant_labels,
             __version__,
-            max_apiservers=config.max_apiservers,
             record_kinds=list(self.kinds.table.record_types),
         )
         loop = asyncio.get_running_loop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def run_command(config_path: str | None, flags: Mapping[str, object]) -> int:
     config = load_config(config_path, flags=flags)
     configure_logging(config.log_format, config.log_level)
-    return _runner(config.event_loop)(_run(config))
+    return _run_on_uvloop(_run(config))
 
 
 async def _run(config: Config) -> int:
@@ -71,15 +71,13 @@ async def discover(config: Config) -> tuple[Config, HostDecoder]:
     return resolved, hosts
 
 
-def _runner(name: str) -> Callable[[Coroutine[Any, Any, int]], int]:
-    """uvloop by default: the same asyncio API on libuv, with its own TLS layer, costs about a
-    third less CPU per sample (`bench/daemon_cpu.py`)."""
-    if name == "uvloop":
-        # libuv's thread pool runs the name lookups of new connections; its default of 4
-        # threads sits idle nearly always (lookups take microseconds from /etc/hosts or a
-        # node-local resolver). Two keep one slow lookup from holding up the rest.
-        os.environ.setdefault("UV_THREADPOOL_SIZE", "2")
-        import uvloop  # noqa: PLC0415
+def _run_on_uvloop(main: Coroutine[Any, Any, int]) -> int:
+    """uvloop: the same asyncio API on libuv, with its own TLS layer, costs about a third less
+    CPU per sample (`bench/daemon_cpu.py`)."""
+    # libuv's thread pool runs the name lookups of new connections; its default of 4 threads
+    # sits idle nearly always (lookups take microseconds from /etc/hosts or a node-local
+    # resolver). Two keep one slow lookup from holding up the rest.
+    os.environ.setdefault("UV_THREADPOOL_SIZE", "2")
+    import uvloop  # noqa: PLC0415
 
-        return uvloop.run
-    return asyncio.run
+    return uvloop.run(main)

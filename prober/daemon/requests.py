@@ -78,7 +78,6 @@ class RequestRun:
             gap_horizon=config.timeout + 5.0,
             pace=PaceTracker(config.settle) if self._pacer.quiet else None,
             on_pace=self._pacer.set,
-            max_open=config.max_apiservers,
             bursts=BurstPlanner() if config.burst_parallel else None,
             on_burst=self._send_burst,
             rise=config.rise > 1,
@@ -209,7 +208,6 @@ class RequestRun:
             server_name=target.server_name,
             token=token,
             timeout=config.timeout,
-            max_in_flight=config.max_in_flight,
         )
 
 

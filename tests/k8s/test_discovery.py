@@ -223,7 +223,8 @@ def shutting_down(
     kube: KubeAPI, certs: Certs, tls_server: TLSServer, token_file: Path, tmp_path: Path
 ) -> dict[str, object]:
     """Flags of a daemon on one toy target whose apiserver shuts down: a window stays open,
-    so the Leases are read every `identity_refresh_fast` (`node_refresh` is a minute)."""
+    so the Leases are read every `identity_refresh_fast` (the slow reads are six renew
+    intervals apart)."""
     went_down = time.monotonic()
     tls_server.plan.header = lambda: format_shutdown_header(
         True, 70, time.monotonic() - went_down, HOST_ID
