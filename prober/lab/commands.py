@@ -14,7 +14,7 @@ from typing import Any, TextIO, TypeVar
 
 from prober.common.exits import ExitCode
 from prober.lab import comparetable, lossblind, nodeloss, restarts, watchcheck
-from prober.lab.inbounds import LAB_RESULT, check_lab_run
+from prober.lab.inbounds.run import LAB_RESULT, check_lab_run
 from prober.lab.informers import HEADERS as INFORMER_HEADERS
 from prober.lab.informers import Side
 from prober.lab.onnode import NodeResult
@@ -118,9 +118,42 @@ def _printer(stdout: TextIO) -> Any:
 
 
 def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
-    """Print the run and its comparison with the truth; write lab-result.json. The run's
-    problems, those of its outputs' bounds (`lab.inbounds`) with them."""
-    stdout = shown = _Shown(stdout)
+    """Print the run and its comparison with the truth, check what it printed and wrote
+    (`lab.inbounds`), write lab-result.json, and say what the run proved; its problems."""
+    text = printed(result)
+    stdout.write(text)
+    result = checked(result, text)
+    path = write_result(result)
+    print("", file=stdout)
+    logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
+    for written in (*result.written, path, *logs, result.out / "logs"):
+        print(f"wrote {written}", file=stdout)
+    # What the run proved comes last, where a reader's eye lands: the findings and checks
+    # it stands on just above it.
+    print("", file=stdout)
+    for finding in result.findings:
+        print(f"FINDING {finding}", file=stdout)
+    for problem in result.problems:
+        print(f"CHECK {problem}", file=stdout)
+    print(verdict_line(result), file=stdout)
+    return result.problems
+
+
+def checked(result: LabResult, text: str) -> LabResult:
+    """The result with the problems of its outputs' bounds, as printed (`text`) and written."""
+    outside = check_lab_run(result.out, text, to_json(result)).problems()
+    return replace(result, problems=(*result.problems, *outside))
+
+
+def write_result(result: LabResult) -> Path:
+    path = result.out / LAB_RESULT
+    path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def printed(result: LabResult) -> str:
+    """The run's tables and its comparison with the truth, as `prober lab` prints them."""
+    stdout = io.StringIO()
     print("", file=stdout)
     print("\n".join(describe(result.analysis)), file=stdout)
     print("", file=stdout)
@@ -182,38 +215,7 @@ def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
             "what each prober container measured, and what a gather could still read:", file=stdout
         )
         print("\n".join(table(SURVIVAL_HEADERS, survival_rows(result.fates))), file=stdout)
-    outside = check_lab_run(result.out, shown.getvalue(), to_json(result)).problems()
-    result = replace(result, problems=(*result.problems, *outside))
-    path = result.out / LAB_RESULT
-    path.write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
-    print("", file=stdout)
-    logs = [result.out / "gathered"] if result.fates else [result.out / "events.jsonl"]
-    for written in (*result.written, path, *logs, result.out / "logs"):
-        print(f"wrote {written}", file=stdout)
-    # What the run proved comes last, where a reader's eye lands: the findings and checks
-    # it stands on just above it.
-    print("", file=stdout)
-    for finding in result.findings:
-        print(f"FINDING {finding}", file=stdout)
-    for problem in result.problems:
-        print(f"CHECK {problem}", file=stdout)
-    print(verdict_line(result), file=stdout)
-    return result.problems
-
-
-class _Shown(io.StringIO):
-    """What `report` prints, passed on and kept: its tables are checked as shown."""
-
-    def __init__(self, to: TextIO) -> None:
-        super().__init__()
-        self._to = to
-
-    def write(self, text: str) -> int:
-        self._to.write(text)
-        return super().write(text)
-
-    def flush(self) -> None:
-        self._to.flush()
+    return stdout.getvalue()
 
 
 def _node(node: NodeResult, tolerance: float, stdout: TextIO) -> None:

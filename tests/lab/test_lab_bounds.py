@@ -19,10 +19,10 @@ import pytest
 
 from prober.lab.commands import report
 from prober.lab.compare import TOLERANCE
-from prober.lab.inbounds import LAB_READERS
+from prober.lab.inbounds.outputs import check_outputs, reader_of
+from prober.lab.inbounds.run import LAB_READERS
 from prober.lab.platforms import PLATFORMS
 from prober.lab.run import LabOptions, run_lab
-from prober.report.inbounds_outputs import check_outputs, reader_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(300)]
 

@@ -19,9 +19,9 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.report.inbounds import Checked, check_text, read_text
-from prober.report.inbounds_html import check_html
-from prober.report.inbounds_outputs import check_junit, check_outputs, check_summary
+from prober.lab.inbounds.outputs import check_junit, check_outputs, check_summary
+from prober.lab.inbounds.page import check_html
+from prober.lab.inbounds.text import Checked, check_text, read_text
 from prober.report.junit import junit_xml
 from prober.report.origin import write_origin_files
 from prober.report.tables import bound, bounded

@@ -19,7 +19,7 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.report.inbounds_html import check_html
+from prober.lab.inbounds.page import check_html
 from prober.report.svg import Scale
 from prober.report.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from prober.report.inbounds import Checked, check_text
+from prober.lab.inbounds.text import Checked, check_text
 from prober.report.timeline import LEAST
 
 # The timeline's groups, and the mark and band classes inside each.

@@ -1,4 +1,4 @@
-"""A lab run's outputs held to their bounds (`prober.report.inbounds_outputs`), the lab's own
+"""A lab run's outputs held to their bounds (`prober.lab.inbounds.outputs`), the lab's own
 with them: `lab-result.json`'s measured reactions, each beside its bound, and the report
 `prober lab` prints. `prober lab --check` fails a run with an estimate outside its bound,
 as it fails one whose truth lies outside it."""
@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from prober.report.inbounds import Checked, check_text
-from prober.report.inbounds_outputs import READERS, Reader, check_outputs
+from prober.lab.inbounds.outputs import READERS, Reader, check_outputs
+from prober.lab.inbounds.text import Checked, check_text
 
 LAB_RESULT = "lab-result.json"
 PRINTED = "prober lab's output"

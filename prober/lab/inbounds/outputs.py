@@ -34,8 +34,8 @@ from typing import Any
 
 from prober.core.durations import DurationError, parse_go_duration
 from prober.core.models import parse_rfc3339
-from prober.report.inbounds import Checked, check_text
-from prober.report.inbounds_html import check_html
+from prober.lab.inbounds.page import check_html
+from prober.lab.inbounds.text import Checked, check_text
 
 # -- summary.json ----------------------------------------------------------------------------
 
