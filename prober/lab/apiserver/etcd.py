@@ -113,9 +113,10 @@ class _Connection:
 
     @classmethod
     async def open(cls, host: str, port: int) -> _Connection:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, limit=MAX_MESSAGE), CONNECT_TIMEOUT
-        )
+        # asyncio.timeout, not wait_for: in 3.11 a wait_for cancelled as the connection
+        # completes drops the connection it made, open, to the garbage collector.
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            reader, writer = await asyncio.open_connection(host, port, limit=MAX_MESSAGE)
         return cls(reader, writer)
 
     async def send(self, path: str, body: dict[str, Any]) -> int:
@@ -165,6 +166,7 @@ class EtcdClient:
         host, _, port = endpoint.removeprefix("http://").rpartition(":")
         self.host, self.port = host.strip("[]"), int(port)
         self._idle: list[_Connection] = []
+        self._closed = False  # closed with its server: a call that ends after keeps nothing
 
     async def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST `body` to `path`; the decoded answer, or a typed error."""
@@ -186,7 +188,10 @@ class EtcdClient:
             if connection is not None:
                 connection.close()
             raise
-        self._idle.append(connection)
+        if self._closed:  # its server was killed while the call was out: no one to reuse it
+            connection.close()
+        else:
+            self._idle.append(connection)
         answer = _decode(data, path)
         if status != 200:
             raise EtcdError(f"etcd {path}: {answer.get('message') or answer.get('error')}")
@@ -244,6 +249,7 @@ class EtcdClient:
         raise EtcdUnavailable(f"etcd {self.host}:{self.port} watch: ended")
 
     def close(self) -> None:
+        self._closed = True
         for connection in self._idle:
             connection.close()
         self._idle.clear()

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from prober.lab.apiserver import server as server_module
+from prober.lab.apiserver.etcd import EtcdClient
 from prober.lab.apiserver.options import OptionsError
 from prober.lab.etcd import LabEtcd
 from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, running_client
@@ -389,3 +390,17 @@ async def test_etcd_out_of_reach_at_start_is_one_line(
     monkeypatch.setattr(server_module, "STORAGE_TIMEOUT", 0.3)
     with pytest.raises(OptionsError, match=r"^--etcd-servers 127\.0\.0\.1:1: not reachable"):
         await start_server(etcd_servers="127.0.0.1:1")
+
+
+async def test_a_call_that_ends_after_its_client_closed_keeps_no_connection(
+    etcd: LabEtcd,
+) -> None:
+    """A killed server closes its etcd client while calls are out; one that then ends must
+    close its connection, not idle it on a client no one closes again (the collector found
+    it, as a ResourceWarning, in a later test)."""
+    client = EtcdClient(etcd.endpoint)
+    call = asyncio.create_task(client.range(b"/registry/x"))
+    await asyncio.sleep(0)  # the call is out: its connection is no idle one
+    client.close()
+    await call
+    assert client._idle == []
