@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from prober.core.budgets import LBProfile
 from prober.core.models import LB, ErrorClass
 from prober.report.documents import IntervalEntry, WindowEntry
 
@@ -122,3 +123,10 @@ def serving_window(t: float, windows: Sequence[WindowEntry]) -> WindowEntry | No
     if window is None or t >= window["t0_lo"] + window["delay"]:
         return None
     return window
+
+
+def detecting(t: float, window: WindowEntry, lb: LBProfile) -> bool:
+    """Whether at `t` the LB may still be detecting the window's shutdown, and so route to
+    its server as its settings allow: up to T0's upper bound plus its worst case to stop
+    routing (`LBProfile.stop_routing`)."""
+    return t <= window["t0_hi"] + lb.stop_routing

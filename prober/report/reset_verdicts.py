@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB
 from prober.report.anchors import utc
-from prober.report.causes import Cause, cause_of, serving_window
+from prober.report.causes import Cause, cause_of, detecting, serving_window
 from prober.report.documents import IntervalEntry, SummaryDocument, WindowEntry
 from prober.report.keys import entry_key
 from prober.report.verdicts import Status, Verdict, plural, same_node_only
@@ -106,7 +106,7 @@ def _verdict(summary: SummaryDocument, lb: LB, profile: Platform | None) -> Verd
     else:
         assert profile is not None
         detection = settings.stop_routing
-        late = [r for r in resets if r.interval["start_t"] > r.window["t0_hi"] + detection]
+        late = [r for r in resets if not detecting(r.interval["start_t"], r.window, settings)]
         how = RESETS_BY.get(profile.name, "its settings reset established flows")
         prediction = (
             f"on {profile.name} this LB resets the flows of a server it takes out ({how}): "

@@ -3,7 +3,6 @@ summary and its verdicts say, read from them, never worked out again."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +14,7 @@ from prober.report.counts import counts_text
 from prober.report.restart_table import restart_lines
 from prober.report.samenode_tables import same_node_lines
 from prober.report.tables import bounded, fold, seconds, table
-from prober.report.verdict_names import abrupt_end
+from prober.report.verdict_names import abrupt_end, outcomes
 from prober.report.verdicts import AVAILABLE, ROUTING, Status, Verdict, plural
 
 # The bracket is read by people who never saw the tool: say once what it is.
@@ -70,10 +69,10 @@ def describe(analysis: RunAnalysis) -> list[str]:
             [
                 *key,
                 bounded(worst["reaction"], worst["reaction_lo"], worst["reaction_hi"]),
-                _outcome(mine, WITHIN_BUDGET, key),
-                _outcome(mine, ROUTING, key),
+                outcomes(mine, WITHIN_BUDGET, key),
+                outcomes(mine, ROUTING, key),
                 seconds(worst["disruption_seconds"]),
-                _outcome(mine, AVAILABLE, key),
+                outcomes(mine, AVAILABLE, key),
             ]
         )
     # Each test's outcome under a word of its name: junit.xml says them in full.
@@ -111,14 +110,6 @@ def describe(analysis: RunAnalysis) -> list[str]:
             lines += [folded for d in verdict.details for folded in fold(d, "  ")]
     lines += ["", f"verdicts (junit.xml): {counts_text(analysis.verdicts)}"]
     return lines
-
-
-def _outcome(mine: Sequence[Verdict], template: str, key: tuple[str, str, str]) -> str:
-    """The outcomes of the tests of that template for that key, every target's."""
-    lb, protocol, connection = key
-    name = template.format(lb=lb, protocol=protocol, connection=connection)
-    found = {v.status.value for v in mine if re.sub(r" target/\S+", "", v.name) == name}
-    return "/".join(sorted(found)) or "-"
 
 
 def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) -> list[str]:

@@ -6,6 +6,7 @@ so that writing them never calls back into the stage that judged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from prober.core.models import LB
@@ -32,3 +33,12 @@ def abrupt_end(verdicts: Iterable[Verdict]) -> str:
     return next(
         (v.message for v in verdicts if v.name == WHOLE_RUN and v.status is Status.SKIPPED), ""
     )
+
+
+def outcomes(verdicts: Iterable[Verdict], template: str, key: tuple[str, str, str]) -> str:
+    """The outcomes of that template's tests for that key, every target's (`verdicts._name`
+    puts a target after the connection), joined by "/"; "-" where there is none."""
+    lb, protocol, connection = key
+    name = template.format(lb=lb, protocol=protocol, connection=connection)
+    found = {v.status.value for v in verdicts if re.sub(r" target/\S+", "", v.name) == name}
+    return "/".join(sorted(found)) or "-"

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 from prober.core.budgets import Flows, Platform
 from prober.core.models import LB, Protocol
 from prober.core.watch import BLIND_WITHIN, REESTABLISH_WITHIN, UNSCALED_FLOOR
-from prober.report.causes import Cause, serving_window
+from prober.report.causes import Cause, detecting, serving_window
 from prober.report.documents import WindowEntry
 from prober.report.reset_verdicts import RESETS_BY
 from prober.report.tables import secs
@@ -146,6 +146,26 @@ def _verdict(
     return Verdict(name, key, stream, Status.PASSED, f"{stream}: {passed}", (), observed, allowed)
 
 
+def _by_design(
+    name: str,
+    key: tuple[LB, Protocol, str],
+    entry: Mapping[str, Any],
+    findings: Sequence[str],
+    reason: str,
+    *,
+    details: tuple[str, ...],
+    observed: float,
+    allowed: float,
+    cause: Cause | None = None,
+) -> Verdict:
+    """What the platform's LB settings predict: the first finding and why it is predicted."""
+    stream = entry["stream"]
+    more = "" if len(findings) == 1 else f" (and {len(findings) - 1} more below)"
+    message = f"{stream}: by design: {findings[0]}; {reason}{more}"
+    return Verdict(name, key, stream, Status.BY_DESIGN, message, details, observed, allowed,
+                   None if cause is None else str(cause))  # fmt: skip
+
+
 def _reestablish(
     name: str,
     key: tuple[LB, Protocol, str],
@@ -197,8 +217,7 @@ def _doomed(
     doomed = entry.get("doomed_at", [])
     findings = [
         f"a watch established at {d.get('landed', d['t']):.2f} s on apiserver {d['server']}, "
-        "which was already "
-        f"shutting down ({_elapsed(d['elapsed'])})"
+        f"which was already shutting down ({_elapsed(d['elapsed'])})"
         for d in doomed
     ]
     passed = (
@@ -207,12 +226,9 @@ def _doomed(
     why = [_predicted(d, key[0], run) for d in doomed]
     if findings and all(w is not None for w in why):
         assert run.profile is not None
-        message = f"{entry['stream']}: by design: {findings[0]}; on {run.profile.name} {why[0]}" + (
-            "" if len(findings) == 1 else f" (and {len(findings) - 1} more below)"
-        )
         said = tuple(f"{f}; {w}" for f, w in zip(findings, why, strict=True))
-        return Verdict(name, key, entry["stream"], Status.BY_DESIGN, message, said,
-                       float(len(doomed)), 0.0)  # fmt: skip
+        return _by_design(name, key, entry, findings, f"on {run.profile.name} {why[0]}",
+                          details=said, observed=float(len(doomed)), allowed=0.0)  # fmt: skip
     return _verdict(
         name, key, entry, findings, passed, observed=float(entry["doomed"]), allowed=0.0
     )
@@ -232,7 +248,7 @@ def _predicted(doomed: Mapping[str, Any], lb: LB, run: RunContext) -> str | None
     for w in run.windows:
         if w["host"] != doomed["server"] or t < w["t0_lo"]:
             continue
-        if t <= w["t0_hi"] + profile.stop_routing:
+        if detecting(t, w, profile):
             return (
                 f"this LB may route new connections to a server up to "
                 f"{profile.stop_routing:.2f} s after its /readyz went false (its worst case to "
@@ -288,14 +304,12 @@ def _blind(
     if predicted and all(host is not None for _, host in said):
         assert run.profile is not None
         how = RESETS_BY.get(run.profile.name, "its settings reset established flows")
-        message = (
-            f"{stream}: by design: {findings[0]}; on {run.profile.name} this LB resets the "
-            f"flows of a server it takes out ({how}), and a watch learns of it only as its "
-            "client finds the flow dead"
-            + ("" if len(findings) == 1 else f" (and {len(findings) - 1} more below)")
+        reason = (
+            f"on {run.profile.name} this LB resets the flows of a server it takes out ({how}), "
+            "and a watch learns of it only as its client finds the flow dead"
         )
-        return Verdict(name, key, stream, Status.BY_DESIGN, message, tuple(findings), worst,
-                       limit.seconds, str(Cause.LB_RESET))  # fmt: skip
+        return _by_design(name, key, entry, findings, reason, details=tuple(findings),
+                          observed=worst, allowed=limit.seconds, cause=Cause.LB_RESET)  # fmt: skip
     return _verdict(name, key, entry, findings, "", observed=worst, allowed=limit.seconds)
 
 
