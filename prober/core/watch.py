@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from prober.core.models import OMIT_NONE, WatchLimits
 from prober.core.stats import percentile_cont
@@ -130,6 +130,15 @@ class Heartbeat:
 WATCHES = KindSpec(WATCH, records=(WatchAttempt, WatchEnd, WatchSeen, Heartbeat))
 
 
+class Doomed(NamedTuple):
+    """A watch that landed on a server already shutting down, and when its connection took
+    its first request (None: not known): whether the LB chose that server before its
+    shutdown began."""
+
+    attempt: WatchAttempt
+    opened: float | None
+
+
 @dataclass(slots=True)
 class WatchResult:
     """What one watch stream's records add up to."""
@@ -147,10 +156,7 @@ class WatchResult:
     # established (to None: still at the run's end), its ends, its doomed landings.
     spans: list[tuple[float, float | None]] = field(default_factory=list)
     ended: list[WatchEnd] = field(default_factory=list)
-    doomed_at: list[WatchAttempt] = field(default_factory=list)
-    # Beside each doomed landing, when its connection took its first request (None: not
-    # known): whether the LB chose its server before that server's shutdown began.
-    doomed_opened: list[float | None] = field(default_factory=list)
+    doomed_at: list[Doomed] = field(default_factory=list)
     # At the run's end: seconds since an end no watch followed (None: every end was followed).
     unrestored: float | None = None
 
@@ -230,8 +236,8 @@ class WatchTracker:
             result.doomed += record.doomed
             result.spans.append((record.t + record.dur, None))
             if record.doomed:
-                result.doomed_at.append(record)
-                result.doomed_opened.append(None if record.local is None else state.opened)
+                opened = None if record.local is None else state.opened
+                result.doomed_at.append(Doomed(record, opened))
             if record.server:
                 result.servers[record.server] += 1
             if state.ended_at is not None:

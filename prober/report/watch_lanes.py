@@ -56,7 +56,7 @@ class WatchLane:
                     f'stroke-width="1.5"><title>watch ended ({esc(e.how)}){esc(on)} at '
                     f"{e.t:.2f} s</title></path>"
                 )
-        for a in self.result.doomed_at:
+        for a, _ in self.result.doomed_at:
             if scale.lo <= a.t <= scale.hi:
                 parts.append(
                     f'<circle cx="{scale(a.t):.1f}" cy="{y - 10}" r="3.5" fill="none" '

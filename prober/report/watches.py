@@ -15,6 +15,7 @@ from prober.core.models import LB, LogRecord, Window
 from prober.core.phase import ShutdownPhase, phase_at
 from prober.core.stats import percentile_cont
 from prober.core.watch import (
+    Doomed,
     Heartbeat,
     WatchAttempt,
     WatchEnd,
@@ -105,18 +106,20 @@ def _entry(
         "blind": [[round(a, 6), round(b, 6)] for a, b in result.blind],
         # its last blind interval was still open when the run ended, closed by the end alone
         "blind_at_end": bool(result.blind) and result.blind[-1][1] >= end,
-        "doomed_at": [
-            _doomed(a, opened)
-            for a, opened in zip(result.doomed_at, result.doomed_opened, strict=True)
-        ],
+        "doomed_at": [_doomed(d) for d in result.doomed_at],
         "unrestored": None if result.unrestored is None else round(result.unrestored, 6),
     }
 
 
-def _doomed(attempt: WatchAttempt, opened: float | None) -> dict[str, Any]:
-    return {"t": round(attempt.t, 6), "landed": round(attempt.t + attempt.dur, 6),
-            "server": attempt.server, "elapsed": attempt.elapsed,
-            "opened": None if opened is None else round(opened, 6)}  # fmt: skip
+def _doomed(doomed: Doomed) -> dict[str, Any]:
+    a, opened = doomed
+    return {
+        "t": round(a.t, 6),
+        "landed": round(a.t + a.dur, 6),
+        "server": a.server,
+        "elapsed": a.elapsed,
+        "opened": None if opened is None else round(opened, 6),
+    }
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | int | None]:

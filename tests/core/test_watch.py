@@ -131,7 +131,7 @@ def test_each_doomed_landing_is_kept_with_its_server() -> None:
         attempt(5.1, server="a", shutdown=True, elapsed=3.5),
         attempt(6.0, "list", server="a", shutdown=True),  # a LIST is no watch: never doomed
     )
-    assert [(a.t, a.server, a.elapsed) for a in result.doomed_at] == [(5.1, "a", 3.5)]
+    assert [(a.t, a.server, a.elapsed) for a, _ in result.doomed_at] == [(5.1, "a", 3.5)]
 
 
 def test_a_doomed_landing_knows_when_its_connection_took_its_first_request() -> None:
@@ -146,4 +146,4 @@ def test_a_doomed_landing_knows_when_its_connection_took_its_first_request() -> 
         attempt(6.3, local="10.0.0.1:4100", server="a", shutdown=True),  # a new one, at 6.1
         attempt(7.0, server="a", shutdown=True),  # no address: not known
     )
-    assert result.doomed_opened == [0.0, 6.1, None]
+    assert [opened for _, opened in result.doomed_at] == [0.0, 6.1, None]
