@@ -36,7 +36,11 @@ TCP_KEEPALIVE = 30.0  # client-go's dialer: how a watch's dead flow is found on 
 
 def timer(name: str, scale: float = 1.0) -> float:
     """Upstream's timer `name` (`TIMERS`) on a lab's time scale, to the millisecond."""
-    value, floor = TIMERS[name]
+    return scaled(*TIMERS[name], scale)
+
+
+def scaled(value: float, floor: float, scale: float) -> float:
+    """`value` seconds on a lab's time scale, kept at `floor` or above, to the millisecond."""
     return value if scale == 1.0 else round(max(value * scale, floor), 3)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from prober.config import Config
 from prober.core.budgets import settings_of
-from prober.core.clientgo import timer
+from prober.core.clientgo import scaled, timer
 from prober.core.durations import format_go_duration
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
@@ -72,7 +72,7 @@ WATCH_CONSTANTS = {"heartbeat_interval": (1.0, 0.2), "watch_blind_after": (2.0, 
 def watch_settings(scale: float) -> dict[str, object]:
     """The watch timers on the run's time scale, as the daemon's configuration takes them."""
     ours = {
-        key: f"{round(max(value * scale, floor), 3) * 1000:.0f}ms"
+        key: f"{scaled(value, floor, scale) * 1000:.0f}ms"
         for key, (value, floor) in WATCH_CONSTANTS.items()
     }
     return {**ours, "time_scale": scale}
