@@ -146,19 +146,21 @@ def pair(
     chosen: dict[int, tuple[int, str]] = {}
     used: set[int] = set()
     peers = [joins.peers(m, offset, tol) for m in measured]
+
+    def landed(m: MeasuredWatch, peer: str) -> int | None:
+        """The truth watch of that peer not yet taken that began as `m` landed, nearest."""
+        lo, hi = offset + m.sent - tol, offset + m.established + tol
+        fits = [j for j in by_peer.get((m.server, m.protocol, peer), ())
+                if j not in used and lo <= truth[j].start <= hi]  # fmt: skip
+        return min(fits, key=lambda j: abs(truth[j].start - (offset + m.established)), default=None)
+
     for rank in (EXACT, LATE, OWN):
         for i, m in enumerate(measured):
-            if i in chosen:
-                continue
-            lo, hi = offset + m.sent - tol, offset + m.established + tol
-            for peer, way, _ in (p for p in peers[i] if p[2] == rank):
-                fits = [j for j in by_peer.get((m.server, m.protocol, peer), ())
-                        if j not in used and lo <= truth[j].start <= hi]  # fmt: skip
-                if fits:
-                    j = min(fits, key=lambda j: abs(truth[j].start - (offset + m.established)))
-                    chosen[i] = (j, way)
-                    used.add(j)
-                    break
+            hits = ((hit, way) for peer, way, r in peers[i] if r == rank and i not in chosen
+                    if (hit := landed(m, peer)) is not None)  # fmt: skip
+            if (found := next(hits, None)) is not None:  # the likeliest peer that fits
+                chosen[i] = found
+                used.add(found[0])
     rest = [i for i in range(len(measured)) if i not in chosen]
     for i, j in _by_time([measured[i] for i in rest], truth, used, offset, tol).items():
         chosen[rest[i]] = (j, TIME)
