@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -57,27 +58,34 @@ def add_summaries(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
 OUTSIDE = ("stdout", "stderr")  # a command's streams: the test's or the process's, no flag's
 
 
-def forward(command: Callable[..., int], *positional: str) -> Handler:
+def forward(command: Callable[..., int], *positional: str) -> Forwarded:
     """A handler that calls `command` with the parsed `positional` arguments, then each of its
     keyword-only parameters but its streams (`OUTSIDE`) from the parser's destination of the
     same name: the parser's names are the command's, so no command needs a hand-written
     `_run`. Each one must have a destination (`needs`, which a test holds against every
     parser): a flag renamed apart from its parameter fails, not falls back to a default."""
-    names = [
+    keywords = tuple(
         name
         for name, parameter in inspect.signature(command).parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in OUTSIDE
-    ]
+    )
+    return Forwarded(command, positional, keywords)
 
-    def handler(args: argparse.Namespace) -> int:
-        parsed = vars(args)
-        missing = [name for name in (*positional, *names) if name not in parsed]
-        if missing:
-            raise TypeError(f"{command.__name__}: no flag gives {', '.join(missing)}")
-        return command(*(parsed[n] for n in positional), **{n: parsed[n] for n in names})
 
-    handler.needs = frozenset((*positional, *names))  # type: ignore[attr-defined]
-    return handler
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    command: Callable[..., int]
+    positional: tuple[str, ...]
+    keywords: tuple[str, ...]
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return frozenset((*self.positional, *self.keywords))
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        values = _flagged(args, (*self.positional, *self.keywords), self.command.__name__)
+        return self.command(*(values[n] for n in self.positional),
+                            **{n: values[n] for n in self.keywords})  # fmt: skip
 
 
 def options_of(
@@ -87,12 +95,23 @@ def options_of(
     `forward` does for a command's keywords; `given`: values the parser cannot make as
     they are; `unflagged`: fields no flag sets, left at their defaults. Every other field
     must come from the parser: a renamed flag fails, not falls back to a default."""
-    parsed = vars(args)
     names = [f.name for f in dataclasses.fields(cls) if f.name not in unflagged]
-    missing = [name for name in names if name not in parsed | given]
+    return cls(**_flagged(args, names, cls.__name__, given))
+
+
+def _flagged(
+    args: argparse.Namespace,
+    names: Sequence[str],
+    owner: str,
+    given: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Each of `names` from `given`, else from its flag's destination; a TypeError naming
+    those neither gives."""
+    parsed = {**vars(args), **(given or {})}
+    missing = [name for name in names if name not in parsed]
     if missing:
-        raise TypeError(f"{cls.__name__}: no flag gives {', '.join(missing)}")
-    return cls(**{name: given.get(name, parsed.get(name)) for name in names})
+        raise TypeError(f"{owner}: no flag gives {', '.join(missing)}")
+    return {name: parsed[name] for name in names}
 
 
 def add_labels(parser: argparse.ArgumentParser, help: str) -> None:
