@@ -93,11 +93,13 @@ demo: setup
 	$(BIN)/prober lab $(DEMO_ARGS)
 
 # When a change alters an output on purpose: write tests/golden/expected anew from the
-# committed event log, and the README's picture docs/rollout.svg from it; then review
+# committed event log, the README's picture docs/rollout.svg from it and the module index
+# docs/modules.md from the code; then review
 # `git diff tests/golden docs` (tests/golden/outputs.py, tests/docs/picture.py).
 golden: setup
 	$(BIN)/python -m tests.golden.outputs --update
 	$(BIN)/python -m tests.docs.picture --update
+	$(BIN)/python -m tests.docs.modules --update
 
 bench: setup
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prober.core.eventlog import EventLogReader
 from prober.report.analyze import analyze_runs, write_outputs
-from prober.report.eventfiles import LineSource, log_files
+from prober.report.replay.eventfiles import LineSource, log_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

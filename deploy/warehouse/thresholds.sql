@@ -7,7 +7,7 @@
 --     < deploy/warehouse/thresholds.sql > result.json
 --   prober thresholds --from-query-result result.json --out history/
 --
--- The same rules as `prober thresholds` (prober/report/thresholds.py), so that both give
+-- The same rules as `prober thresholds` (prober/report/history/thresholds.py), so that both give
 -- the same thresholds.json for the same runs (tests/report/test_warehouse.py):
 -- - one value per run and LB x protocol x connection: the largest reaction over the run's
 --   shutdown windows (0 when none was late, and a negative one as 0), only for runs that saw

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_out, forward
-from prober.report.html_dashboard import dashboard_command
+from prober.report.history.html_dashboard import dashboard_command
 
 EXAMPLE = """\
 examples:

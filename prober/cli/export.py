@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_labels, add_summaries, forward
-from prober.report.export import LABELS, export_command
+from prober.report.history.export import LABELS, export_command
 
 EXAMPLE = """\
 examples:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prober.cli.parsing import Subparsers, add_command, add_labels, forward
-from prober.report.export import LABELS
-from prober.report.origin import origin_command
+from prober.report.ci.origin import origin_command
+from prober.report.history.export import LABELS
 
 EXAMPLE = """\
 examples:

@@ -15,8 +15,13 @@ from pathlib import Path
 from prober.cli.parsing import Subparsers, add_command, add_out, add_summaries, add_value, forward
 from prober.common.errors import UserError
 from prober.common.values import positive_int
-from prober.report.regression import DEFAULT_ALPHA, DEFAULT_QUANTILE, QUANTILES, check_command
-from prober.report.thresholds import DEFAULT_MIN_RUNS, thresholds_command
+from prober.report.history.regression import (
+    DEFAULT_ALPHA,
+    DEFAULT_QUANTILE,
+    QUANTILES,
+    check_command,
+)
+from prober.report.history.thresholds import DEFAULT_MIN_RUNS, thresholds_command
 
 EXAMPLE = """\
 examples:

@@ -3,7 +3,7 @@
 Requests are the first kind: one request, one `Sample`, and the records the trackers make of
 them. A later kind defines its `KindSpec` in a module of its own and is listed in
 `standard_kinds`; readers (`prober analyze`) decode the record types of every kind listed here
-and keep each kind's records apart (`report.runs`).
+and keep each kind's records apart (`report.replay.runs`).
 """
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ class WatchTracker:
 # client-go's own: a reflector's first backoff, and the HTTP/2 transport's ping timeout.
 CLIENT_GO_BACKOFF = 0.8
 CLIENT_GO_PING_TIMEOUT = 15.0
-# What the watch tests allow with client-go's timers (`report.watch_verdicts` says why).
+# What the watch tests allow with client-go's timers (`report.verdicts.watch_verdicts` says why).
 REESTABLISH_WITHIN = 5.0
 BLIND_WITHIN = 15.0
 

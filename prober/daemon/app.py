@@ -239,7 +239,7 @@ class Daemon:
         await self.supervisor.stop("pipeline")
         pipeline.feed_pending()
         pipeline.close(pipeline.now())
-        # Last of all: a reader tells a stop from a kill by this record (`report.replay`).
+        # Last of all: a reader tells a stop from a kill by this record (`report.replay.replay`).
         end_t = pipeline.now()
         pipeline.out.event(RunEnd(end_t, rfc3339(self._clock.wall()), self._stop_reason))
         files = [str(p) for p in writer.close()] if writer is not None else []

@@ -24,10 +24,10 @@ from prober.lab.restartcheck import rows_table
 from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.survival import rows as survival_rows
-from prober.report.counts import counts_text
-from prober.report.run_text import describe
-from prober.report.tables import seconds, table
-from prober.report.verdicts import plural
+from prober.report.documents.run_text import describe
+from prober.report.format.tables import seconds, table
+from prober.report.verdicts.counts import counts_text
+from prober.report.verdicts.verdicts import plural
 
 T = TypeVar("T")
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from prober.core.models import LB, Connection, Window, WindowStream, parse_rfc3339
 from prober.lab.truth import LbTruth, ShutdownTruth, expected_reaction, first_down
-from prober.report.runs import RunLog
-from prober.report.tables import bound, seconds
+from prober.report.format.tables import bound, seconds
+from prober.report.replay.runs import RunLog
 
 
 @dataclass(frozen=True, slots=True)

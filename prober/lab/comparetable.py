@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from prober.lab.compare import ShutdownResult
-from prober.report.tables import bound, seconds, table
+from prober.report.format.tables import bound, seconds, table
 
 HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "hi set by", "truth"]
 HEADERS += ["error"]

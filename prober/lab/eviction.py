@@ -25,10 +25,10 @@ from prober.lab.compare import ShutdownResult, compare, problems, wall_offset
 from prober.lab.daemons import DAEMON, Enter, daemon_logs, start_daemon, wait_ready
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
-from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs, write_outputs
-from prober.report.origin import write_origin_files
-from prober.report.runs import ReadStats
+from prober.report.ci.origin import write_origin_files
+from prober.report.replay.runs import ReadStats
+from prober.report.verdicts.analysis import RunAnalysis
 
 EVICT_AT = 0.3  # of the first shutdown's delay: inside its window, well before its end
 

@@ -23,7 +23,7 @@ from prober.lab.watchgrace import (
     compare_watch_grace,
     to_json,
 )
-from prober.report.tables import seconds, table
+from prober.report.format.tables import seconds, table
 
 HEADERS = ["lb", "protocol", "grace", "ends", "how", "doomed", "re-established", "p50", "p99"]
 HEADERS += ["blind", "429 requests", "429 watch"]

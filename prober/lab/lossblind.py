@@ -26,8 +26,8 @@ from prober.core.models import LB, LogRecord
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
 from prober.lab.truth import LbTruth
-from prober.report.documents import SummaryDocument
-from prober.report.replay import Replay
+from prober.report.replay.replay import Replay
+from prober.report.schema.types import SummaryDocument
 
 Span = tuple[float, float]  # run seconds: the node lost, the node back
 

@@ -42,11 +42,11 @@ from prober.lab.eviction import write_reports
 from prober.lab.options import LabOptions
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, lab_truth
-from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs
-from prober.report.budget_verdicts import judge_budgets
-from prober.report.documents import SummaryDocument
-from prober.report.verdicts import Verdict
+from prober.report.schema.types import SummaryDocument
+from prober.report.verdicts.analysis import RunAnalysis
+from prober.report.verdicts.budget_verdicts import judge_budgets
+from prober.report.verdicts.verdicts import Verdict
 
 NODE_DAEMON = "node-run"  # not `prober-run*`: no pod log a gather would collect
 PROBED = (LB.INTERNAL, LB.SERVICE_NETWORK, LB.LOCALHOST)

@@ -24,8 +24,8 @@ from prober.lab.daemons import Enter, start_daemon, wait_ready
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.truth import LbTruth, ShutdownTruth
 from prober.report.analyze import analyze_runs
-from prober.report.runs import RunLog
-from prober.report.tables import table
+from prober.report.format.tables import table
+from prober.report.replay.runs import RunLog
 
 CONTROL = "control-run"  # not `prober-run*`: no pod log a gather would collect
 CONTROL_CONFIG = {"burst_parallel": 0, "rise": 1}

@@ -24,9 +24,9 @@ from prober.lab.compare import outside
 from prober.lab.instances import InstanceTruth, add_backs
 from prober.lab.restarts import lb_of
 from prober.lab.truth import LbTruth
-from prober.report.early_verdicts import early_lb
-from prober.report.tables import bound, bounded, table
-from prober.report.verdicts import Status, Verdict
+from prober.report.format.tables import bound, bounded, table
+from prober.report.verdicts.early_verdicts import early_lbs
+from prober.report.verdicts.verdicts import Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +185,7 @@ def junit_problems(check: RestartCheck, verdicts: Sequence[Verdict]) -> list[str
     """The early test must fail for exactly the LBs the truth says routed a prober's request
     to an instance that answered it early."""
     expected = {str(lb) for lb, n in check.early_by_lb.items() if n and lb is not LB.LOCALHOST}
-    failed = {
-        lb for v in verdicts if v.status is Status.FAILED and (lb := early_lb(v.name)) is not None
-    }
+    failed = set(early_lbs(verdicts))
     if failed == expected:
         return []
     return [

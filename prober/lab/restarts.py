@@ -14,7 +14,7 @@ from prober.core.models import LB
 from prober.lab.instances import AddBack, EarlyTruth, InstanceTruth, add_backs
 from prober.lab.platforms import Platform
 from prober.lab.truth import LbTruth
-from prober.report.tables import seconds
+from prober.report.format.tables import seconds
 
 HEADERS = (
     "instance",

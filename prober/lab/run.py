@@ -68,8 +68,8 @@ from prober.lab.upgrade import (
 )
 from prober.lab.watchcheck import WatchCheck, check_run
 from prober.lab.watchcuts import cuts, joins
-from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs
+from prober.report.verdicts.analysis import RunAnalysis
 
 TARGET_DELAY = 25.0  # seconds of shutdown delay a default (scaled) run aims for
 WARM_UP = 3.0  # samples before the first shutdown bound T0 from below

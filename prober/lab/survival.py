@@ -14,8 +14,8 @@ from pathlib import Path
 from prober.lab.compare import compare, wall_offset
 from prober.lab.truth import ShutdownTruth
 from prober.lab.upgrade import Pod, Workload
-from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs
+from prober.report.verdicts.analysis import RunAnalysis
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,8 +36,8 @@ from prober.core.models import LB, LogRecord
 from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
 from prober.lab.truth import TruthError, truth_records
 from prober.lab.watchpairs import CLEAN, Joins, MeasuredWatch, TruthWatch, pair
-from prober.report.analysis import RunAnalysis
-from prober.report.watches import watch_results
+from prober.report.results.watches import watch_results
+from prober.report.verdicts.analysis import RunAnalysis
 
 # The client ended it (`core.watch.END_HOWS`): its PING check, a stall, an event it refused.
 CLIENT_HOWS = frozenset({"ping", "stall", "too_large", "bad_event", "stopped"})

@@ -6,7 +6,7 @@ watches see. Each run here is a whole lab run (`lab.run.run_lab`) with the apise
 set to one value, given before the time scale like `--watch-grace`, under the synthetic
 informer load each lab apiserver holds, so that its drain lasts as long as thousands of
 informers' would. What each run measured, per LB x protocol, comes from the daemon's event log
-alone (summary.json's `watches` section, `report.watches`): watch ends and how, doomed
+alone (summary.json's `watches` section, `report.results.watches`): watch ends and how, doomed
 re-watches, time to re-establish, blind seconds, and the LB x protocol's requests and watch
 attempts answered 429. What the servers did comes from their truth logs (`lab.gracetruth`).
 """
@@ -27,7 +27,7 @@ from prober.core.watch import WATCH, WatchAttempt
 from prober.lab.gracetruth import ServerShutdown, server_shutdowns
 from prober.lab.options import LabOptions
 from prober.lab.run import LabError, LabResult, profile_for, run_lab
-from prober.report.analysis import RunAnalysis
+from prober.report.verdicts.analysis import RunAnalysis
 
 GRACEFUL = ("rollout", "slow-lb")  # the scenarios whose apiservers shut down gracefully
 REFUSED = 429  # WithRetryAfter's answer once a server no longer accepts requests

@@ -27,21 +27,21 @@ from prober.common.exits import ExitCode
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
 from prober.core.watch import WATCH
-from prober.report.analysis import RunAnalysis
-from prober.report.documents import SummaryDocument
-from prober.report.html_run import RunReport, render_run_report
-from prober.report.jsonio import write_json
-from prober.report.judging import judge_run, load_history
-from prober.report.junit import write_junit
-from prober.report.replay import Replay, replay
-from prober.report.restarts import restarts_section
-from prober.report.run_text import describe
-from prober.report.runs import ReadStats, RunLog, load_runs
-from prober.report.samenode import add_same_node
-from prober.report.summary import build_summary
-from prober.report.thresholds import Thresholds
-from prober.report.watch_verdicts import WatchAllowed
-from prober.report.watches import WatchStreams, watch_streams
+from prober.report.documents.html_run import RunReport, render_run_report
+from prober.report.documents.junit import write_junit
+from prober.report.documents.run_text import describe
+from prober.report.history.thresholds import Thresholds
+from prober.report.replay.replay import Replay, replay
+from prober.report.replay.runs import ReadStats, RunLog, load_runs
+from prober.report.results.restarts import restarts_section
+from prober.report.results.samenode import add_same_node
+from prober.report.results.summary import build_summary
+from prober.report.results.watches import WatchStreams, watch_streams
+from prober.report.schema.jsonio import write_json
+from prober.report.schema.types import SummaryDocument
+from prober.report.verdicts.analysis import RunAnalysis
+from prober.report.verdicts.judging import judge_run, load_history
+from prober.report.verdicts.watch_verdicts import WatchAllowed
 
 
 def analyze_runs(

@@ -34,13 +34,13 @@ from prober.common.exits import ExitCode
 from prober.core.budgets import DEFAULT_SHUTDOWN_DELAY, PLATFORMS
 from prober.core.models import LB, Connection
 from prober.core.phase import LATE_FRACTION
-from prober.report.budget_verdicts import budget_of
-from prober.report.documents import RecommendationPart, RecommendationsDocument
-from prober.report.errors import BadInput
-from prober.report.jsonio import write_json
-from prober.report.tables import table
-from prober.report.threshold_rows import ALL_PLATFORMS, Entry
-from prober.report.thresholds import Thresholds, load_thresholds
+from prober.report.format.tables import table
+from prober.report.history.threshold_rows import ALL_PLATFORMS, Entry
+from prober.report.history.thresholds import Thresholds, load_thresholds
+from prober.report.schema.errors import BadInput
+from prober.report.schema.jsonio import write_json
+from prober.report.schema.types import RecommendationPart, RecommendationsDocument
+from prober.report.verdicts.budget_verdicts import budget_of
 
 DEFAULT_BUFFER = 10.0
 STEP = 5.0

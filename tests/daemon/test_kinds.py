@@ -20,8 +20,8 @@ from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.registry import default_kinds
 from prober.daemon.requests import RequestKind
-from prober.report.replay import replay
-from prober.report.runs import load_runs
+from prober.report.replay.replay import replay
+from prober.report.replay.runs import load_runs
 from tests.daemon.test_daemon import total
 from tests.daemon.tickkind import TICK, Tick, TickKind, TickTotal
 from tests.support.certs import Certs

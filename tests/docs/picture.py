@@ -1,6 +1,6 @@
 """The README's picture, `docs/rollout.svg`: one rolling restart through a late LB and a good one.
 
-Drawn by the report's own timeline (`report.timeline.lb_timeline`, as `report.html` draws
+Drawn by the report's own timeline (`report.documents.timeline.lb_timeline`, as `report.html` draws
 it) from what `prober analyze` replays of the committed golden fixture, a real lab run
 (`prober lab --scenario slow-lb --platform gcp --interval 500ms --workers 1`: gcp's external
 LB was made slow). Only the new-connection streams are drawn: a kept connection stays on its
@@ -22,11 +22,11 @@ from pathlib import Path
 
 from prober.core.models import LB, Connection, StreamId, Window
 from prober.core.phase import LATE_FRACTION
-from prober.report.page import SVG_CSS
-from prober.report.replay import Replay, replay
-from prober.report.runs import RunLog, load_runs
-from prober.report.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
-from prober.report.timeline import WIDTH, StreamMarks, View, lb_timeline, stream_marks
+from prober.report.documents.timeline import WIDTH, StreamMarks, View, lb_timeline, stream_marks
+from prober.report.format.page import SVG_CSS
+from prober.report.format.svg import FAILURE, HOST_COLOURS, LATE, T0, esc, swatch
+from prober.report.replay.replay import Replay, replay
+from prober.report.replay.runs import RunLog, load_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "golden" / "fixture" / "events.jsonl.gz"

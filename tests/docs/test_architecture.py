@@ -1,16 +1,22 @@
-"""docs/ARCHITECTURE.md is true to the code: every module it names exists, and every module
-of every package is named in it. A module added, moved or removed without the doc fails here."""
+"""docs/ARCHITECTURE.md is true to the code: every file and name it cites exists, and the
+module index (docs/modules.md) is the one the code makes."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
+import tomllib
 from pathlib import Path
 
-import pytest
+from prober.core import models
+from prober.core.models import RECORD_TYPES
+from tests.docs import modules
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
+# The docs that hold the design beside it; what they cite is checked alike.
+DESIGN = (DOC, ROOT / "docs" / "lab.md", ROOT / "docs" / "watches.md")
 PROBER = ROOT / "prober"
 # Where a path the doc names may lie, besides prober/.
 TREES = ("tests", "deploy", "bench", "scripts", "docs")
@@ -38,7 +44,7 @@ PACKAGES = {m.split("/")[0] for m in MODULES if "/" in m}
 
 
 def _spans() -> list[str]:
-    return _CODE.findall(DOC.read_text(encoding="utf-8"))
+    return [s for doc in DESIGN for s in _CODE.findall(doc.read_text(encoding="utf-8"))]
 
 
 def _path_names(span: str) -> list[str]:
@@ -94,29 +100,49 @@ def test_every_dotted_name_the_doc_names_resolves() -> None:
     assert not missing, f"docs/ARCHITECTURE.md names what the code lacks: {missing}"
 
 
-def _named() -> set[str]:
-    """The modules the doc names: by path, by dotted name, as `name.py`, or as a bare name in
-    its package's row of the package table."""
-    named: set[str] = set()
+def test_the_module_index_is_made_from_the_code() -> None:
+    """docs/modules.md names every module with its docstring's first sentence, as made now:
+    a module added, moved or renamed without `make golden` fails here."""
+    assert modules.INDEX.read_text(encoding="utf-8") == modules.render(), (
+        "docs/modules.md is not the code's: run `make golden` and review the diff"
+    )
+
+
+def test_every_module_says_what_it_is_for() -> None:
+    assert "(no docstring)" not in modules.render()
+
+
+def _event_log_rows() -> dict[str, tuple[str, str]]:
+    """The event log table of the doc: kind -> (model, fields cell)."""
     text = DOC.read_text(encoding="utf-8")
-    for span in _spans():
-        for path in _path_names(span):
-            named.add(path.rstrip("/").removesuffix(".py"))
-        for dotted in _dotted_names(span):
-            parts = dotted.split(".")
-            named.update("/".join(parts[:cut]) for cut in range(1, len(parts) + 1))
-        if span.endswith(".py") and "/" not in span:
-            named.update(m for m in MODULES if m.rsplit("/", 1)[-1] == span[:-3])
-    for row in re.findall(r"^\| `([a-z_/]+)` \|(.*)$", text, re.MULTILINE):
-        package, cells = row
-        named.add(package)
-        for span in _CODE.findall(cells):
-            named.add(f"{package}/{span.strip().rstrip('/').removesuffix('.py')}")
-    return named
+    table = text[text.index("| kind | model | fields |") :].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \| `([A-Za-z]+)` \| (.*) \|$", table, re.MULTILINE)
+    return {kind: (model, cells) for kind, model, cells in rows}
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_every_module_of_the_package_is_named(package: str) -> None:
-    named = _named()
-    unnamed = [m for m in MODULES if m.split("/")[0] == package and m not in named]
-    assert not unnamed, f"modules docs/ARCHITECTURE.md does not name: {unnamed}"
+def test_the_event_log_table_is_the_codecs() -> None:
+    """Every record kind the codec writes has its row, under its model's name, and the row
+    names every field of the model: a field added to a record without the doc fails here."""
+    rows = _event_log_rows()
+    assert {cls.KIND for cls in RECORD_TYPES} <= set(rows)
+    for kind, (model, cells) in rows.items():
+        cls = getattr(models, model, None)
+        assert cls is not None, f"the {kind} row names {model}, which core.models lacks"
+        assert kind == cls.KIND, (kind, model)
+        named = set(_CODE.findall(cells))
+        # A field the codec writes as several keys (`stream_id`: `stream`, `lb`, ...) is
+        # named by them.
+        written = [k for f in dataclasses.fields(cls) for k in f.metadata.get("keys", [f.name])]
+        missing = [k for k in written if k not in named]
+        assert not missing, f"the {kind} row does not name the fields {missing}"
+
+
+def test_the_layers_drawn_are_the_contracts() -> None:
+    """Section 1's picture of the layers is the first import-linter contract, in its order."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = contracts["contracts"][0]["layers"]
+    text = DOC.read_text(encoding="utf-8")
+    block = text[text.index("## 1. Layers") :].split("```")[1]
+    names = re.compile(r"prober\.\w+(?:\s*\|\s*prober\.\w+)*")
+    drawn = [names.match(line.strip()) for line in block.strip().splitlines()]
+    assert [re.sub(r"\s*\|\s*", " | ", m.group(0)) for m in drawn if m] == layers

@@ -16,8 +16,8 @@ from prober.core.models import LB
 from prober.lab.instances import add_backs
 from prober.lab.restarts import lb_of
 from prober.lab.run import LabError, LabOptions, run_lab
-from prober.report.early_verdicts import BEFORE_IT_CAN_SERVE
-from prober.report.verdicts import Status
+from prober.report.verdicts.identity import Case
+from prober.report.verdicts.verdicts import Status
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -69,10 +69,10 @@ async def test_the_truth_has_each_early_answer_and_each_lb_mark_up(tmp_path: Pat
     assert instance.t1_lo_by in {LEASE_FIRST, READYZ_NOT_OK}
     through = {lb for lb, n in check.early_by_lb.items() if n and lb is not LB.LOCALHOST}
     failed = {
-        v.name for v in result.analysis.verdicts
-        if v.name.endswith("before it can serve") and v.status is Status.FAILED
+        v.id.lb for v in result.analysis.verdicts
+        if v.id.case is Case.BEFORE_IT_CAN_SERVE and v.status is Status.FAILED
     }  # fmt: skip
-    assert failed == {BEFORE_IT_CAN_SERVE.format(lb=lb) for lb in through}
+    assert failed == through
     # master-0 is the direct path's: its /readyz, asked while it restarted, brackets T1.
     assert instance.t1_hi_by == READYZ_OK
     assert instance.t1_lo is not None

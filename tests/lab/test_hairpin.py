@@ -19,7 +19,7 @@ from prober.cli import main
 from prober.core.models import LB, Connection
 from prober.lab.compare import TOLERANCE
 from prober.lab.run import LabOptions, run_lab
-from prober.report.verdicts import Status
+from prober.report.verdicts.verdicts import Status
 from tests.lab.test_lab import unexplained_budget_failures
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

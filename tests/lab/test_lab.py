@@ -31,11 +31,10 @@ from prober.lab.platforms import PLATFORMS
 from prober.lab.policies import control_event_log
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 from prober.lab.watchpairs import ADDRESS, LOG, NAT
-from prober.report.age_tables import age_lines
-from prober.report.age_verdicts import TWENTY_PERCENT
-from prober.report.budget_verdicts import LATE_MARK
-from prober.report.verdict_names import is_budget_test
-from prober.report.verdicts import Status
+from prober.report.documents.age_tables import age_lines
+from prober.report.verdicts.budget_verdicts import LATE_MARK
+from prober.report.verdicts.identity import Case
+from prober.report.verdicts.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
 from tests.lab.typed import ANALYZED, docs_commands, missing_outputs, typed_lab
 from tests.support.waiting import until
@@ -217,7 +216,7 @@ def connection_ages_agree(result: LabResult, *, cut_when_sent: bool) -> None:
     findings = {f["lb"]: f for f in section["findings"]}
     verdicts = {v.name: v for v in result.analysis.verdicts}
     for lb in (LB.EXTERNAL, LB.INTERNAL):
-        test = verdicts[TWENTY_PERCENT.format(lb=lb)]
+        test = verdicts[Case.TWENTY_PERCENT.format(lb=lb)]
         assert test.status is not Status.FAILED, test.message
         kept = [r for r in section["rows"]
                 if (r["lb"], r["connection"], r["opened"]) == (lb, "reused", "before")]  # fmt: skip
@@ -267,7 +266,8 @@ def retried_through_healthy_peers(result: LabResult) -> None:
 def failed_budget_tests(result: LabResult) -> list[str]:
     """The LB-budget and delay-coverage tests that failed, with their messages."""
     return [f"{v.name}: {v.message}" for v in result.analysis.verdicts
-            if is_budget_test(v) and v.status is Status.FAILED]  # fmt: skip
+            if v.id.case in (Case.WITHIN_BUDGET, Case.DELAY_COVERS)
+            and v.status is Status.FAILED]  # fmt: skip
 
 
 def unexplained_budget_failures(result: LabResult) -> list[str]:

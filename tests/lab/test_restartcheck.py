@@ -10,8 +10,8 @@ from prober.lab.instances import EarlyTruth, InstanceTruth
 from prober.lab.lbstate import ServerEvent
 from prober.lab.restartcheck import check_restarts, junit_problems
 from prober.lab.truth import LbTruth
-from prober.report.early_verdicts import BEFORE_IT_CAN_SERVE
-from prober.report.verdicts import Status, Verdict
+from prober.report.verdicts.identity import Case, CaseId
+from prober.report.verdicts.verdicts import Status, Verdict
 from tests.factories import sample
 
 OFFSET = 1000.0  # wall seconds at run time 0
@@ -100,9 +100,9 @@ def test_a_hang_is_tied_to_its_failure_by_audit_id() -> None:
 
 def test_the_early_junit_test_must_fail_for_exactly_the_lbs_that_routed_there() -> None:
     result = check([measured(early_n=1)], [failed_early("a1")], early("a1"))
-    name = BEFORE_IT_CAN_SERVE.format(lb="internal-lb")
-    assert junit_problems(result, [Verdict(name, None, None, Status.FAILED, "")]) == []
-    assert junit_problems(result, [Verdict(name, None, None, Status.PASSED, "")]) == [
+    case = CaseId(Case.BEFORE_IT_CAN_SERVE, LB.INTERNAL)
+    assert junit_problems(result, [Verdict(case, None, Status.FAILED, "")]) == []
+    assert junit_problems(result, [Verdict(case, None, Status.PASSED, "")]) == [
         "'should not route to an apiserver before it can serve' failed for no LB; the truth "
         "has early answers through ['internal-lb']"
     ]

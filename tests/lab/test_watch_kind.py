@@ -25,9 +25,9 @@ from prober.lab.apiserver.etcd import EtcdClient, b64
 from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import free_port
 from prober.report.analyze import analyze_command
-from prober.report.replay import replay
-from prober.report.runs import load_runs
-from prober.report.summary import build_summary
+from prober.report.replay.replay import replay
+from prober.report.replay.runs import load_runs
+from prober.report.results.summary import build_summary
 from tests.daemon.test_daemon import total
 from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
 from tests.support.clock import FakeClock

@@ -38,9 +38,9 @@ from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import ErrorClass, Interval, Sample, Summary, Window
 from prober.daemon.app import Daemon
-from prober.report.replay import replay
-from prober.report.runs import load_runs
-from prober.report.summary import build_summary
+from prober.report.replay.replay import replay
+from prober.report.replay.runs import load_runs
+from prober.report.results.summary import build_summary
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
 from tests.support.logcapture import log_line

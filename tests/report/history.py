@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from prober.core.models import LB, Connection, Protocol
-from prober.report.history import load_run_facts
-from prober.report.jsonio import write_json
-from prober.report.summary import SUMMARY_VERSION
-from prober.report.thresholds import aggregate, to_document
+from prober.report.history.history import load_run_facts
+from prober.report.history.thresholds import aggregate, to_document
+from prober.report.results.summary import SUMMARY_VERSION
+from prober.report.schema.jsonio import write_json
 
 KEYS = [(lb, p, c) for lb in (LB.INTERNAL, LB.EXTERNAL) for p in Protocol for c in Connection]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from prober.core.models import LB, Connection, Protocol, StreamId
-from prober.report.documents import SummaryDocument
-from prober.report.tables import bound
+from prober.report.format.tables import bound
+from prober.report.schema.types import SummaryDocument
 
 STREAM = StreamId("kube-api", Protocol.HTTP1, LB.EXTERNAL, Connection.NEW)
 

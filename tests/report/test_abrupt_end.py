@@ -12,7 +12,7 @@ import pytest
 from junitparser import JUnitXml, Skipped
 
 from prober.cli import main
-from prober.report.run_verdict import WHOLE_RUN
+from prober.report.verdicts.run_verdict import WHOLE_RUN
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
 
@@ -41,7 +41,7 @@ def test_a_killed_run_is_marked_ended_abruptly(tmp_path: Path, rollout_samples, 
     assert hosts[: len(live.windows)] == [w.host for w in live.windows]
     assert hosts[-1] == "apiserver-bbbb"
     suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
-    case = next(c for c in suite if c.name == WHOLE_RUN)
+    case = next(c for c in suite if c.name == WHOLE_RUN.name)
     assert isinstance(case.result[0], Skipped)
     assert case.result[0].message.startswith(f"the run ended abruptly at {last_t:.2f} s")
     properties = {p.name: p.value for p in suite.properties()}

@@ -16,12 +16,12 @@ from prober.cli import main
 from prober.core.clientgo import retry_after_detail
 from prober.core.durations import parse_go_duration
 from prober.core.models import LB, Connection, ErrorClass
-from prober.report import documents
 from prober.report.analyze import analyze_runs
-from prober.report.budget_verdicts import WITHIN_BUDGET
-from prober.report.history import load_run_facts
-from prober.report.run_verdict import WHOLE_RUN
-from prober.report.thresholds import load_thresholds
+from prober.report.history.history import load_run_facts
+from prober.report.history.thresholds import load_thresholds
+from prober.report.schema import types as documents
+from prober.report.verdicts.identity import Case
+from prober.report.verdicts.run_verdict import WHOLE_RUN
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.history import history_thresholds
 from tests.report.rollout import NODES, SWITCH, rollout, streams
@@ -245,9 +245,9 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     # own: recorded to its stop
     assert len(cases) == 35
     assert suites[0].tests == 35
-    budget = cases[WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new")]
+    budget = cases[Case.WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new")]
     assert not budget.result  # 7.94 s [7.91, 10.93] against the NLB's 30 s
-    assert not cases[WHOLE_RUN].result  # passed: the log ends with its run_end record
+    assert not cases[WHOLE_RUN.name].result  # passed: the log ends with its run_end record
 
     def outcome(name: str) -> tuple[str, str]:
         result = cases[name].result
@@ -349,7 +349,7 @@ def test_the_printed_table_shows_each_worst_reaction_with_its_bound(tmp_path, ca
     }  # fmt: skip
     for row in rows:
         key = row[:3]
-        budget = WITHIN_BUDGET.format(lb=key[0], protocol=key[1], connection=key[2])
+        budget = Case.WITHIN_BUDGET.format(lb=key[0], protocol=key[1], connection=key[2])
         names = [budget, ROUTING.format(*key), AVAILABLE.format(*key)]
         assert [row[4], row[5], row[7]] == [cases[n] for n in names]
 

@@ -8,8 +8,8 @@ import pytest
 
 from prober.core.budgets import PLATFORMS, Flows
 from prober.core.models import LB, Connection, Protocol, StreamId
-from prober.report.budget_verdicts import budget_of, delay_of, judge_budgets
-from prober.report.verdicts import Status
+from prober.report.verdicts.budget_verdicts import budget_of, delay_of, judge_budgets
+from prober.report.verdicts.verdicts import Status
 
 AWS, GCP = PLATFORMS["aws"], PLATFORMS["gcp"]
 
@@ -162,7 +162,7 @@ def test_a_run_without_a_shutdown_judges_nothing() -> None:
 
 def test_a_failure_says_where_to_look_and_when_and_leaves_the_failures_to_their_tests() -> None:
     # A reader of junit.xml gets the UTC time of T0, the delay and the report's anchor of the
-    # window; the requests that failed in it are their causes' tests' (`report.causes`), and
+    # window; the requests that failed in it are their causes' tests' (`report.results.causes`), and
     # the budget test, which judges the reaction, does not name them again.
     summary = _summary(stream(), [(31.0, 30.2, 31.3)])
     summary["started"] = "2026-12-05T07:00:00.000000Z"

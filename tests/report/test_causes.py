@@ -1,4 +1,4 @@
-"""One cause per failed request (`report.causes`), the test each cause belongs to, and the
+"""One cause per failed request (`report.results.causes`), the test each cause belongs to, and the
 reset test that reports what the platform predicts as origin reports a known flake."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ import pytest
 
 from prober.core.budgets import PLATFORMS
 from prober.core.models import LB
-from prober.report.causes import Cause, Owner, decide, owner
-from prober.report.counts import counts_text
-from prober.report.judging import counts_entry
-from prober.report.junit import junit_xml
-from prober.report.reset_verdicts import NO_RESETS, judge_resets
-from prober.report.verdicts import Status, judge
+from prober.report.documents.junit import junit_xml
+from prober.report.results.causes import Cause, Owner, decide, owner
+from prober.report.verdicts.counts import counts_text
+from prober.report.verdicts.identity import Case
+from prober.report.verdicts.judging import counts_entry
+from prober.report.verdicts.reset_verdicts import judge_resets
+from prober.report.verdicts.verdicts import Status, judge
 
 # T0 at 10 s (bound 9.9-10.1), a 20 s delay: the server serves until 29.9 s at the earliest.
 WINDOW = {"host": "h", "node": "master-0", "t0": 10.0, "t0_lo": 9.9, "t0_hi": 10.1,
@@ -82,7 +83,7 @@ def summary(platform: str, *intervals: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-NAME = NO_RESETS.format(lb=LB.EXTERNAL)
+NAME = Case.NO_RESETS.format(lb=LB.EXTERNAL)
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,12 @@ from prober.common.segments import read_lines
 from prober.core.budgets import PLATFORMS
 from prober.core.connection_age import ConnectionAges
 from prober.core.eventlog import encode
-from prober.report.age_verdicts import TWENTY_PERCENT, judge_ages
 from prober.report.analyze import analyze_runs
-from prober.report.connection_ages import phases_of
-from prober.report.run_text import describe
-from prober.report.verdicts import Status
+from prober.report.documents.run_text import describe
+from prober.report.results.connection_ages import phases_of
+from prober.report.verdicts.age_verdicts import judge_ages
+from prober.report.verdicts.identity import Case
+from prober.report.verdicts.verdicts import Status
 from tests.report.daemonlog import LiveOutput
 
 EXTERNAL, INTERNAL = "external-lb", "internal-lb"
@@ -73,16 +74,16 @@ def test_the_20_percent_rule_per_lb(rollout_log, tmp_path: Path) -> None:
     # aws: the NLB resets established flows, so the rule cannot hold there: not judged, and
     # the message says why. Held on the internal LB: passed.
     verdicts = {v.name: v for v in analysis.verdicts}
-    external = verdicts[TWENTY_PERCENT.format(lb=EXTERNAL)]
+    external = verdicts[Case.TWENTY_PERCENT.format(lb=EXTERNAL)]
     assert external.status is Status.SKIPPED
     assert "resets established connections when it marks a server down" in external.message
-    assert verdicts[TWENTY_PERCENT.format(lb=INTERNAL)].status is Status.PASSED
+    assert verdicts[Case.TWENTY_PERCENT.format(lb=INTERNAL)].status is Status.PASSED
     # On gcp, whose LBs keep flows, the same run breaks the rule; but the requests that
     # broke it were sent to an apiserver that had stopped serving, which fails the external
     # LB's routing tests: a failed request is judged by one test, so this one points there.
     [as_gcp], _ = analyze_runs([path], platform="gcp")
     on_gcp = {v.name: v for v in as_gcp.verdicts}
-    twenty = on_gcp[TWENTY_PERCENT.format(lb=EXTERNAL)]
+    twenty = on_gcp[Case.TWENTY_PERCENT.format(lb=EXTERNAL)]
     routing = [
         v for v in as_gcp.verdicts
         if v.cause == "stopped-server" and v.key is not None and v.key[0] == EXTERNAL
@@ -119,9 +120,9 @@ def test_the_text_the_html_and_junit_show_it(rollout_log, tmp_path: Path) -> Non
     assert "20 % rule broken" in html
     assert '<span class="skipped">skipped</span> external-lb: 20 % rule broken' in html
     cases = {c.name: c for c in next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))}
-    skipped = cases[TWENTY_PERCENT.format(lb=EXTERNAL)].result
+    skipped = cases[Case.TWENTY_PERCENT.format(lb=EXTERNAL)].result
     assert [type(r) for r in skipped] == [Skipped]
-    assert not cases[TWENTY_PERCENT.format(lb=INTERNAL)].result  # passed
+    assert not cases[Case.TWENTY_PERCENT.format(lb=INTERNAL)].result  # passed
 
 
 def test_a_log_without_samples_has_the_daemons_table(rollout_log, tmp_path: Path) -> None:

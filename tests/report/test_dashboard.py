@@ -12,13 +12,13 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
-from prober.report.documents import Period
-from prober.report.html_dashboard import FAINT
-from prober.report.html_thresholds import AXIS_TITLES
-from prober.report.jsonio import write_json
-from prober.report.svg import HOST_COLOURS
-from prober.report.threshold_rows import METRICS, Entry
-from prober.report.thresholds import load_period, to_document
+from prober.report.format.svg import HOST_COLOURS
+from prober.report.history.html_dashboard import FAINT
+from prober.report.history.html_thresholds import AXIS_TITLES
+from prober.report.history.threshold_rows import METRICS, Entry
+from prober.report.history.thresholds import load_period, to_document
+from prober.report.schema.jsonio import write_json
+from prober.report.schema.types import Period
 from tests.report.browser import open_page
 
 ARTIFACTS = Path(__file__).parent / "artifacts"

@@ -26,9 +26,9 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.report.anchors import interval_anchor
-from prober.report.svg import Scale
-from prober.report.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
+from prober.report.documents.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
+from prober.report.format.anchors import interval_anchor
+from prober.report.format.svg import Scale
 from tests.report.browser import open_page
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.history import history_thresholds

@@ -22,11 +22,12 @@ from prober.core.models import (
 from prober.lab.inbounds.outputs import check_junit, check_outputs, check_summary
 from prober.lab.inbounds.page import check_html
 from prober.lab.inbounds.text import Checked, check_text, read_text
-from prober.report.junit import junit_xml
-from prober.report.origin import write_origin_files
-from prober.report.tables import bound, bounded
-from prober.report.timeline import StreamMarks, View, lb_timeline, window_title
-from prober.report.verdicts import Status, Verdict, within
+from prober.report.ci.origin import write_origin_files
+from prober.report.documents.junit import junit_xml
+from prober.report.documents.timeline import StreamMarks, View, lb_timeline, window_title
+from prober.report.format.tables import bound, bounded
+from prober.report.verdicts.identity import Case, CaseId
+from prober.report.verdicts.verdicts import Status, Verdict, within
 from tests.report.planted import STREAM, planted_summary
 
 
@@ -104,18 +105,21 @@ def test_a_v1_summary_has_no_bound_and_nothing_outside_it() -> None:
 
 def test_junit_messages_and_details_are_read_as_worded() -> None:
     key = (LB.EXTERNAL, Protocol.HTTP1, "new")
+    fails, skips, passes = (
+        CaseId.of(t, key) for t in (Case.ROUTING, Case.WITHIN_BUDGET, Case.DELAY_COVERS)
+    )
     verdicts = [
-        Verdict("fails", key, None, Status.FAILED, "requests 0.50 s [0.60, 0.70]",
+        Verdict(fails, None, Status.FAILED, "requests 0.50 s [0.60, 0.70]",
                 ("first 1.00 s [0.90, 1.10]", "second 2.00 s [2.10, 2.20]")),
-        Verdict("skips", key, None, Status.SKIPPED, "0.50 s [0.40, 0.45] unbounded"),
-        Verdict("passes", key, None, Status.PASSED, "0.50 s [0.40, 0.60]"),
+        Verdict(skips, None, Status.SKIPPED, "0.50 s [0.40, 0.45] unbounded"),
+        Verdict(passes, None, Status.PASSED, "0.50 s [0.40, 0.60]"),
     ]  # fmt: skip
     checked = check_junit("junit.xml", junit_xml(verdicts, {}).decode())
     assert checked.counts == {"junit.xml": 5}
     assert [o.record for o in checked.outside] == [
-        "testcase 'fails' failure message line 1: \"0.50 s [0.60, 0.70]\"",
-        "testcase 'fails' failure line 2: \"2.00 s [2.10, 2.20]\"",
-        "testcase 'skips' skipped message line 1: \"0.50 s [0.40, 0.45]\"",
+        f"testcase '{fails.name}' failure message line 1: \"0.50 s [0.60, 0.70]\"",
+        f"testcase '{fails.name}' failure line 2: \"2.00 s [2.10, 2.20]\"",
+        f"testcase '{skips.name}' skipped message line 1: \"0.50 s [0.40, 0.45]\"",
     ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prober.core.budgets import PLATFORMS
 from prober.report.analyze import analyze_runs
-from prober.report.watch_verdicts import WatchAllowed
+from prober.report.verdicts.watch_verdicts import WatchAllowed
 
 FIXTURE = Path(__file__).parents[1] / "golden" / "fixture" / "events.jsonl.gz"
 # The only figures a name may hold: the protocols' and upstream's fixed "20 %" rule.

@@ -20,9 +20,9 @@ from sqlglot import exp
 from prober.cli import main
 from prober.core.durations import SECOND, parse_go_duration, parse_go_duration_ns
 from prober.core.models import LB, Connection, Protocol, StreamId, parse_rfc3339
-from prober.report.origin_autodl import PARTITION_COLUMN, SCHEMA
-from prober.report.origin_timeline import disruption_line
-from prober.report.origin_types import BACKEND_PREFIX, backend_name, parse_backend_name
+from prober.report.ci.origin_autodl import PARTITION_COLUMN, SCHEMA
+from prober.report.ci.origin_timeline import disruption_line
+from prober.report.schema.origin_types import BACKEND_PREFIX, backend_name, parse_backend_name
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
 from tests.support.warehouse import WAREHOUSE

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prober.lab.inbounds.outputs import check_outputs
-from prober.report.origin import write_origin_files
+from prober.report.ci.origin import write_origin_files
 from tests.report.planted import planted_summary
 
 WORDS = re.compile(r"took new\((?P<took>[^)]*)\) .* new-bound=(?P<bound>\[[^\]]*\])")

@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 
 from prober.cli import COMMANDS, main
-from prober.report.documents import SummaryDocument
-from prober.report.errors import BadInput
-from prober.report.origin import write_origin_files
+from prober.report.ci.origin import write_origin_files
+from prober.report.schema.errors import BadInput
+from prober.report.schema.types import SummaryDocument
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams
 

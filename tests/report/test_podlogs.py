@@ -14,7 +14,7 @@ from prober.cli import main
 from prober.common.segments import read_lines
 from prober.core.models import RunRecord, Summary
 from prober.daemon.echo import RecordEcho
-from prober.report.podlogs import RecordLines
+from prober.report.replay.podlogs import RecordLines
 
 LOG_LINE = b'{"event": "sampling_pace", "pace": "window", "level": "info"}\n'
 PREFIXES = [b"", b"2026-12-01T10:00:00.123456789Z ", b"2026-12-01T10:00:00Z stdout F "]

@@ -9,10 +9,10 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
-from prober.report.jsonio import write_json
+from prober.report.history.threshold_rows import Entry
+from prober.report.history.thresholds import Thresholds, to_document
 from prober.report.recommend import delay_for, recommend
-from prober.report.threshold_rows import Entry
-from prober.report.thresholds import Thresholds, to_document
+from prober.report.schema.jsonio import write_json
 
 
 def test_the_rule_reproduces_openshifts_gcp_value() -> None:

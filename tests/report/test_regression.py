@@ -11,10 +11,10 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
-from prober.report.history import RunFacts, WorstOfRun
-from prober.report.jsonio import write_json
-from prober.report.regression import binomial_tail, check_regression, exceedance_test, holm
-from prober.report.thresholds import Thresholds, aggregate, to_document
+from prober.report.history.history import RunFacts, WorstOfRun
+from prober.report.history.regression import binomial_tail, check_regression, exceedance_test, holm
+from prober.report.history.thresholds import Thresholds, aggregate, to_document
+from prober.report.schema.jsonio import write_json
 from tests.report.history import KEYS, summary_doc, write_history
 
 SHIFTED = (LB.EXTERNAL, Protocol.HTTP2, Connection.NEW)
@@ -136,6 +136,6 @@ def test_the_check_command_gates_with_exit_1(tmp_path: Path, capsys) -> None:
 
 
 def _facts(directory: Path, docs) -> list[RunFacts]:
-    from prober.report.history import load_run_facts
+    from prober.report.history.history import load_run_facts
 
     return [load_run_facts(p) for p in _write(directory, docs)]

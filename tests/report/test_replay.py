@@ -11,9 +11,9 @@ import pytest
 
 from prober.core.eventlog import encode
 from prober.core.kinds import standard_kinds
-from prober.report.errors import BadInput
-from prober.report.replay import replay
-from prober.report.runs import load_runs
+from prober.report.replay.replay import replay
+from prober.report.replay.runs import load_runs
+from prober.report.schema.errors import BadInput
 from tests.core.test_streamkind import BEATS, WATCH, Beat
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.rollout import NODES, streams

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prober.cli import main
-from prober.report.origin_autodl import SCHEMA
+from prober.report.ci.origin_autodl import SCHEMA
 from tests.factories import OTHER, STREAM
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.report.test_restarts import early_run

@@ -11,11 +11,12 @@ from junitparser import JUnitXml
 from prober.cli import main
 from prober.core.budgets import PLATFORMS
 from prober.core.instances import AddBack, Instance
-from prober.core.models import LB, ErrorClass, Sample
-from prober.report.documents import SummaryDocument
-from prober.report.early_verdicts import BEFORE_IT_CAN_SERVE, edges_line, judge_early
-from prober.report.restarts import OVER, UNDECIDED, WITHIN, restarts_section
-from prober.report.verdicts import Status, Verdict
+from prober.core.models import LB, ErrorClass, Protocol, Sample
+from prober.report.results.restarts import OVER, UNDECIDED, WITHIN, restarts_section
+from prober.report.schema.types import SummaryDocument
+from prober.report.verdicts.early_verdicts import edges_line, judge_early
+from prober.report.verdicts.identity import Case, CaseId
+from prober.report.verdicts.verdicts import Status, Verdict
 from tests.factories import OTHER, STREAM, sample
 from tests.report.daemonlog import run_record, write_daemon_log
 
@@ -82,14 +83,14 @@ def test_the_early_test_fails_passes_or_skips_per_lb() -> None:
         back(LB.SERVICE_NETWORK, None, None, None),
     )
     verdicts = {v.name: v for v in judge_early(summary)}
-    status = {lb: verdicts[BEFORE_IT_CAN_SERVE.format(lb=lb)].status for lb in
+    status = {lb: verdicts[Case.BEFORE_IT_CAN_SERVE.format(lb=lb)].status for lb in
               (LB.EXTERNAL, LB.INTERNAL, LB.SERVICE_NETWORK)}  # fmt: skip
     assert status == {
         LB.EXTERNAL: Status.FAILED,
         LB.INTERNAL: Status.PASSED,
         LB.SERVICE_NETWORK: Status.SKIPPED,
     }
-    failed = verdicts[BEFORE_IT_CAN_SERVE.format(lb=LB.EXTERNAL)]
+    failed = verdicts[Case.BEFORE_IT_CAN_SERVE.format(lb=LB.EXTERNAL)]
     assert failed.message.startswith(
         "3 requests answered by a restarted kube-apiserver before it could serve (cause early): "
         "it sent them in the apiserver's first seconds after /readyz went true: external-lb "
@@ -98,8 +99,9 @@ def test_the_early_test_fails_passes_or_skips_per_lb() -> None:
 
 
 def test_one_line_says_which_edge_broke() -> None:
-    early = Verdict(BEFORE_IT_CAN_SERVE.format(lb="external-lb"), None, None, Status.FAILED, "")
-    routing = Verdict("routing", (LB.INTERNAL, "http1", "new"), None, Status.FAILED, "")  # type: ignore[arg-type]
+    early = Verdict(CaseId(Case.BEFORE_IT_CAN_SERVE, LB.EXTERNAL), None, Status.FAILED, "")
+    key = (LB.INTERNAL, Protocol.HTTP1, "new")
+    routing = Verdict(CaseId.of(Case.ROUTING, key), None, Status.FAILED, "")
     assert edges_line([]) == "edges: nothing failed at either edge of a restart"
     assert edges_line([early]) == (
         "edges: add-back edge (readyz true too early): routed before it could serve: external-lb"
@@ -138,6 +140,6 @@ def test_the_event_log_alone_rebuilds_the_add_back_and_the_early_failures(tmp_pa
     assert entry["t1_lo_by"] == "old-instance"
     cases = {c.name: c for c in next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))}
     for lb in ("external-lb", "internal-lb"):
-        assert cases[BEFORE_IT_CAN_SERVE.format(lb=lb)].result  # failed
+        assert cases[Case.BEFORE_IT_CAN_SERVE.format(lb=lb)].result  # failed
     # The early failures are the restart's, not the shutdown window's.
     assert all(s["failures"] == 0 for w in doc["windows"] for s in w["streams"])

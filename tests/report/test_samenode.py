@@ -1,5 +1,5 @@
 """Same-node results in `prober analyze`'s outputs: apart from the LBs', and no LB's verdict
-(`report.samenode`)."""
+(`report.results.samenode`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB
-from prober.report.analysis import RunAnalysis
 from prober.report.analyze import analyze_runs
-from prober.report.run_text import describe
-from prober.report.verdicts import Status
+from prober.report.documents.run_text import describe
+from prober.report.verdicts.analysis import RunAnalysis
+from prober.report.verdicts.verdicts import Status
 from tests.report.daemonlog import run_record, write_daemon_log
 from tests.support.hairpin import DELAY, NODES, ON_MASTER, STREAMS, hairpin_run
 

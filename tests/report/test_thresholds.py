@@ -12,10 +12,10 @@ import pytest
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol
 from prober.core.stats import percentile_cont
-from prober.report.errors import BadInput
-from prober.report.history import RunFacts, WorstOfRun, load_run_facts
-from prober.report.threshold_rows import Entry, from_row, to_row
-from prober.report.thresholds import Thresholds, aggregate, load_thresholds
+from prober.report.history.history import RunFacts, WorstOfRun, load_run_facts
+from prober.report.history.threshold_rows import Entry, from_row, to_row
+from prober.report.history.thresholds import Thresholds, aggregate, load_thresholds
+from prober.report.schema.errors import BadInput
 from tests.report.history import summary_doc, write_history
 
 KEY = (LB.INTERNAL, Protocol.HTTP2, Connection.NEW)

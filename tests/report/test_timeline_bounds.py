@@ -20,8 +20,8 @@ from prober.core.models import (
     WindowStream,
 )
 from prober.lab.inbounds.page import check_html
-from prober.report.svg import Scale
-from prober.report.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
+from prober.report.documents.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
+from prober.report.format.svg import Scale
 
 STREAM = StreamId("kube-api", Protocol.HTTP2, LB.INTERNAL, Connection.NEW)
 VIEW = View("v", "a view", 0.0, 10.0, zoomed=True)

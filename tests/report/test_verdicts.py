@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from prober.core.models import LB, Connection, Protocol, StreamId
-from prober.report.bounds import disruption_bound
-from prober.report.tables import bound, bounded
-from prober.report.threshold_rows import Entry
-from prober.report.thresholds import Thresholds
-from prober.report.verdicts import LOCALHOST_REASON, Status, judge, within
+from prober.report.format.tables import bound, bounded
+from prober.report.history.threshold_rows import Entry
+from prober.report.history.thresholds import Thresholds
+from prober.report.results.bounds import disruption_bound
+from prober.report.verdicts.verdicts import LOCALHOST_REASON, Status, judge, within
 
 STREAM = StreamId("kube-api", Protocol.HTTP1, LB.INTERNAL, Connection.NEW)
 KEY = {"lb": "internal-lb", "protocol": "http1", "connection": "new"}

@@ -11,9 +11,15 @@ from prober.core.budgets import PLATFORMS
 from prober.core.models import ClosedBy, WatchLimits, Window
 from prober.core.phase import ShutdownPhase
 from prober.core.watch import WatchEnd, watch_limits
-from prober.report.verdicts import Status
-from prober.report.watch_verdicts import Limit, RunContext, WatchAllowed, judge_watches, limits
-from prober.report.watches import end_phase
+from prober.report.results.watches import end_phase
+from prober.report.verdicts.verdicts import Status
+from prober.report.verdicts.watch_verdicts import (
+    Limit,
+    RunContext,
+    WatchAllowed,
+    judge_watches,
+    limits,
+)
 from tests.core.test_watch import STREAM
 
 ALLOWED = WatchAllowed()  # client-go's: 5 s and 15 s

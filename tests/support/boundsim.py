@@ -39,7 +39,7 @@ from prober.cli import main
 from prober.core.models import LB, Connection, Protocol, Sample, StreamId, parse_rfc3339, rfc3339
 from prober.lab.inbounds.outputs import check_outputs, reader_of
 from prober.lab.inbounds.text import Checked, check_text
-from prober.report.tables import table
+from prober.report.format.tables import table
 from tests.report.daemonlog import START, run_record, write_daemon_log
 
 DELAY, TERMINATION = 6.45, 9.7  # AWS's 129 s and 194 s at the lab's --time-scale 0.05

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from prober.core.models import LB, Connection, Protocol, StreamId, rfc3339
-from prober.report.documents import IntervalEntry, SummaryDocument, WindowEntry
-from prober.report.summary import SUMMARY_VERSION, worst_entries
+from prober.report.results.summary import SUMMARY_VERSION, worst_entries
+from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEntry
 
 REPO = Path(__file__).resolve().parents[2]
 WAREHOUSE = REPO / "deploy" / "warehouse"

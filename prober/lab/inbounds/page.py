@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from prober.lab.inbounds.text import Checked, check_text
-from prober.report.timeline import LEAST
+from prober.report.documents.timeline import LEAST
 
 # The timeline's groups, and the mark and band classes inside each.
 _GROUPS = ("disruption-interval", "reaction", "window", "instance-t1")

@@ -1,0 +1,1 @@
+"""Text tables, SVG and HTML pages, anchors and words: shaping, judging nothing."""

@@ -1,0 +1,2 @@
+"""Beside the stages: the runs' history (thresholds, regression, warehouse rows), which
+the verdicts judge against."""

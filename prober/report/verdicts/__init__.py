@@ -1,0 +1,1 @@
+"""Stage 3: every test judged against the history, with its cause."""
