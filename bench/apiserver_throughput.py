@@ -157,7 +157,7 @@ def main() -> None:
         (directory / "token").write_text(TOKEN + "\n")
         servers = {
             "fake apiserver": [
-                sys.executable, "-m", "prober.lab.apiserver", "--port", "0",
+                sys.executable, "-m", "prober.fakeapiserver", "--port", "0",
                 "--cert", str(cert.cert), "--key", str(cert.key), "--hostname", "bench",
                 "--token-file", str(directory / "token"),
                 "--audit-log", str(directory / "audit.log"), "--truth", str(directory / "t.jsonl"),

@@ -104,7 +104,7 @@ async def main() -> None:
             etcd = LabEtcd(work / "etcd")
             await etcd.start(group)
             server = await group.start("apiserver", [
-                sys.executable, "-m", "prober.lab.apiserver", "--port", "0", "--cert",
+                sys.executable, "-m", "prober.fakeapiserver", "--port", "0", "--cert",
                 str(cert.cert), "--key", str(cert.key), "--token-file", str(token),
                 "--etcd-servers", etcd.endpoint, "--synthetic-watches", "0"])  # fmt: skip
             line = await server.wait_for_line(lambda text: '"listening"' in text, 30)

@@ -3,7 +3,7 @@ resource requests and limits.
 
 The real daemon (a subprocess, defaults: 2 workers x 100ms per stream, event log on) probes
 four targets, one per LB kind (16 streams), all served by one fake kube-apiserver (`python -m
-prober.lab.apiserver`, a separate process, not measured). Sampling is adaptive: `--pace window`
+prober.fakeapiserver`, a separate process, not measured). Sampling is adaptive: `--pace window`
 (the default) holds the window rate throughout (`--quiet-interval 0`: 320 samples/s, what a
 rollout costs, and what the requests are sized for); `--pace quiet` leaves the daemon at its
 quiet rate (16 samples/s, the rest of the time). After a warm-up it reads the daemon's CPU time
@@ -65,7 +65,7 @@ def main() -> None:
         token = Path(tmp) / "token"
         token.write_text("sizing-token\n")
         server = subprocess.Popen(
-            [sys.executable, "-m", "prober.lab.apiserver", "--port", "0",
+            [sys.executable, "-m", "prober.fakeapiserver", "--port", "0",
              "--cert", str(cert.cert), "--key", str(cert.key), "--token-file", str(token)],
             stdout=subprocess.PIPE, cwd=ROOT, text=True,
         )  # fmt: skip

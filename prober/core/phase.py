@@ -12,7 +12,7 @@ delay from such arrivals). Past the delay it stops serving.
     AFTER        t >= T0 + delay             the delay is over: the server stops serving
 
 `phase_at` is the one place the 80 % rule and the edges are written; the edges are those of
-the fake apiserver (`lab/apiserver/lifecycle.py`: late is strictly past 80 %).
+the fake apiserver (`fakeapiserver/lifecycle.py`: late is strictly past 80 %).
 """
 
 from __future__ import annotations

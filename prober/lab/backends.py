@@ -1,4 +1,4 @@
-"""The apiserver a lab runs, a choice (`prober lab --apiserver`): the fake (`lab.apiserver`), the
+"""The apiserver a lab runs, a choice (`prober lab --apiserver`): the fake (`fakeapiserver`), the
 fast and faultable stand-in, or upstream's own kube-apiserver (`lab.upstream`). The cluster
 knows one seam: what a host's start runs, when it is ready, what its truth is written from,
 which etcd it needs, and whether the service network follows the apiservers' own endpoint
@@ -116,7 +116,7 @@ class Fake:
     def launch(self, cluster: Cluster, server: Apiserver) -> Launch:
         platform = cluster.platform
         argv = [
-            sys.executable, "-m", "prober.lab.apiserver",
+            sys.executable, "-m", "prober.fakeapiserver",
             "--bind-address", server.address,
             "--port", str(server.port),
             "--plain-port", str(server.plain_port),

@@ -1,6 +1,6 @@
 """A stand-in cluster on one machine: fake kube-apiservers behind a platform's LBs.
 
-Each apiserver is a real process (`python -m prober.lab.apiserver`) on fixed ports, so a
+Each apiserver is a real process (`python -m prober.fakeapiserver`) on fixed ports, so a
 restart comes back where the LBs expect it, with the same hostname and so the same APIServerID.
 Each health-checked LB is its own HAProxy; the service network is HAProxy without checks whose
 membership the lab changes the way the endpoint reconciler and kube-proxy would: out when the

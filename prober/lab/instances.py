@@ -1,7 +1,7 @@
 """Each apiserver process of a lab run, from its own truth log, and when each LB took it back.
 
 A restart is a new instance: the same host, a new process, a new holder of the host's
-identity Lease. Per instance the fake's records (`lab/apiserver/truth.py`) give when it
+identity Lease. Per instance the fake's records (`fakeapiserver/truth.py`) give when it
 listened, when its /readyz went true (`ready`: T1) and when it could serve (`serving`; the
 same instant as listening unless it ran in the early-ready mode, the bug of
 openshift/kubernetes #2730), and every request it answered before it could serve, with its

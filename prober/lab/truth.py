@@ -51,7 +51,7 @@ _SIGNALS = ("ShutdownInitiated", "NotAcceptingNewRequest", "HTTPServerStoppedLis
 
 def truth_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each record of an apiserver's truth file, with its line number; its `event` is a str
-    and its `wall` a float, as every record the fake writes (`lab/apiserver/truth.py`) has
+    and its `wall` a float, as every record the fake writes (`fakeapiserver/truth.py`) has
     them. A line that is not such a record is TruthError naming the file and the line."""
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         try:

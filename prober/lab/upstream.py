@@ -155,7 +155,7 @@ SIGNALS = {
 
 class TruthWriter:
     """The truth file of one host, written from its kube-apiserver's lines in the fake's
-    records (`lab/apiserver/truth.py`), so that every truth reader of the lab reads both:
+    records (`fakeapiserver/truth.py`), so that every truth reader of the lab reads both:
     `listening` and `ready` once its identity Lease names this process's holder, each
     lifecycle signal by upstream's name, each watch it served with the peer it saw."""
 

@@ -2,7 +2,7 @@
 
 Each apiserver logs every real watch it serves (`watch_started`, `watch_ended`: its wall time,
 protocol, the peer it saw, how it ended and the phase of its own shutdown then;
-`lab/apiserver/watches.py`). The daemon logs each watch it established (`watch_attempt`: sent
+`fakeapiserver/watches.py`). The daemon logs each watch it established (`watch_attempt`: sent
 at `t`, its head read `dur` later, the server its shutdown header named, its connection's
 address) and how each ended (`watch_end`). Both go onto the daemon's run clock
 (`compare.wall_offset`), are paired by their connection (`watchpairs`), and judged:

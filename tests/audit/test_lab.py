@@ -14,7 +14,7 @@ from prober.audit.event import DURING_GRACEFUL, SHUTDOWN, user_agent_product
 from prober.audit.files import discover
 from prober.audit.follow import Follower
 from prober.audit.summary import summarize
-from prober.lab.apiserver import ApiServer, ApiServerOptions
+from prober.fakeapiserver import ApiServer, ApiServerOptions
 from prober.lab.certs import LabCA
 from tests.support.clock import FakeClock
 

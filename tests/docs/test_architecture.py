@@ -48,7 +48,7 @@ def _spans() -> list[str]:
 
 
 def _path_names(span: str) -> list[str]:
-    """The paths of project files a code span names: `core/windows.py`, `lab/apiserver`."""
+    """The paths of project files a code span names: `core/windows.py`, `fakeapiserver`."""
     return [p for p in _PATH.findall(span) if p.split("/")[0] in PACKAGES | set(TREES)]
 
 

@@ -18,7 +18,7 @@ from prober.daemon.pacer import Pacer
 from prober.daemon.samples import SampleFeed
 from prober.daemon.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
-from tests.lab.conftest import LabCerts, StartServer
+from tests.support.apiservers import LabCerts, StartServer
 from tests.support.clock import FakeClock
 from tests.support.waiting import until
 

@@ -15,7 +15,7 @@ from prober.k8s.cluster import ClusterAccess
 from prober.k8s.discovery import HostDecoder
 from prober.lab.cluster import kubeconfig
 from prober.lab.etcd import LabEtcd
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
 
 

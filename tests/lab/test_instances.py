@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from prober.core.models import LB
-from prober.lab.apiserver import ApiServer, ApiServerOptions
-from prober.lab.apiserver.options import EarlyAnswer
+from prober.fakeapiserver import ApiServer, ApiServerOptions
+from prober.fakeapiserver.options import EarlyAnswer
 from prober.lab.instances import (
     AddBack,
     EarlyTruth,
@@ -27,7 +27,7 @@ from prober.lab.lbstate import ServerEvent
 from prober.lab.platforms import PLATFORMS
 from prober.lab.restarts import lb_of, rows
 from prober.lab.truth import LbTruth, TruthError, first_up
-from tests.lab.conftest import TOKEN, LabCerts
+from tests.support.apiservers import TOKEN, LabCerts
 from tests.support.clock import FakeClock
 
 API = "/api/v1/namespaces/default"

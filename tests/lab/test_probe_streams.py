@@ -22,7 +22,7 @@ from prober.probe.wire.connection import Connection
 from prober.probe.wire.dial import Endpoint, connect
 from prober.probe.wire.errors import ProtocolViolation, Stalled
 from prober.probe.wire.stream import BodyStream, StreamLimits
-from tests.lab.conftest import TOKEN, LabCerts, StartServer
+from tests.support.apiservers import TOKEN, LabCerts, StartServer
 from tests.support.certs import make_certs
 from tests.support.waiting import until
 

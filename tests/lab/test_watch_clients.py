@@ -22,7 +22,7 @@ from prober.lab.cluster import TOKEN, LabCluster
 from prober.lab.platforms import PLATFORMS
 from prober.lab.processes import ProcessGroup
 from prober.lab.scenarios import play
-from tests.lab.conftest import read_truth
+from tests.support.apiservers import read_truth
 from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -21,7 +21,7 @@ from prober.config import load_config
 from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.watches import WatchKind
-from prober.lab.apiserver.etcd import EtcdClient, b64
+from prober.fakeapiserver.etcd import EtcdClient, b64
 from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import free_port
 from prober.report.analyze import analyze_command
@@ -29,7 +29,7 @@ from prober.report.replay.replay import replay
 from prober.report.replay.runs import load_runs
 from prober.report.results.summary import build_summary
 from tests.daemon.test_daemon import total
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer
 from tests.support.clock import FakeClock
 from tests.support.waiting import until
 

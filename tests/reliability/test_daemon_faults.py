@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from prober.core.stats import percentiles
-from prober.lab.apiserver import ApiServer, ApiServerOptions, load_tokens
+from prober.fakeapiserver import ApiServer, ApiServerOptions, load_tokens
 from prober.lab.certs import make_certificates
 from tests.reliability.harness import FaultDaemon, failed_audit_ids
 from tests.support.certs import Certs

@@ -40,7 +40,7 @@ import h11
 from hyperframe.frame import GoAwayFrame, SettingsFrame
 
 from prober.core.header import format_shutdown_header
-from prober.lab.apiserver.listener import Listener
+from prober.fakeapiserver.listener import Listener
 from tests.support.certs import Certs, make_certs
 
 HOST_ID = "apiserver-testtesttesttesttesttesttest"

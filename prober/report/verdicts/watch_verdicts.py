@@ -121,7 +121,6 @@ def judge_watches(
 
 def _verdict(
     case: CaseId,
-    key: tuple[LB, Protocol, str],
     entry: Mapping[str, Any],
     findings: Sequence[str],
     passed: str,
@@ -139,7 +138,6 @@ def _verdict(
 
 def _by_design(
     case: CaseId,
-    key: tuple[LB, Protocol, str],
     entry: Mapping[str, Any],
     findings: Sequence[str],
     reason: str,
@@ -194,7 +192,7 @@ def _reestablish(
         f"{plural(ends, 'watch end')}, re-established in at most {worst:.2f} s "
         f"(p50 {times['p50'] or 0.0:.2f} s); {allowed}"
     )
-    return _verdict(case, key, entry, findings, passed, observed=worst, allowed=limit.seconds)
+    return _verdict(case, entry, findings, passed, observed=worst, allowed=limit.seconds)
 
 
 def _still_blind(entry: Mapping[str, Any]) -> float | None:
@@ -218,11 +216,9 @@ def _doomed(
     if findings and all(w is not None for w in why):
         assert run.profile is not None
         said = tuple(f"{f}; {w}" for f, w in zip(findings, why, strict=True))
-        return _by_design(case, key, entry, findings, f"on {run.profile.name} {why[0]}",
+        return _by_design(case, entry, findings, f"on {run.profile.name} {why[0]}",
                           details=said, observed=float(len(doomed)), allowed=0.0)  # fmt: skip
-    return _verdict(
-        case, key, entry, findings, passed, observed=float(entry["doomed"]), allowed=0.0
-    )
+    return _verdict(case, entry, findings, passed, observed=float(entry["doomed"]), allowed=0.0)
 
 
 def _predicted(doomed: Mapping[str, Any], lb: LB, run: RunContext) -> str | None:
@@ -299,9 +295,9 @@ def _blind(
             f"on {run.profile.name} this LB resets the flows of a server it takes out ({how}), "
             "and a watch learns of it only as its client finds the flow dead"
         )
-        return _by_design(case, key, entry, findings, reason, details=tuple(findings),
+        return _by_design(case, entry, findings, reason, details=tuple(findings),
                           observed=worst, allowed=limit.seconds, cause=Cause.LB_RESET)  # fmt: skip
-    return _verdict(case, key, entry, findings, "", observed=worst, allowed=limit.seconds)
+    return _verdict(case, entry, findings, "", observed=worst, allowed=limit.seconds)
 
 
 def _spell_text(

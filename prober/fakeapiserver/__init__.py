@@ -1,6 +1,6 @@
 """A fake kube-apiserver that behaves like a real one on the wire during graceful termination.
 
-Run it as a process (`python -m prober.lab.apiserver --help`) or in-process:
+Run it as a process (`python -m prober.fakeapiserver --help`) or in-process:
 
     server = ApiServer(ApiServerOptions(cert=..., key=..., port=0, hostname="master-0"))
     ports = await server.start()
@@ -10,9 +10,9 @@ Run it as a process (`python -m prober.lab.apiserver --help`) or in-process:
 
 from __future__ import annotations
 
-from prober.lab.apiserver.lifecycle import Signal
-from prober.lab.apiserver.options import ApiServerOptions, OptionsError, User, load_tokens
-from prober.lab.apiserver.server import ApiServer, BoundPorts
+from prober.fakeapiserver.lifecycle import Signal
+from prober.fakeapiserver.options import ApiServerOptions, OptionsError, User, load_tokens
+from prober.fakeapiserver.server import ApiServer, BoundPorts
 
 __all__ = [
     "ApiServer",

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from prober.core.header import apiserver_id, find_header, parse_shutdown_header
-from prober.lab.apiserver.app import Application, ConnInfo, Response
-from prober.lab.apiserver.audit import AuditLog
-from prober.lab.apiserver.events import RequestStarted
-from prober.lab.apiserver.lifecycle import Lifecycle, Timing
-from prober.lab.apiserver.options import ApiServerOptions
-from prober.lab.apiserver.truth import TruthLog
-from tests.lab.apiserver.test_lifecycle import RecordingDrainer
-from tests.lab.conftest import TOKEN
+from prober.fakeapiserver.app import Application, ConnInfo, Response
+from prober.fakeapiserver.audit import AuditLog
+from prober.fakeapiserver.events import RequestStarted
+from prober.fakeapiserver.lifecycle import Lifecycle, Timing
+from prober.fakeapiserver.options import ApiServerOptions
+from prober.fakeapiserver.truth import TruthLog
+from tests.fakeapiserver.test_lifecycle import RecordingDrainer
+from tests.support.apiservers import TOKEN
 from tests.support.clock import FakeClock
 
 AUTH = [("authorization", f"Bearer {TOKEN}")]

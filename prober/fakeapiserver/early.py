@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prober.common.clock import Clock
-from prober.lab.apiserver import resources
-from prober.lab.apiserver.lifecycle import Startup
-from prober.lab.apiserver.options import EarlyAnswer, User
-from prober.lab.apiserver.requests import RequestInfo, health_base
-from prober.lab.apiserver.truth import TruthLog
+from prober.fakeapiserver import resources
+from prober.fakeapiserver.lifecycle import Startup
+from prober.fakeapiserver.options import EarlyAnswer, User
+from prober.fakeapiserver.requests import RequestInfo, health_base
+from prober.fakeapiserver.truth import TruthLog
 
 # apierrors.NewInternalError's shape; the cause is the fake's wording.
 CAUSE = "the server is not ready to serve: caches not synced"

@@ -15,10 +15,17 @@ import pytest
 from hyperframe.frame import RstStreamFrame
 
 from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_header
-from prober.lab.apiserver.options import EarlyAnswer
+from prober.fakeapiserver.options import EarlyAnswer
 from prober.lab.etcd import LabEtcd
-from tests.lab.apiserver.rawclient import RawH2
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit, running_client
+from tests.fakeapiserver.rawclient import RawH2
+from tests.support.apiservers import (
+    TOKEN,
+    LabCerts,
+    Running,
+    StartServer,
+    read_audit,
+    running_client,
+)
 from tests.support.waiting import until
 
 API = "/api/v1/namespaces/default"

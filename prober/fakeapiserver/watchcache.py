@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prober.lab.apiserver.etcd import (
+from prober.fakeapiserver.etcd import (
     WHOLE_KEYSPACE,
     EtcdClient,
     EtcdError,
@@ -26,9 +26,9 @@ from prober.lab.apiserver.etcd import (
     key_value,
     prefix_end,
 )
-from prober.lab.apiserver.store import PREFIX, decode
+from prober.fakeapiserver.store import PREFIX, decode
 
-log = logging.getLogger("prober.lab.apiserver")
+log = logging.getLogger("prober.fakeapiserver")
 
 COMPACT_KEY = b"compact_rev_key"  # kube-apiserver's compactor (storage/etcd3/compact.go)
 RETRY = 0.2  # seconds between attempts to reach etcd again

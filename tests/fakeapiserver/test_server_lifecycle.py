@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_header
-from prober.lab.apiserver import Signal
-from tests.lab.apiserver.rawclient import RawH2, open_tls
-from tests.lab.apiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, read_audit
+from prober.fakeapiserver import Signal
+from tests.fakeapiserver.rawclient import RawH2, open_tls
+from tests.fakeapiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
+from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer, read_audit
 from tests.support.waiting import until
 
 API = "/api/v1/namespaces/default"

@@ -7,7 +7,7 @@ from http import HTTPStatus
 
 import h11
 
-from prober.lab.apiserver import events as ev
+from prober.fakeapiserver import events as ev
 
 
 class Http1Protocol:

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from prober.common.clock import Clock, SystemClock
-from prober.lab.apiserver.app import Application
-from prober.lab.apiserver.audit import MEGABYTE, AuditLog
-from prober.lab.apiserver.connection import ServerConnection, Watch
-from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Startup, Timing
-from prober.lab.apiserver.listener import Listener
-from prober.lab.apiserver.options import ApiServerOptions, OptionsError
-from prober.lab.apiserver.storage import Storage
-from prober.lab.apiserver.truth import TruthLog
-from prober.lab.apiserver.watches import SyntheticWatch, WatchTruth
+from prober.fakeapiserver.app import Application
+from prober.fakeapiserver.audit import MEGABYTE, AuditLog
+from prober.fakeapiserver.connection import ServerConnection, Watch
+from prober.fakeapiserver.lifecycle import Lifecycle, Signal, SignalTime, Startup, Timing
+from prober.fakeapiserver.listener import Listener
+from prober.fakeapiserver.options import ApiServerOptions, OptionsError
+from prober.fakeapiserver.storage import Storage
+from prober.fakeapiserver.truth import TruthLog
+from prober.fakeapiserver.watches import SyntheticWatch, WatchTruth
 
-log = logging.getLogger("prober.lab.apiserver")
+log = logging.getLogger("prober.fakeapiserver")
 STORAGE_TIMEOUT = 15.0  # seconds a starting server waits for etcd before it gives up
 
 

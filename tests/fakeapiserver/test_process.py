@@ -1,4 +1,4 @@
-"""`python -m prober.lab.apiserver` as a process, driven by two clients nobody here wrote:
+"""`python -m prober.fakeapiserver` as a process, driven by two clients nobody here wrote:
 curl (HTTP/1.1 and HTTP/2) and nghttp (its frame log shows the GOAWAY)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from prober.core.header import apiserver_id
-from tests.lab.apiserver.rawclient import RawH2
-from tests.lab.apiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
-from tests.lab.conftest import TOKEN, LabCerts, read_audit, read_truth
+from tests.fakeapiserver.rawclient import RawH2
+from tests.fakeapiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
+from tests.support.apiservers import TOKEN, LabCerts, read_audit, read_truth
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
@@ -73,7 +73,7 @@ async def start_process(
     async def start(*flags: str) -> Process:
         truth, audit = tmp_path / "truth.jsonl", tmp_path / "audit" / "audit.log"
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "prober.lab.apiserver", "--port", "0",
+            sys.executable, "-m", "prober.fakeapiserver", "--port", "0",
             "--cert", str(certs.server.cert), "--key", str(certs.server.key),
             "--hostname", "master-7", "--token-file", str(token_file),
             "--audit-log", str(audit), "--truth", str(truth), *flags,

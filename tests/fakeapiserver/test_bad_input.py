@@ -10,8 +10,8 @@ import struct
 import httpx
 import pytest
 
-from tests.lab.apiserver.rawclient import PREFACE, RawH2, open_tls
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer
+from tests.fakeapiserver.rawclient import PREFACE, RawH2, open_tls
+from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

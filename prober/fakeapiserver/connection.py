@@ -13,17 +13,17 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from prober.common.clock import Clock
-from prober.lab.apiserver import events as ev
-from prober.lab.apiserver.api import MAX_BODY
-from prober.lab.apiserver.app import Application, ConnInfo, Exchange, Response
-from prober.lab.apiserver.http1 import Http1Protocol
-from prober.lab.apiserver.http2 import Http2Protocol
-from prober.lab.apiserver.lifecycle import Lifecycle
-from prober.lab.apiserver.metrics import ServerMetrics
-from prober.lab.apiserver.options import ApiServerOptions
-from prober.lab.apiserver.truth import TruthLog
+from prober.fakeapiserver import events as ev
+from prober.fakeapiserver.api import MAX_BODY
+from prober.fakeapiserver.app import Application, ConnInfo, Exchange, Response
+from prober.fakeapiserver.http1 import Http1Protocol
+from prober.fakeapiserver.http2 import Http2Protocol
+from prober.fakeapiserver.lifecycle import Lifecycle
+from prober.fakeapiserver.metrics import ServerMetrics
+from prober.fakeapiserver.options import ApiServerOptions
+from prober.fakeapiserver.truth import TruthLog
 
-log = logging.getLogger("prober.lab.apiserver")
+log = logging.getLogger("prober.fakeapiserver")
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 CLOSE_GRACE = 0.05  # seconds a closing transport gets to flush before its socket is closed
 # net/http's rstAvoidanceDelay: after answering a request it could not parse, it waits this

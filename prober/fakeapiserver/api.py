@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from prober.lab.apiserver import resources
-from prober.lab.apiserver.requests import RequestInfo
-from prober.lab.apiserver.store import LEASES, Kind, Store, StoreError
-from prober.lab.apiserver.watchcache import CacheEvent, Gone, Match, WatchCache, Watcher
+from prober.fakeapiserver import resources
+from prober.fakeapiserver.requests import RequestInfo
+from prober.fakeapiserver.store import LEASES, Kind, Store, StoreError
+from prober.fakeapiserver.watchcache import CacheEvent, Gone, Match, WatchCache, Watcher
 
 MAX_BODY = 3 << 20  # kube-apiserver's limit on a request body (3 MiB)
 KINDS = {(LEASES.group, "v1", LEASES.resource): LEASES}

@@ -1,4 +1,4 @@
-"""`python -m prober.lab.apiserver`: the fake apiserver as a process.
+"""`python -m prober.fakeapiserver`: the fake apiserver as a process.
 
 Prints one JSON line `{"event": "listening", "port": N}` (plus `plain_port` when asked for)
 once it accepts connections, then `{"event": "serving", "holder": H}` and `{"event": "ready",
@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from prober.common.exits import ExitCode
-from prober.lab.apiserver.options import ApiServerOptions, OptionsError, options_from_args
-from prober.lab.apiserver.server import ApiServer
+from prober.fakeapiserver.options import ApiServerOptions, OptionsError, options_from_args
+from prober.fakeapiserver.server import ApiServer
 
 
 async def serve(options: ApiServerOptions) -> int:

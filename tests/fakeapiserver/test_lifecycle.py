@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from prober.lab.apiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
+from prober.fakeapiserver.lifecycle import Lifecycle, Signal, SignalTime, Timing
 from tests.support.clock import FakeClock
 
 

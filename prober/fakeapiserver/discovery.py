@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prober.lab.apiserver.resources import encode
+from prober.fakeapiserver.resources import encode
 
 COORDINATION = "coordination.k8s.io"
 

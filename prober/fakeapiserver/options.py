@@ -188,21 +188,21 @@ _duration = flag(duration(allow_zero=True))
 
 EXAMPLE = """\
 example:
-  python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
+  python -m prober.fakeapiserver --port 0 --cert server.crt --key server.key \\
       --hostname master-0 --shutdown-delay-duration 10s --token-file token \\
       --audit-log /tmp/lab/audit.log --truth /tmp/lab/truth.jsonl --plain-port 0
   # prints {"event": "listening", "port": 40123, "plain_port": 40124}, then
   # {"event": "serving", "holder": ...} and {"event": "ready", ...} as each comes true; then
   kill -TERM <pid>       # or: curl -k -X POST https://127.0.0.1:40123/_lab/shutdown
   # the bug of openshift/kubernetes #2730: /readyz ok 30 s before it can serve, 403 meanwhile
-  python -m prober.lab.apiserver --port 0 --cert server.crt --key server.key \\
+  python -m prober.fakeapiserver --port 0 --cert server.crt --key server.key \\
       --post-start-hooks-duration 2s --early-ready-duration 30s --early-ready-answer 403
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m prober.lab.apiserver",
+        prog="python -m prober.fakeapiserver",
         description=(
             "A fake kube-apiserver for the lab that behaves like a real one on the wire during "
             "graceful termination: /readyz, the X-OpenShift-Disruption header, 429/503 "

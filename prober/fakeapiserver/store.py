@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prober.lab.apiserver.etcd import EtcdClient, EtcdError, KeyValue, b64, key_value, prefix_end
+from prober.fakeapiserver.etcd import EtcdClient, EtcdError, KeyValue, b64, key_value, prefix_end
 
 PREFIX = b"/registry/"
 

@@ -19,15 +19,15 @@ from prober.common.clock import Clock
 from prober.core.durations import format_go_duration
 from prober.core.header import RESPONSE_HEADER, format_shutdown_header
 from prober.core.numbers import is_decimal
-from prober.lab.apiserver import discovery, resources
-from prober.lab.apiserver.api import Api, ApiAnswer, WatchStart
-from prober.lab.apiserver.audit import AuditLog, audit_event, response_status
-from prober.lab.apiserver.early import TIMEOUT, EarlyAnswers, EarlyRequest
-from prober.lab.apiserver.events import RequestStarted
-from prober.lab.apiserver.lifecycle import Lifecycle, Startup
-from prober.lab.apiserver.metrics import ServerMetrics
-from prober.lab.apiserver.options import ApiServerOptions, EarlyAnswer, User
-from prober.lab.apiserver.requests import (
+from prober.fakeapiserver import discovery, resources
+from prober.fakeapiserver.api import Api, ApiAnswer, WatchStart
+from prober.fakeapiserver.audit import AuditLog, audit_event, response_status
+from prober.fakeapiserver.early import TIMEOUT, EarlyAnswers, EarlyRequest
+from prober.fakeapiserver.events import RequestStarted
+from prober.fakeapiserver.lifecycle import Lifecycle, Startup
+from prober.fakeapiserver.metrics import ServerMetrics
+from prober.fakeapiserver.options import ApiServerOptions, EarlyAnswer, User
+from prober.fakeapiserver.requests import (
     RequestInfo,
     authenticate,
     exempt_from_retry_after,
@@ -36,9 +36,9 @@ from prober.lab.apiserver.requests import (
     request_info,
     source_ips,
 )
-from prober.lab.apiserver.truth import TruthLog
+from prober.fakeapiserver.truth import TruthLog
 
-log = logging.getLogger("prober.lab.apiserver")
+log = logging.getLogger("prober.fakeapiserver")
 
 ADMIN_PREFIX = "/_lab/"
 SHUTDOWN_ANNOTATION = "apiserver.k8s.io/shutdown"

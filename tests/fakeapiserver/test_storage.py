@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from prober.lab.apiserver import server as server_module
-from prober.lab.apiserver.etcd import EtcdClient
-from prober.lab.apiserver.options import OptionsError
+from prober.fakeapiserver import server as server_module
+from prober.fakeapiserver.etcd import EtcdClient
+from prober.fakeapiserver.options import OptionsError
 from prober.lab.etcd import LabEtcd
-from tests.lab.conftest import TOKEN, LabCerts, Running, StartServer, running_client
+from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer, running_client
 from tests.support.waiting import until
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"

@@ -14,11 +14,11 @@ from typing import Any
 
 from prober.common.clock import Clock
 from prober.core.models import rfc3339
-from prober.lab.apiserver.etcd import EtcdClient, EtcdError, b64
-from prober.lab.apiserver.store import LEASES, Store, StoreError
-from prober.lab.apiserver.watchcache import COMPACT_KEY
+from prober.fakeapiserver.etcd import EtcdClient, EtcdError, b64
+from prober.fakeapiserver.store import LEASES, Store, StoreError
+from prober.fakeapiserver.watchcache import COMPACT_KEY
 
-log = logging.getLogger("prober.lab.apiserver")
+log = logging.getLogger("prober.fakeapiserver")
 
 IDENTITY_NAMESPACE = "kube-system"
 IDENTITY_LABEL = "apiserver.kubernetes.io/identity"

@@ -7,8 +7,8 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prober.lab.apiserver.audit import ObjectRef
-from prober.lab.apiserver.options import ANONYMOUS, User
+from prober.fakeapiserver.audit import ObjectRef
+from prober.fakeapiserver.options import ANONYMOUS, User
 
 HEALTH_PATHS = ("/readyz", "/livez", "/healthz")
 RETRY_AFTER_EXEMPT_PREFIXES = ("/metrics", *HEALTH_PATHS)

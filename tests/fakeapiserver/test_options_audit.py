@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from prober.lab.apiserver.__main__ import main
-from prober.lab.apiserver.audit import AuditLog, backup_name
-from prober.lab.apiserver.options import (
+from prober.fakeapiserver.__main__ import main
+from prober.fakeapiserver.audit import AuditLog, backup_name
+from prober.fakeapiserver.options import (
     DEFAULT_USER,
     OptionsError,
     User,
@@ -19,7 +19,7 @@ from prober.lab.apiserver.options import (
     load_tokens,
     options_from_args,
 )
-from tests.lab.conftest import LabCerts
+from tests.support.apiservers import LabCerts
 
 
 def args(certs: LabCerts, *extra: str) -> list[str]:
@@ -114,12 +114,12 @@ def test_help_documents_every_flag_with_an_example() -> None:
         "--goaway-chance", "--shutdown-watch-termination-grace-period",
     ):  # fmt: skip
         assert flag in text, flag
-    assert "example:\n  python -m prober.lab.apiserver --port 0" in text
+    assert "example:\n  python -m prober.fakeapiserver --port 0" in text
 
 
 def test_help_from_the_command_line() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "prober.lab.apiserver", "--help"],
+        [sys.executable, "-m", "prober.fakeapiserver", "--help"],
         capture_output=True, text=True, check=True, timeout=30,
     )  # fmt: skip
     assert "/_lab/shutdown" in result.stdout
@@ -154,7 +154,7 @@ def test_backup_name_is_lumberjacks_format() -> None:
 
 def test_fast_audit_timestamps_match_rfc3339() -> None:
     from prober.core.models import rfc3339
-    from prober.lab.apiserver.audit import _timestamp
+    from prober.fakeapiserver.audit import _timestamp
 
     for wall in (1_700_000_000.0, 1_700_000_000.9999996, 1_700_000_000.123456, 1_700_000_059.5):
         assert _timestamp(wall) == rfc3339(wall)

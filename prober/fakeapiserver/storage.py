@@ -11,13 +11,13 @@ from typing import Any
 
 from prober.common.clock import Clock
 from prober.core.models import rfc3339
-from prober.lab.apiserver.api import Api
-from prober.lab.apiserver.controllers import Compactor, IdentityLease
-from prober.lab.apiserver.etcd import EtcdClient
-from prober.lab.apiserver.options import ApiServerOptions
-from prober.lab.apiserver.store import Store
-from prober.lab.apiserver.truth import TruthLog
-from prober.lab.apiserver.watchcache import WatchCache
+from prober.fakeapiserver.api import Api
+from prober.fakeapiserver.controllers import Compactor, IdentityLease
+from prober.fakeapiserver.etcd import EtcdClient
+from prober.fakeapiserver.options import ApiServerOptions
+from prober.fakeapiserver.store import Store
+from prober.fakeapiserver.truth import TruthLog
+from prober.fakeapiserver.watchcache import WatchCache
 
 
 class Storage:

@@ -7,7 +7,7 @@ from http import HTTPStatus
 import h11
 import pytest
 
-from prober.lab.apiserver.events import (
+from prober.fakeapiserver.events import (
     Answer,
     BodyReceived,
     PeerClosed,
@@ -15,7 +15,7 @@ from prober.lab.apiserver.events import (
     RequestEnded,
     RequestStarted,
 )
-from prober.lab.apiserver.http1 import Http1Protocol
+from prober.fakeapiserver.http1 import Http1Protocol
 
 GET = b"GET /readyz HTTP/1.1\r\nHost: api\r\nUser-Agent: t\r\n\r\n"
 

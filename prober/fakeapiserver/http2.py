@@ -17,7 +17,7 @@ from h2.errors import ErrorCodes
 from hpack import NeverIndexedHeaderTuple
 from hyperframe.frame import GoAwayFrame
 
-from prober.lab.apiserver import events as ev
+from prober.fakeapiserver import events as ev
 
 MAX_CONCURRENT_STREAMS = 250  # golang.org/x/net/http2's default
 MAX_HEADER_LIST_SIZE = ev.MAX_HEADER_BYTES + 320  # what Go's server advertises

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from prober.core.models import rfc3339
-from prober.lab.apiserver.options import User
+from prober.fakeapiserver.options import User
 
 MEGABYTE = 1024 * 1024
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Protocol
 
-from prober.lab.apiserver.connection import Watch
-from prober.lab.apiserver.lifecycle import Lifecycle
-from prober.lab.apiserver.truth import TruthLog
+from prober.fakeapiserver.connection import Watch
+from prober.fakeapiserver.lifecycle import Lifecycle
+from prober.fakeapiserver.truth import TruthLog
 
 
 class WatchOwner(Protocol):

@@ -9,7 +9,7 @@ import h2.events
 from h2.errors import ErrorCodes
 from hyperframe.frame import DataFrame, Frame, GoAwayFrame, RstStreamFrame
 
-from prober.lab.apiserver.events import (
+from prober.fakeapiserver.events import (
     Answer,
     PeerClosed,
     ProtocolFailed,
@@ -17,7 +17,7 @@ from prober.lab.apiserver.events import (
     RequestStarted,
     StreamAborted,
 )
-from prober.lab.apiserver.http2 import MAX_CONCURRENT_STREAMS, Http2Protocol
+from prober.fakeapiserver.http2 import MAX_CONCURRENT_STREAMS, Http2Protocol
 
 REQUEST = [(":method", "GET"), (":path", "/readyz"), (":scheme", "https"), (":authority", "api")]
 
