@@ -19,6 +19,7 @@ from prober.config.lbsettings import lb_settings
 from prober.config.model import DEFAULT_TARGET_NAME, MIB, Config, Target
 from prober.core.durations import format_go_duration
 from prober.core.models import LB, Connection, LBSettings, Protocol
+from prober.core.shutdown import DEFAULT_MAX_OPEN
 
 
 class Flag(enum.Enum):
@@ -214,6 +215,7 @@ KEYS: tuple[Key, ...] = (
 
 
 # Keys that were, and what stands in their place: each named in one line where it is set.
+_AS_SHIPPED = Config()
 _CLIENT_GO = "client-go's constant, which the prober runs as a cluster's clients do; the lab "
 REMOVED = {
     **dict.fromkeys(
@@ -224,13 +226,15 @@ REMOVED = {
     "watch_backoff_factor": _CLIENT_GO + "never changed it",
     "watch_backoff_jitter": _CLIENT_GO + "never changed it",
     "tcp_keepalive": _CLIENT_GO + "never changed it",
-    "identity_renew_interval": "kube-apiserver's 10 s, which the lab scales with time_scale",
+    "identity_renew_interval": f"kube-apiserver's {_AS_SHIPPED.identity_renew_interval:g} s, "
+    "which the lab scales with time_scale",
     "identity_refresh_fast": "a third of the identity Lease renew interval, at most 1 s",
-    "node_refresh": "the identity Leases are read every six renew intervals, 60 s",
+    "node_refresh": "the identity Leases are read every six renew intervals, "
+    f"{_AS_SHIPPED.node_refresh:g} s",
     "event_loop": "the daemon runs on uvloop, about a third less CPU than asyncio's loop "
     "(bench/daemon_cpu.py)",
-    "max_apiservers": "a run tracks and labels at most 16 apiservers, as prober analyze "
-    "replays it",
+    "max_apiservers": f"a run tracks and labels at most {DEFAULT_MAX_OPEN} apiservers, as "
+    "prober analyze replays it",
     "max_in_flight": "at most 10 requests wait per worker before its ticks are skipped",
 }  # fmt: skip
 

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
+from prober.core.clientgo import timer
 from prober.core.models import OMIT_NONE, WatchLimits
 from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
@@ -285,9 +286,6 @@ class WatchTracker:
         return self._streams[name]
 
 
-# client-go's own: a reflector's first backoff, and the HTTP/2 transport's ping timeout.
-CLIENT_GO_BACKOFF = 0.8
-CLIENT_GO_PING_TIMEOUT = 15.0
 # What the watch tests allow with client-go's timers (`report.verdicts.watch_verdicts` says why).
 REESTABLISH_WITHIN = 5.0
 BLIND_WITHIN = 15.0
@@ -304,6 +302,6 @@ def watch_limits(backoff_initial: float, ping_timeout: float) -> WatchLimits:
     as its backoff and its ping timeout are (the lab scales them with `--time-scale`), never
     below what the requests of a re-watch take unscaled (`UNSCALED_FLOOR`)."""
     return WatchLimits(
-        max(REESTABLISH_WITHIN * backoff_initial / CLIENT_GO_BACKOFF, UNSCALED_FLOOR),
-        max(BLIND_WITHIN * ping_timeout / CLIENT_GO_PING_TIMEOUT, UNSCALED_FLOOR),
+        max(REESTABLISH_WITHIN * backoff_initial / timer("watch_backoff_initial"), UNSCALED_FLOOR),
+        max(BLIND_WITHIN * ping_timeout / timer("http2_ping_timeout"), UNSCALED_FLOOR),
     )

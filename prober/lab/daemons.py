@@ -66,7 +66,11 @@ def daemon_logs(log_dir: Path) -> list[Path]:
 # The daemon's own watch timers (seconds), each with the floor it keeps on a small time scale,
 # so that the heartbeat does not flood the servers and the blind threshold stays above noise;
 # upstream's it scales itself (config `time_scale`, `core.clientgo.TIMERS`).
-WATCH_CONSTANTS = {"heartbeat_interval": (1.0, 0.2), "watch_blind_after": (2.0, 0.5)}
+_AS_SHIPPED = Config()
+WATCH_CONSTANTS = {
+    "heartbeat_interval": (_AS_SHIPPED.heartbeat_interval, 0.2),
+    "watch_blind_after": (_AS_SHIPPED.watch_blind_after, 0.5),
+}
 
 
 def watch_settings(scale: float) -> dict[str, object]:

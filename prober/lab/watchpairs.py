@@ -156,11 +156,13 @@ def pair(
 
     for rank in (EXACT, LATE, OWN):
         for i, m in enumerate(measured):
-            hits = ((hit, way) for peer, way, r in peers[i] if r == rank and i not in chosen
-                    if (hit := landed(m, peer)) is not None)  # fmt: skip
-            if (found := next(hits, None)) is not None:  # the likeliest peer that fits
-                chosen[i] = found
-                used.add(found[0])
+            if i in chosen:
+                continue
+            for peer, way, r in peers[i]:  # likeliest first: the first that fits is taken
+                if r == rank and (hit := landed(m, peer)) is not None:
+                    chosen[i] = (hit, way)
+                    used.add(hit)
+                    break
     rest = [i for i in range(len(measured)) if i not in chosen]
     for i, j in _by_time([measured[i] for i in rest], truth, used, offset, tol).items():
         chosen[rest[i]] = (j, TIME)

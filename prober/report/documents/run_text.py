@@ -137,6 +137,6 @@ def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
     return ["", *table(headers, rows)]
 
 
-def _outcomes(verdicts: Sequence[Verdict], test: Case) -> str:
+def _outcomes(verdicts: Sequence[Verdict], case: Case) -> str:
     """The outcomes of that test's verdicts, every target's, joined by "/"; "-" where none."""
-    return "/".join(sorted({v.status.value for v in verdicts if v.id.case is test})) or "-"
+    return "/".join(sorted({v.status.value for v in verdicts if v.id.case is case})) or "-"
