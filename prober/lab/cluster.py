@@ -29,16 +29,13 @@ from prober.lab.etcd import LabEtcd
 from prober.lab.haproxy import Backend, HaproxyLB, free_port
 from prober.lab.kernel import nftables
 from prober.lab.kernel.checker import Target
-from prober.lab.kernel.conntrack import NatLog
+from prober.lab.kernel.conntrack import NatLog, nat_logs
 from prober.lab.kernel.lbs import KernelService, kernel_lb
 from prober.lab.kernel.netns import Namespace
 from prober.lab.kernel.topology import (
     API_PORT,
-    CLUSTER_IP,
     ETCD,
     HEALTH_PORT,
-    SERVICE_PORT,
-    VIPS,
     LabNetwork,
     lab_addresses,
 )
@@ -146,14 +143,9 @@ class LabCluster:
         assert network.router is not None
         assert network.client is not None
         hostnames = {s.address: s.hostname for s in self.apiservers}
-        vips = {f"{VIPS[lb]}:{API_PORT}": lb for lb in VIPS}
-        service = {f"{CLUSTER_IP}:{SERVICE_PORT}": LB.SERVICE_NETWORK}
         masters = frozenset(f"{s.address}:{s.port}" for s in self.apiservers)
-        for name, namespace, addresses, transit in (
-            ("router", network.router, vips, masters),
-            ("client", network.client, service, frozenset[str]()),
-        ):
-            log = NatLog(name, addresses, hostnames, transit)
+        logs = nat_logs(hostnames, masters)
+        for namespace, log in ((network.client, logs["client"]), (network.router, logs["router"])):
             await log.start(self.group, namespace)
             self.nat_logs.append(log)
 

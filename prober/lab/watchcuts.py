@@ -21,12 +21,13 @@ if TYPE_CHECKING:
 def joins(cluster: LabCluster) -> Joins:
     """HAProxy's sessions and the NATs' flows, per LB."""
     sessions: dict[LB, list[Session]] = {}
-    transit: list[Session] = []
+    transit: list[list[Session]] = []
     for kind, lb in cluster.lbs.items():
         if isinstance(lb, HaproxyLB):
             sessions.setdefault(kind, []).extend(lb.sessions)
-    for log in cluster.nat_logs:
-        log.sessions(sessions, transit)
+    for log in cluster.nat_logs:  # in the order a flow meets them
+        transit.append([])
+        log.sessions(sessions, transit[-1])
     proxies = frozenset(kind for kind, lb in cluster.lbs.items() if isinstance(lb, HaproxyLB))
     return Joins(sessions, proxies, transit)
 

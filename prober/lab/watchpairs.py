@@ -85,9 +85,9 @@ class Joins:
 
     sessions: Mapping[LB, Sequence[Session]] = field(default_factory=dict)
     proxies: frozenset[LB] = frozenset()  # the LBs that are HAProxy
-    # Flows a router carried to an apiserver after the client's own NAT or none: a port moved
-    # there joins through these, a second hop.
-    transit: Sequence[Session] = ()
+    # Each NAT's flows sent to an apiserver itself, in the order a flow meets the NATs (the
+    # client's, then the router's): either may move a port again, a hop each.
+    transit: Sequence[Sequence[Session]] = ()
 
     def peers(self, m: MeasuredWatch, offset: float, tol: float) -> list[tuple[str, str, int]]:
         """Each peer `m`'s server may have seen it as, with how that is known and its rank
@@ -99,15 +99,24 @@ class Joins:
         found = [(s.backend, s.way, r) for s, r in _sessions(first, m.local, m.server, before)]
         if m.lb not in self.proxies:
             found.append((m.local, ADDRESS, OWN))
-        peers = []
-        for peer, way, rank in found:  # then the router's hop, which may move the port again
-            onward = _sessions(self.transit, peer, m.server, before)
-            for hop, hop_rank in onward:
-                moved = hop.backend != peer
-                peers.append((hop.backend, NAT if moved else way, max(rank, hop_rank)))
-            # Where the router's log has the flow, its port as sent is only a last resort.
-            peers.append((peer, way, OWN if onward else rank))
-        return peers
+        return [p for peer in found for p in _onward(peer, m.server, before, self.transit)]
+
+
+def _onward(
+    peer: tuple[str, str, int], server: str, before: float, hops: Sequence[Sequence[Session]]
+) -> list[tuple[str, str, int]]:
+    """Where the NATs still ahead (`hops`) may have moved a peer's port, likeliest first."""
+    if not hops:
+        return [peer]
+    address, way, rank = peer
+    onward = _sessions(hops[0], address, server, before)
+    found = []
+    for hop, hop_rank in onward:
+        moved = hop.backend != address
+        found += _onward((hop.backend, NAT if moved else way, max(rank, hop_rank)), server,
+                         before, hops[1:])  # fmt: skip
+    # Where this NAT's log has the flow, its port as sent is only a last resort.
+    return found + _onward((address, way, OWN if onward else rank), server, before, hops[1:])
 
 
 def _sessions(
@@ -180,7 +189,7 @@ def _unjoined(m: MeasuredWatch, peers: Sequence[tuple[str, str, int]]) -> str:
         return "the daemon recorded no address for its connection"
     if not peers:
         return f"{m.lb} logged no session from {m.local} to {m.server}"
-    seen = ", ".join(f"{peer} ({way})" for peer, way, _ in peers)
+    seen = ", ".join(dict.fromkeys(f"{peer} ({way})" for peer, way, _ in peers))
     return f"from {m.local}, no {m.protocol} watch began in its landing interval as {seen}"
 
 

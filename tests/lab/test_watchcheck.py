@@ -336,7 +336,7 @@ def test_a_port_the_router_moved_joins_through_its_transit_flow() -> None:
     ]
     ts = [on(truth(1.004, None, server=server), "198.18.0.2:41000"),
           on(truth(1.005, None, server=server), "198.18.0.2:42000")]  # fmt: skip
-    joins = Joins({LB.SERVICE_NETWORK: client}, frozenset(), transit)
+    joins = Joins({LB.SERVICE_NETWORK: client}, frozenset(), [[], transit])  # the router's hop
     pairs = {
         p.measured.stream: (p.truth, p.way) for p in pair([svc, local], ts, OFFSET, 0.1, joins)
     }
@@ -363,3 +363,34 @@ def test_a_flow_conntrack_stamped_after_the_head_still_joins() -> None:
         pairs = {p.measured.stream: (p.truth, p.way) for p in pair(order, ts, OFFSET, 0.1,
                                                                    Joins(flows))}  # fmt: skip
         assert pairs == {"ext": (ts[0], NAT), "int": (ts[1], NAT)}
+
+
+def _local(port: int) -> MeasuredWatch:
+    server = apiserver_id("master-0")
+    m = measured(1.0, None, stream="local", server=server)
+    return at(m, LB.LOCALHOST, f"198.18.0.2:{port}")
+
+
+def _flow(wall: float, sent: int, seen: int) -> Session:
+    return Session(OFFSET + wall, f"198.18.0.2:{sent}", f"198.18.0.2:{seen}", "master-0", NAT)
+
+
+def test_a_port_the_clients_own_nat_moved_joins_through_both_hops() -> None:
+    """localhost's straight flow from a port the service network used before: the client's
+    NAT moved it (40001 to 42000), the router carried it as it came. The router's older flow
+    from 40001 is no join: each NAT is a hop in the order the flow met them."""
+    client = [_flow(0.99, 40001, 42000)]
+    router = [_flow(-10.0, 40001, 40001), _flow(0.99, 42000, 42000)]
+    ts = [on(truth(1.005, None, server=apiserver_id("master-0")), "198.18.0.2:42000")]
+    (paired,) = pair([_local(40001)], ts, OFFSET, 0.1, Joins({}, frozenset(), [client, router]))
+    assert (paired.truth, paired.way) == (ts[0], NAT)
+
+
+def test_a_port_the_router_moved_joins_though_the_client_logged_it_unmoved_later() -> None:
+    """Both NATs log every straight flow. The client kept the port and stamped its record
+    last; the router moved it: the router's hop decides, not the newest record of the two."""
+    client = [_flow(0.995, 40001, 40001)]
+    router = [_flow(0.99, 40001, 41000)]
+    ts = [on(truth(1.005, None, server=apiserver_id("master-0")), "198.18.0.2:41000")]
+    (paired,) = pair([_local(40001)], ts, OFFSET, 0.1, Joins({}, frozenset(), [client, router]))
+    assert (paired.truth, paired.way) == (ts[0], NAT)

@@ -9,6 +9,12 @@ of each new flow, `conntrack -E -e NEW`, holds both tuples: the client's, and th
 server answers (`reply`), whose destination is the peer the apiserver records. One log runs
 in each namespace that NATs (the router for the LBs, the client for the service network);
 a flow the log lost under load falls back to the client's own address, then to time.
+
+Each log also keeps the flows sent to an apiserver itself (`transit`), since any NAT moves
+the port of a flow whose answer would clash with one it made: the router's, of the flows the
+client's NAT sent on or localhost sent straight; the client's own, of localhost's flow from a
+port whose earlier service-network flow it DNATed to that same apiserver (seen in an aws lab
+run beside two CPU burners: 48566 went out as 55193).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass, field
 
 from prober.core.models import LB
 from prober.lab.kernel.netns import Namespace
+from prober.lab.kernel.topology import API_PORT, CLUSTER_IP, SERVICE_PORT, VIPS
 from prober.lab.processes import ManagedProcess, ProcessGroup
 from prober.lab.watchpairs import NAT, Session
 
@@ -60,8 +67,7 @@ class NatLog:
     name: str
     addresses: Mapping[str, LB]  # "ip:port" a client sends to -> the LB it is
     hostnames: Mapping[str, str]  # an apiserver's address -> its hostname
-    # "ip:port" of each apiserver, where the router carries flows a client NATed (the service
-    # network) or sent straight (localhost): a clash there moves a port too.
+    # "ip:port" of each apiserver: a flow sent to one may have its port moved too (above).
     transit: frozenset[str] = frozenset()
     flows: list[Flow] = field(default_factory=list)
     process: ManagedProcess | None = None
@@ -93,3 +99,16 @@ class NatLog:
                 transit.append(session)
             else:
                 into.setdefault(lb, []).append(session)
+
+
+def nat_logs(hostnames: Mapping[str, str], masters: frozenset[str]) -> dict[str, NatLog]:
+    """The kernel path's two logs, by the namespace each runs in, in the order a client's
+    flow meets them: the client's (the service network's ClusterIP) and the router's (the
+    LBs' VIPs), each with every apiserver's
+    address (`masters`, "ip:port") as transit; `hostnames`: an apiserver's IP -> hostname."""
+    vips = {f"{VIPS[lb]}:{API_PORT}": lb for lb in VIPS}
+    service = {f"{CLUSTER_IP}:{SERVICE_PORT}": LB.SERVICE_NETWORK}
+    return {
+        "client": NatLog("client", service, hostnames, masters),
+        "router": NatLog("router", vips, hostnames, masters),
+    }

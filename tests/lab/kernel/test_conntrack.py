@@ -4,7 +4,7 @@ and the peer its apiserver sees."""
 from __future__ import annotations
 
 from prober.core.models import LB
-from prober.lab.kernel.conntrack import Flow, NatLog, parse_event
+from prober.lab.kernel.conntrack import Flow, NatLog, nat_logs, parse_event
 from prober.lab.watchpairs import NAT, Session
 
 # A client port the service network's DNAT had to move: 49244 already carried a flow to
@@ -47,3 +47,29 @@ def test_the_routers_flows_to_an_apiserver_are_transit() -> None:
     router.sessions(sessions, transit)
     assert sessions == {}
     assert [(s.client, s.backend) for s in transit] == [("198.18.0.2:49244", "198.18.0.2:45454")]
+
+
+# An aws lab run beside two CPU burners: the service network's DNAT took 48566 to master-0;
+# 11.5 s later localhost's flow from 48566 straight to master-0 would have had the same
+# answer, so the client's own NAT moved it to 55193, and the router carried it as such.
+SERVICE_FLOW = (
+    "[1796563151.604205]\t    [NEW] tcp      6 120 SYN_SENT src=198.18.0.2 dst=198.19.1.1 "
+    "sport=48566 dport=443 [UNREPLIED] src=198.18.1.2 dst=198.18.0.2 sport=6443 dport=48566"
+)
+STRAIGHT_FLOW = (
+    "[1796563163.069838]\t    [NEW] tcp      6 120 SYN_SENT src=198.18.0.2 dst=198.18.1.2 "
+    "sport=48566 dport=6443 [UNREPLIED] src=198.18.1.2 dst=198.18.0.2 sport=6443 dport=55193"
+)
+
+
+def test_the_clients_own_nat_moving_a_straight_flow_is_transit() -> None:
+    client = nat_logs({"198.18.1.2": "master-0"}, frozenset({"198.18.1.2:6443"}))["client"]
+    client._on_line(SERVICE_FLOW)
+    client._on_line(STRAIGHT_FLOW)
+    sessions: dict[LB, list[Session]] = {}
+    transit: list[Session] = []
+    client.sessions(sessions, transit)
+    assert [(s.client, s.backend) for s in sessions[LB.SERVICE_NETWORK]] == [
+        ("198.18.0.2:48566", "198.18.0.2:48566")
+    ]
+    assert [(s.client, s.backend) for s in transit] == [("198.18.0.2:48566", "198.18.0.2:55193")]
