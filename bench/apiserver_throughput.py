@@ -35,7 +35,7 @@ import h2.connection
 import h2.events
 import h11
 
-from prober.lab.certs import LabCA
+from prober.lab.infra.certs import LabCA
 
 TOKEN = "bench-token"
 PATH = "/api/v1/namespaces/default"

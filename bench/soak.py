@@ -62,9 +62,9 @@ import httpx  # noqa: E402
 from prober.common.segments import read_lines, segment_path, segment_paths  # noqa: E402
 from prober.core.eventlog import EventLogReader  # noqa: E402
 from prober.core.models import LB, Sample, Summary  # noqa: E402
-from prober.lab.cluster import LabCluster  # noqa: E402
-from prober.lab.platforms import PLATFORMS  # noqa: E402
-from prober.lab.processes import ManagedProcess, ProcessGroup  # noqa: E402
+from prober.lab.infra.cluster import LabCluster  # noqa: E402
+from prober.lab.infra.platforms import PLATFORMS  # noqa: E402
+from prober.lab.infra.processes import ManagedProcess, ProcessGroup  # noqa: E402
 
 # Each series, and the growth per hour it may show whatever its mean: counts of a few
 # dozen move by one or two between readings, and a line through 15 such readings can tilt by

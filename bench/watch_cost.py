@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from prober.lab.certs import LabCA  # noqa: E402
-from prober.lab.etcd import LabEtcd  # noqa: E402
-from prober.lab.processes import ProcessGroup  # noqa: E402
+from prober.lab.infra.certs import LabCA  # noqa: E402
+from prober.lab.infra.etcd import LabEtcd  # noqa: E402
+from prober.lab.infra.processes import ProcessGroup  # noqa: E402
 
 LBS = ("external-lb", "internal-lb", "service-network", "localhost")
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from prober.lab.certs import make_certificates
+from prober.lab.infra.certs import make_certificates
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the helpers the daemon benchmarks share

@@ -29,7 +29,7 @@ repeat() {
             printf '%-22s %2d/%d exit %d: %s\n' "$platform/$scenario" "$run" "$count" "$code" \
                 "$(grep -m1 '^prober lab: measurement' "$out.log" || tail -n 1 "$out.log")"
             grep '^CHECK ' "$out.log" | sed 's/^/    /'
-            # How each watch was paired with its server's (`lab.watchpairs`), by count.
+            # How each watch was paired with its server's (`lab.judges.watchpairs`), by count.
             [ -f "$out/lab-result.json" ] && printf '    watches paired by: %s\n' "$(
                 grep -o '"paired_by": "[a-z-]*"' "$out/lab-result.json" | cut -d'"' -f4 |
                     sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"

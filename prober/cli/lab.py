@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prober.cli.parsing import Subparsers, add_command, options_of
 from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
-from prober.config.fields import size
 
 if TYPE_CHECKING:
     from prober.lab.options import LabOptions
+    from prober.lab.registry import Option
 
 EXAMPLE = """\
 examples:
@@ -59,8 +59,8 @@ to stand the lab up, 130 interrupted (Ctrl-C).
 
 
 def register(sub: Subparsers) -> None:
-    from prober.lab.platforms import PLATFORMS  # noqa: PLC0415
-    from prober.lab.scenarios import EARLY_ANSWERS, SCENARIOS  # noqa: PLC0415
+    from prober.lab.infra.platforms import PLATFORMS  # noqa: PLC0415
+    from prober.lab.registry import OPTIONS, SCENARIOS  # noqa: PLC0415
 
     parser = add_command(sub, "lab", __doc__, EXAMPLE, _run)
     parser.add_argument(
@@ -71,7 +71,21 @@ def register(sub: Subparsers) -> None:
         type=lambda text: _platforms(text, sorted(PLATFORMS)),
         help=f"one or more of {', '.join(sorted(PLATFORMS))}, comma-separated (aws)",
     )
-    parser.add_argument("--scenario", choices=SCENARIOS, default="rollout")
+    # A scenario's own options show in --help once it is named before it: the command's
+    # own list stays short, and each scenario's is where its user looks.
+    own = parser.add_argument_group("the scenario's own options")
+    revealed = {o: own.add_argument(o.flag, dest=o.dest, help=argparse.SUPPRESS, **o.spec)
+                for o in OPTIONS}  # fmt: skip
+    parser.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        default="rollout",
+        action=_Scenario,
+        revealed=revealed,
+        group=own,
+        help="; ".join(f"{s.name}: {s.summary}" for s in SCENARIOS.values())
+        + " (rollout). `prober lab --scenario NAME --help` lists its own options",
+    )
     parser.add_argument(
         "--time-scale",
         type=flag(positive_float),
@@ -111,54 +125,6 @@ def register(sub: Subparsers) -> None:
         help="apiservers: fraction of HTTP/2 requests answered with GOAWAY (OpenShift: 0.001)",
     )
     parser.add_argument(
-        "--evict",
-        action="store_true",
-        help="kill the daemon inside the first shutdown window and start another, as a node "
-        "drain evicts it; judge what a CI gather step collects: the daemons' pod logs",
-    )
-    parser.add_argument(
-        "--control",
-        action="store_true",
-        help="run a second daemon beside, with witness bursts and the rising rate off, and "
-        "print both policies' bounds and requests side by side",
-    )
-    parser.add_argument(
-        "--prober-on",
-        metavar="MASTER",
-        help="also run a daemon on this master (kernel path; master-0 is the one the rollout "
-        "takes down first): on gcp its internal LB hairpins to the master's own apiserver; "
-        "its same-node results are judged apart, never as the LB's",
-    )
-    parser.add_argument(
-        "--slow-lb",
-        choices=("external-lb", "internal-lb"),
-        default="external-lb",
-        help="slow-lb: which LB is slow (external-lb)",
-    )
-    parser.add_argument(
-        "--slow-lb-interval",
-        dest="slow_interval",
-        type=flag(positive_float),
-        default=0.6,
-        metavar="FRACTION",
-        help="slow-lb: the slow LB's check interval and timeout, as a fraction of the shutdown "
-        "delay; it marks a target down after 3 failures (0.6: after 2.4 delays at worst)",
-    )
-    parser.add_argument(
-        "--early-for",
-        type=flag(duration()),
-        metavar="DURATION",
-        help="early-ready: how long a restarted apiserver's /readyz says ok before it can "
-        "serve, before the time scale (1m: past AWS NLB's 30 s worst add-back, so every LB "
-        "routes to it meanwhile)",
-    )
-    parser.add_argument(
-        "--early-answer",
-        choices=EARLY_ANSWERS,
-        help="early-ready: what it answers meanwhile: 500, 403 (a known user forbidden) or "
-        "hang (nothing until the client gives up) (500)",
-    )
-    parser.add_argument(
         "--lb",
         choices=("kernel", "haproxy"),
         help="the LBs' data path: kernel (network namespaces, nftables DNAT and conntrack, "
@@ -166,13 +132,14 @@ def register(sub: Subparsers) -> None:
         "metal runs); default: kernel for aws, gcp, azure and none when the lab can make "
         "namespaces (root)",
     )
+    fake_only = ", ".join(s.name for s in SCENARIOS.values() if s.fake_only)
     parser.add_argument(
         "--apiserver",
         choices=("fake", "upstream"),
         default="fake",
         help="the apiservers: fake (the lab's own, fast and faultable: every scenario) or "
         "upstream (kube-apiserver v1.37.2 with OpenShift's shutdown header, built by `make "
-        "upstream`: rollout, crash, slow-lb, node-loss) (fake)",
+        f"upstream`: every scenario but {fake_only}) (fake)",
     )
     parser.add_argument(
         "--shutdowns",
@@ -187,24 +154,50 @@ def register(sub: Subparsers) -> None:
         help="apiservers: --shutdown-watch-termination-grace-period, before the time scale "
         "(0s, upstream's default: watches are cut when a server stops; OpenShift tried 25s)",
     )
-    parser.add_argument(
-        "--compare-watch-grace",
-        type=_graces,
-        metavar="DURATIONS",
-        help="run the scenario once per --shutdown-watch-termination-grace-period, "
-        "comma-separated and before the time scale (OpenShift's question: 0s,25s), and print "
-        "per LB x protocol watch ends, doomed re-watches, re-establish p50/p99, blind seconds "
-        "and requests answered 429",
-    )
-    parser.add_argument(
-        "--container-log-max-size",
-        dest="log_max_size",
-        type=flag(size),
-        default=10 * 1024 * 1024,
-        metavar="SIZE",
-        help="upgrade: where the kubelet rotates a container's log (containerLogMaxSize; "
-        "10MiB, OpenShift nodes 50MiB); a gather reads only the newest file",
-    )
+    for name, instead in REMOVED.items():
+        parser.add_argument(name, nargs=0, action=_Removed, instead=instead, help=argparse.SUPPRESS)
+
+
+# Flags that were, and what stands in their place: each refused in one line.
+REMOVED = {
+    "--evict": "a scenario of its own now: --scenario evict",
+    "--control": "no longer a lab option: bench/policies.py runs the control daemon beside "
+    "the lab's and prints both sampling policies side by side",
+}
+
+
+class _Scenario(argparse.Action):
+    """`--scenario NAME`, which also shows NAME's own options in a later --help."""
+
+    def __init__(
+        self,
+        *args: Any,
+        revealed: dict[Option, argparse.Action],
+        group: argparse._ArgumentGroup,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.revealed, self.group = revealed, group
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:  # fmt: skip
+        from prober.lab.registry import SCENARIOS  # noqa: PLC0415
+
+        setattr(namespace, self.dest, values)
+        self.group.title = f"options of --scenario {values}"
+        for option, action in self.revealed.items():
+            shown = option in SCENARIOS[values].options
+            action.help = option.help if shown else argparse.SUPPRESS
+
+
+class _Removed(argparse.Action):
+    def __init__(self, *args: Any, instead: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instead = instead
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:  # fmt: skip
+        parser.error(f"{option_string}: {self.instead}")
 
 
 def _platforms(text: str, known: list[str]) -> list[str]:
@@ -218,29 +211,21 @@ def _platforms(text: str, known: list[str]) -> list[str]:
     return names
 
 
-def _graces(text: str) -> list[float]:
-    parse = flag(duration(allow_zero=True))
-    graces = [parse(part.strip()) for part in text.split(",") if part.strip()]
-    if len(set(graces)) < 2:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give at least two different durations, comma-separated (0s,25s)"
-        )
-    return graces
-
-
 def lab_options(args: argparse.Namespace, platform: str) -> LabOptions:
     """The run's options from its flags; each platform's run replaces `platform`, and the
     lab always stands up three masters."""
-    from prober.core.models import LB  # noqa: PLC0415
     from prober.lab.options import LabOptions  # noqa: PLC0415
 
-    return options_of(LabOptions, args, unflagged=("servers",), slow_lb=LB(args.slow_lb),
-                      platform=platform)  # fmt: skip
+    return options_of(LabOptions, args, unflagged=("servers",), platform=platform)
 
 
 def _run(args: argparse.Namespace) -> int:
     from prober.lab.commands import default_out, lab_command  # noqa: PLC0415
+    from prober.lab.registry import SCENARIOS, misplaced  # noqa: PLC0415
 
+    wrong = misplaced(SCENARIOS[args.scenario], vars(args))
+    if wrong is not None:
+        raise UserError(wrong)
     platforms = args.platforms if isinstance(args.platforms, list) else [args.platforms]
     options = lab_options(args, platforms[0])
     if args.compare_watch_grace is not None:

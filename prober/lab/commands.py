@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from prober.common.exits import ExitCode
-from prober.lab import comparetable, lossblind, nodeloss, restarts, watchcheck
-from prober.lab.inbounds.run import LAB_RESULT, check_lab_run
-from prober.lab.informers import HEADERS as INFORMER_HEADERS
-from prober.lab.informers import Side
-from prober.lab.onnode import NodeResult
+from prober.lab import comparetable
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.judges import lossblind, nodeloss, restarts, watchcheck
+from prober.lab.judges.inbounds.run import LAB_RESULT, check_lab_run
+from prober.lab.judges.informers import HEADERS as INFORMER_HEADERS
+from prober.lab.judges.informers import Side
+from prober.lab.judges.onnode import NodeResult
+from prober.lab.judges.restartcheck import rows_table
+from prober.lab.judges.survival import HEADERS as SURVIVAL_HEADERS
+from prober.lab.judges.survival import rows as survival_rows
 from prober.lab.options import LabOptions
-from prober.lab.platforms import PLATFORMS
-from prober.lab.restartcheck import rows_table
 from prober.lab.run import LabError, LabResult, default_scale, run_lab
-from prober.lab.survival import HEADERS as SURVIVAL_HEADERS
-from prober.lab.survival import rows as survival_rows
 from prober.report.documents.run_text import describe
 from prober.report.format.tables import seconds, table
 from prober.report.verdicts.counts import counts_text
@@ -119,7 +120,7 @@ def _printer(stdout: TextIO) -> Any:
 
 def report(result: LabResult, stdout: TextIO) -> tuple[str, ...]:
     """Print the run and its comparison with the truth, check what it printed and wrote
-    (`lab.inbounds`), write lab-result.json, and say what the run proved; its problems."""
+    (`lab.judges.inbounds`), write lab-result.json, and say what the run proved; its problems."""
     text = printed(result)
     stdout.write(text)
     result = checked(result, text)
@@ -203,10 +204,6 @@ def printed(result: LabResult) -> str:
         )
         print("\n".join(table(nodeloss.HEADERS, nodeloss.rows(loss))), file=stdout)
         _watch_loss(loss, stdout)
-    if result.comparison:
-        print("", file=stdout)
-        print("both policies on the same shutdowns (--control):", file=stdout)
-        print("\n".join(result.comparison), file=stdout)
     if result.node is not None:
         _node(result.node, result.tolerance, stdout)
     if result.fates:

@@ -1,4 +1,4 @@
-"""What the comparison with the truth (`lab.compare`) prints and writes: a row per shutdown
+"""What the comparison with the truth (`lab.judges.compare`) prints and writes: a row per shutdown
 and stream, the T0 estimates off the true T0, and the shutdowns of lab-result.json."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prober.lab.compare import ShutdownResult
+from prober.lab.judges.compare import ShutdownResult
 from prober.report.format.tables import bound, seconds, table
 
 HEADERS = ["apiserver", "lb", "protocol", "conn", "measured", "bound", "hi set by", "truth"]

@@ -8,7 +8,7 @@ informer load each lab apiserver holds, so that its drain lasts as long as thous
 informers' would. What each run measured, per LB x protocol, comes from the daemon's event log
 alone (summary.json's `watches` section, `report.results.watches`): watch ends and how, doomed
 re-watches, time to re-establish, blind seconds, and the LB x protocol's requests and watch
-attempts answered 429. What the servers did comes from their truth logs (`lab.gracetruth`).
+attempts answered 429. What the servers did comes from their truth logs (`lab.infra.gracetruth`).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from prober.core.durations import format_go_duration
 from prober.core.models import LB
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, WatchAttempt
-from prober.lab.gracetruth import ServerShutdown, server_shutdowns
+from prober.lab.infra.gracetruth import ServerShutdown, server_shutdowns
 from prober.lab.options import LabOptions
+from prober.lab.registry import SCENARIOS, misplaced
 from prober.lab.run import LabError, LabResult, profile_for, run_lab
 from prober.report.verdicts.analysis import RunAnalysis
 
-GRACEFUL = ("rollout", "slow-lb")  # the scenarios whose apiservers shut down gracefully
 REFUSED = 429  # WithRetryAfter's answer once a server no longer accepts requests
 
 
@@ -76,15 +76,11 @@ def grace_name(grace: float) -> str:
 def check_options(options: LabOptions, graces: Sequence[float]) -> None:
     if len(set(graces)) < 2:
         raise LabError("--compare-watch-grace: give at least two different durations, e.g. 0s,25s")
-    if options.scenario not in GRACEFUL:
-        raise LabError(
-            f"--compare-watch-grace: the {options.scenario} scenario shuts no apiserver down "
-            f"gracefully; use {' or '.join(GRACEFUL)}"
-        )
+    wrong = misplaced(SCENARIOS[options.scenario], {"compare_watch_grace": graces})
+    if wrong is not None:
+        raise LabError(wrong)
     if options.watch_grace is not None:
         raise LabError("--compare-watch-grace sets the watch grace of each run: not --watch-grace")
-    if options.evict or options.control:
-        raise LabError("--compare-watch-grace: one daemon per run, not with --evict or --control")
 
 
 async def compare_watch_grace(

@@ -15,7 +15,7 @@ from prober.audit.files import discover
 from prober.audit.follow import Follower
 from prober.audit.summary import summarize
 from prober.fakeapiserver import ApiServer, ApiServerOptions
-from prober.lab.certs import LabCA
+from prober.lab.infra.certs import LabCA
 from tests.support.clock import FakeClock
 
 PATH = "/api/v1/namespaces/default"

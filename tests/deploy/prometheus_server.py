@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import yaml
 
-from prober.lab.haproxy import free_port
+from prober.lab.infra.haproxy import free_port
 from tests.support.waiting import until
 
 INTERVAL = "500ms"  # scrape and rule evaluation: the lab's windows last seconds, not minutes

@@ -16,7 +16,7 @@ from hyperframe.frame import RstStreamFrame
 
 from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_header
 from prober.fakeapiserver.options import EarlyAnswer
-from prober.lab.etcd import LabEtcd
+from prober.lab.infra.etcd import LabEtcd
 from tests.fakeapiserver.rawclient import RawH2
 from tests.support.apiservers import (
     TOKEN,

@@ -18,7 +18,7 @@ import pytest
 from prober.fakeapiserver import server as server_module
 from prober.fakeapiserver.etcd import EtcdClient
 from prober.fakeapiserver.options import OptionsError
-from prober.lab.etcd import LabEtcd
+from prober.lab.infra.etcd import LabEtcd
 from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer, running_client
 from tests.support.waiting import until
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from prober.core.models import ErrorClass
-from prober.lab.answered import check_answered
+from prober.lab.judges.answered import check_answered
 from tests.factories import fail, ok
 
 

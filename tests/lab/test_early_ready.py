@@ -13,8 +13,8 @@ import pytest
 
 from prober.core.instances import LEASE_FIRST, READYZ_NOT_OK, READYZ_OK
 from prober.core.models import LB
-from prober.lab.instances import add_backs
-from prober.lab.restarts import lb_of
+from prober.lab.infra.instances import add_backs
+from prober.lab.judges.restarts import lb_of
 from prober.lab.run import LabError, LabOptions, run_lab
 from prober.report.verdicts.identity import Case
 from prober.report.verdicts.verdicts import Status
@@ -81,5 +81,9 @@ async def test_the_truth_has_each_early_answer_and_each_lb_mark_up(tmp_path: Pat
 
 async def test_the_early_flags_belong_to_the_early_ready_scenario(tmp_path: Path) -> None:
     options = LabOptions(platform="aws", early_answer="403")
-    with pytest.raises(LabError, match=r"^--early-for/--early-answer: only with --scenario"):
+    with pytest.raises(
+        LabError,
+        match=r"^--early-answer: an option of --scenario early-ready, "
+        r"not of rollout \(prober lab --scenario NAME --help lists",
+    ):
         await run_lab(options, tmp_path / "lab", say=None)

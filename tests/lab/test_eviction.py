@@ -10,14 +10,14 @@ from pathlib import Path
 
 from prober.cli import main
 from prober.core.models import parse_rfc3339
-from prober.lab.compare import TOLERANCE
-from prober.lab.daemons import daemon_logs
+from prober.lab.infra.daemons import daemon_logs
+from prober.lab.judges.compare import TOLERANCE
 from prober.lab.run import LabOptions, run_lab
 
 
 async def test_an_evicted_daemon_loses_no_shutdown_window(tmp_path: Path) -> None:
     options = LabOptions(
-        platform="gcp", time_scale=0.05, shutdowns=2, tolerance=TOLERANCE, evict=True
+        platform="gcp", scenario="evict", time_scale=0.05, shutdowns=2, tolerance=TOLERANCE
     )
     result = await run_lab(options, tmp_path / "lab", say=None)
     assert result.problems == ()  # each shutdown seen, its true T0 inside every bound

@@ -1,6 +1,6 @@
 """GCP's hairpin, reproduced: a daemon on master-0, whose internal-LB requests master-0's own
 apiserver answers whatever the LB's health, beside the main daemon, through master-0's
-graceful shutdown (`lab.onnode`, `core.samenode`).
+graceful shutdown (`lab.judges.onnode`, `core.samenode`).
 
 The daemon on the master knows its node from its config (the downward API's spec.nodeName
 in a cluster) and the apiservers' nodes from their identity Leases, read through the lab's
@@ -17,7 +17,7 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection
-from prober.lab.compare import TOLERANCE
+from prober.lab.judges.compare import TOLERANCE
 from prober.lab.run import LabOptions, run_lab
 from prober.report.verdicts.verdicts import Status
 from tests.lab.test_lab import unexplained_budget_failures
@@ -84,8 +84,9 @@ async def test_gcp_hairpin_results_are_same_node_and_not_the_internal_lbs(
          "apiserver (core.budgets; gcp's internal LB does)"),
         (["--platform", "gcp", "--lb", "haproxy"],
          "--prober-on: a prober runs on a master only on the kernel path"),
-        (["--platform", "gcp", "--evict"],
-         "--prober-on: one daemon on a master beside the main one, not with --evict or upgrade"),
+        (["--platform", "gcp", "--scenario", "evict"],
+         "--prober-on: an option of --scenario rollout or crash or slow-lb or node-loss or "
+         "early-ready, not of evict"),
     ],
     ids=["no hairpin", "haproxy", "evict"],
 )  # fmt: skip

@@ -13,8 +13,8 @@ import pytest
 from prober.config import load_config
 from prober.k8s.cluster import ClusterAccess
 from prober.k8s.discovery import HostDecoder
-from prober.lab.cluster import kubeconfig
-from prober.lab.etcd import LabEtcd
+from prober.lab.infra.cluster import kubeconfig
+from prober.lab.infra.etcd import LabEtcd
 from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
 

@@ -15,7 +15,7 @@ import pytest
 from prober.core.models import LB
 from prober.fakeapiserver import ApiServer, ApiServerOptions
 from prober.fakeapiserver.options import EarlyAnswer
-from prober.lab.instances import (
+from prober.lab.infra.instances import (
     AddBack,
     EarlyTruth,
     InstanceTruth,
@@ -23,10 +23,10 @@ from prober.lab.instances import (
     early_by_audit_id,
     read_instances,
 )
-from prober.lab.lbstate import ServerEvent
-from prober.lab.platforms import PLATFORMS
-from prober.lab.restarts import lb_of, rows
-from prober.lab.truth import LbTruth, TruthError, first_up
+from prober.lab.infra.lbstate import ServerEvent
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.infra.truth import LbTruth, TruthError, first_up
+from prober.lab.judges.restarts import lb_of, rows
 from tests.support.apiservers import TOKEN, LabCerts
 from tests.support.clock import FakeClock
 

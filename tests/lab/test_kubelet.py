@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prober.lab.kubelet import PodLogs
+from prober.lab.infra.kubelet import PodLogs
 
 NOW = 1_796_112_000.0  # 2026-12-01T08:00:00Z
 

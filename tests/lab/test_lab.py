@@ -25,12 +25,11 @@ import pytest
 from prober.common.exits import ExitCode
 from prober.core.models import LB, Connection, Replacement
 from prober.lab.commands import report, verdict_line
-from prober.lab.compare import TOLERANCE, Row
-from prober.lab.kernel.topology import CLIENT
-from prober.lab.platforms import PLATFORMS
-from prober.lab.policies import control_event_log
+from prober.lab.infra.kernel.topology import CLIENT
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.infra.sessions import ADDRESS, LOG, NAT
+from prober.lab.judges.compare import TOLERANCE, Row
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
-from prober.lab.watchpairs import ADDRESS, LOG, NAT
 from prober.report.documents.age_tables import age_lines
 from prober.report.verdicts.budget_verdicts import LATE_MARK
 from prober.report.verdicts.identity import Case
@@ -49,7 +48,6 @@ async def lab(
     platform: str,
     scenario: str = "rollout",
     *,
-    control: bool = False,
     watch_grace: float | None = None,
 ) -> LabResult:
     options = LabOptions(
@@ -58,7 +56,6 @@ async def lab(
         time_scale=SCALE,
         shutdowns=1,
         tolerance=TOLERANCE,
-        control=control,
         watch_grace=watch_grace,
     )
     return await run_lab(options, tmp_path / "lab", say=None)
@@ -82,7 +79,7 @@ def show(result: LabResult) -> None:
     print("\n".join(age_lines(result.analysis.summary.get("connection_ages"))))
 
 
-# `make test` holds aws (kernel L4), gcp (with a control daemon beside) and metal (HAProxy);
+# `make test` holds aws (kernel L4), gcp (with a 25 s watch grace) and metal (HAProxy);
 # azure and none, the same kernel path with other health checks, are matrix runs.
 MATRIX_PLATFORMS = {"azure", "none"}
 
@@ -96,16 +93,15 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
     tmp_path: Path, platform: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before, host = network_namespaces(), HostNetwork.now()
-    # GCP's run also has a control daemon beside, and OpenShift's 25 s watch grace: its
-    # servers answer 429 while their watches drain (one lab run for three tests' worth).
+    # GCP's run has OpenShift's 25 s watch grace: its servers answer 429 while their watches
+    # drain (one lab run for two tests' worth).
     gcp = platform == "gcp"
     if platform == "aws":  # `make demo`'s platform, run as the README's user types it
         result = await as_typed(tmp_path, monkeypatch)
     else:
-        result = await lab(tmp_path, platform, control=gcp, watch_grace=25.0 if gcp else None)
+        result = await lab(tmp_path, platform, watch_grace=25.0 if gcp else None)
     show(result)
     if platform == "gcp":
-        control_agrees(result)
         retried_through_healthy_peers(result)
     if platform == "aws":
         # The run dropped every namespace it made and touched nothing of the host's network.
@@ -483,36 +479,6 @@ def _children(pid: int) -> list[int]:
         if f"\nPPid:\t{pid}\n" in text:
             found.append(int(status.parent.name))
     return found
-
-
-def control_agrees(result: LabResult) -> None:
-    """A control daemon measured the same shutdowns with today's sampling: no bursts, both
-    policies side by side per stream key."""
-    print("\n".join(result.comparison))
-    samples = {
-        name: [json.loads(line) for line in path.read_text().splitlines()]
-        for name, path in (("bursts", result.out / "events.jsonl"),
-                           ("control", control_event_log(result.out)))
-    }  # fmt: skip
-    bursts = {n: [r for r in recs if r.get("burst") is not None] for n, recs in samples.items()}
-    assert bursts["control"] == []  # bursts off in the control
-    assert bursts["bursts"], "the daemon sent no burst through a balancing LB"
-    assert {r["connection"] for r in bursts["bursts"]} == {"new"}
-    header, _, *lines, total = result.comparison
-    assert header.split() == ["lb", "protocol", "conn", "policy", "width", "p50", "width", "p90",
-                              "inside", "req/window"]  # fmt: skip
-    policies = [line.split()[3] for line in lines]
-    assert policies == ["bursts", "control"] * (len(lines) // 2)  # each key, both policies
-    assert total.startswith("requests per shutdown window: bursts ")
-
-
-async def test_a_control_daemon_is_refused_where_daemons_come_and_go(tmp_path: Path) -> None:
-    for options in (
-        LabOptions(scenario="upgrade", control=True),
-        LabOptions(evict=True, control=True),
-    ):
-        with pytest.raises(LabError, match="--control: one daemon beside another"):
-            await run_lab(options, tmp_path / "lab", say=None)
 
 
 async def test_a_vanished_node_disrupts_requests_and_opens_no_window(tmp_path: Path) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from prober.lab.commands import report
-from prober.lab.compare import TOLERANCE
-from prober.lab.inbounds.outputs import check_outputs, reader_of
-from prober.lab.inbounds.run import LAB_READERS
-from prober.lab.platforms import PLATFORMS
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.judges.compare import TOLERANCE
+from prober.lab.judges.inbounds.outputs import check_outputs, reader_of
+from prober.lab.judges.inbounds.run import LAB_READERS
 from prober.lab.run import LabOptions, run_lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(300)]

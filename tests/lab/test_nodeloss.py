@@ -10,9 +10,10 @@ import pytest
 from prober.core.models import LB, Connection
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
-from prober.lab.daemons import REQUEST_TIMEOUT, http2_dead_after
-from prober.lab.lbstate import ServerEvent
-from prober.lab.lossblind import (
+from prober.lab.infra.daemons import REQUEST_TIMEOUT, http2_dead_after
+from prober.lab.infra.lbstate import ServerEvent
+from prober.lab.infra.truth import LbTruth
+from prober.lab.judges.lossblind import (
     HeartbeatLoss,
     Watched,
     WatchLoss,
@@ -20,9 +21,8 @@ from prober.lab.lossblind import (
     per_protocol,
     watch_losses,
 )
-from prober.lab.nodeloss import LossRow, NodeLoss, problems
-from prober.lab.scenarios import outage
-from prober.lab.truth import LbTruth
+from prober.lab.judges.nodeloss import LossRow, NodeLoss, problems
+from prober.lab.scenarios.playbook import outage
 
 DOWN = [ServerEvent(103.0, "master-0", False, "Layer4 timeout")]
 LBS = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from prober.lab.etcd import LabEtcd
+from prober.lab.infra.etcd import LabEtcd
 from prober.probe.wire.connection import Connection
 from prober.probe.wire.dial import Endpoint, connect
 from prober.probe.wire.errors import ProtocolViolation, Stalled

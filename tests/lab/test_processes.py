@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from prober.lab.processes import ManagedProcess, ProcessError
-from prober.lab.waiters import Waiters
+from prober.lab.infra.processes import ManagedProcess, ProcessError
+from prober.lab.infra.waiters import Waiters
 
 
 async def test_a_cancel_in_the_instant_the_line_arrives_is_not_lost(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ async def test_a_cancel_in_the_instant_the_line_arrives_is_not_lost(tmp_path: Pa
 LAB = """
 import asyncio, sys
 from pathlib import Path
-from prober.lab.processes import ProcessGroup
+from prober.lab.infra.processes import ProcessGroup
 
 async def main():
     async with ProcessGroup(Path(sys.argv[1])) as group:

@@ -6,10 +6,10 @@ import dataclasses
 
 from prober.core.instances import AddBack, Instance
 from prober.core.models import LB, ErrorClass, Sample
-from prober.lab.instances import EarlyTruth, InstanceTruth
-from prober.lab.lbstate import ServerEvent
-from prober.lab.restartcheck import check_restarts, junit_problems
-from prober.lab.truth import LbTruth
+from prober.lab.infra.instances import EarlyTruth, InstanceTruth
+from prober.lab.infra.lbstate import ServerEvent
+from prober.lab.infra.truth import LbTruth
+from prober.lab.judges.restartcheck import check_restarts, junit_problems
 from prober.report.verdicts.identity import Case, CaseId
 from prober.report.verdicts.verdicts import Status, Verdict
 from tests.factories import sample

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from prober.lab.compare import TOLERANCE
+from prober.core.models import LB
+from prober.lab.judges.compare import TOLERANCE
 from prober.lab.run import LabError, LabOptions, run_lab
 
 MAX_SIZE = 256 * 1024  # a small containerLogMaxSize, so that one lab run can pass it
@@ -78,8 +79,10 @@ async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None
     assert result.tolerance == TOLERANCE
 
 
-async def test_an_upgrade_with_evict_is_refused_before_anything_starts(tmp_path: Path) -> None:
-    options = LabOptions(scenario="upgrade", evict=True)
-    with pytest.raises(LabError, match=r"^--evict: the upgrade scenario drains and reboots"):
+async def test_another_scenarios_option_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    options = LabOptions(scenario="upgrade", slow_lb=LB.INTERNAL)
+    with pytest.raises(LabError, match=r"^--slow-lb: an option of --scenario slow-lb, not of up"):
         await run_lab(options, tmp_path / "lab", say=None)
     assert not (tmp_path / "lab").exists()

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from prober.core.models import LB
-from prober.lab.backends import SYNTHETIC_WATCHES
-from prober.lab.cluster import TOKEN, LabCluster
-from prober.lab.platforms import PLATFORMS
-from prober.lab.processes import ProcessGroup
-from prober.lab.scenarios import play
+from prober.lab.infra.backends import SYNTHETIC_WATCHES
+from prober.lab.infra.cluster import TOKEN, LabCluster
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.infra.processes import ProcessGroup
+from prober.lab.scenarios.playbook import play, sigterm
 from tests.support.apiservers import read_truth
 from tests.support.waiting import until
 
@@ -87,7 +87,7 @@ async def rollout_with_clients(tmp_path: Path, platform: str, grace: float) -> L
             await group.start("clients", argv, on_line=seen.line)
             await until(lambda: seen.written, "a first heartbeat", 30)
             await until(lambda: seen.all_saw(seen.written[0]), "every watch's first event", 60)
-            await play(cluster, "rollout", None, lambda _: None)
+            await play(cluster, sigterm, None, lambda _: None)
             await cluster.settle()
             after = seen.written[-1]
             await until(lambda: seen.all_saw(after), "every watch after the rollout", 60)

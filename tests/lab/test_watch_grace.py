@@ -17,7 +17,7 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB
-from prober.lab.platforms import PLATFORMS
+from prober.lab.infra.platforms import PLATFORMS
 
 pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(240)]
 

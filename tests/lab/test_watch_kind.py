@@ -22,8 +22,8 @@ from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.watches import WatchKind
 from prober.fakeapiserver.etcd import EtcdClient, b64
-from prober.lab.etcd import LabEtcd
-from prober.lab.haproxy import free_port
+from prober.lab.infra.etcd import LabEtcd
+from prober.lab.infra.haproxy import free_port
 from prober.report.analyze import analyze_command
 from prober.report.replay.replay import replay
 from prober.report.replay.runs import load_runs

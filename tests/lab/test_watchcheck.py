@@ -11,20 +11,11 @@ import pytest
 
 from prober.core.header import apiserver_id
 from prober.core.models import LB
-from prober.lab.gracetruth import server_shutdowns
-from prober.lab.truth import TruthError, read_shutdowns
-from prober.lab.watchcheck import Context, Cut, check_watches, read_truth_watches
-from prober.lab.watchpairs import (
-    ADDRESS,
-    LOG,
-    NAT,
-    TIME,
-    Joins,
-    MeasuredWatch,
-    Session,
-    TruthWatch,
-    pair,
-)
+from prober.lab.infra.gracetruth import server_shutdowns
+from prober.lab.infra.sessions import ADDRESS, LOG, NAT, TIME, Session
+from prober.lab.infra.truth import TruthError, read_shutdowns
+from prober.lab.judges.watchcheck import Context, Cut, check_watches, read_truth_watches
+from prober.lab.judges.watchpairs import Joins, MeasuredWatch, TruthWatch, pair
 
 OFFSET = 1000.0
 S = "kube-api-http2-external-lb-watch"

@@ -15,7 +15,7 @@ import pytest
 
 from prober.core.stats import percentiles
 from prober.fakeapiserver import ApiServer, ApiServerOptions, load_tokens
-from prober.lab.certs import make_certificates
+from prober.lab.infra.certs import make_certificates
 from tests.reliability.harness import FaultDaemon, failed_audit_ids
 from tests.support.certs import Certs
 from tests.support.daemon_process import DaemonProcess

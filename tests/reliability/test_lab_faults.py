@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from prober.core.models import LB
-from prober.lab.cluster import LabCluster
-from prober.lab.platforms import PLATFORMS
-from prober.lab.processes import ProcessGroup
+from prober.lab.infra.cluster import LabCluster
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.infra.processes import ProcessGroup
 from tests.reliability.harness import Account, FaultDaemon, failed_audit_ids
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

@@ -10,7 +10,7 @@ import pytest
 from prober.cli import main
 from prober.core.instances import AddBack, Instance
 from prober.core.models import LB, ClosedBy, Window, WindowStream
-from prober.lab.inbounds.page import check_html
+from prober.lab.judges.inbounds.page import check_html
 from prober.report.documents.capacity import restarts, routed_steps
 from tests.factories import OTHER, STREAM
 from tests.report.daemonlog import run_record, write_daemon_log

@@ -19,9 +19,9 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.lab.inbounds.outputs import check_junit, check_outputs, check_summary
-from prober.lab.inbounds.page import check_html
-from prober.lab.inbounds.text import Checked, check_text, read_text
+from prober.lab.judges.inbounds.outputs import check_junit, check_outputs, check_summary
+from prober.lab.judges.inbounds.page import check_html
+from prober.lab.judges.inbounds.text import Checked, check_text, read_text
 from prober.report.ci.origin import write_origin_files
 from prober.report.documents.junit import junit_xml
 from prober.report.documents.timeline import StreamMarks, View, lb_timeline, window_title

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prober.lab.inbounds.outputs import check_outputs
+from prober.lab.judges.inbounds.outputs import check_outputs
 from prober.report.ci.origin import write_origin_files
 from tests.report.planted import planted_summary
 

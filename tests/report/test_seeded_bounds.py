@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prober.lab.inbounds.outputs import READERS
-from prober.lab.inbounds.text import Checked
+from prober.lab.judges.inbounds.outputs import READERS
+from prober.lab.judges.inbounds.text import Checked
 from tests.support.boundsim import PRINTED, checked_run, history, per_output, tally
 
 SEEDS = range(20)

@@ -19,7 +19,7 @@ from prober.core.models import (
     Window,
     WindowStream,
 )
-from prober.lab.inbounds.page import check_html
+from prober.lab.judges.inbounds.page import check_html
 from prober.report.documents.timeline import LEFT, RIGHT, WIDTH, StreamMarks, View, lb_timeline
 from prober.report.format.svg import Scale
 

@@ -18,9 +18,9 @@ import pytest
 
 from prober.fakeapiserver import ApiServer, ApiServerOptions, BoundPorts
 from prober.fakeapiserver.options import load_tokens
-from prober.lab.certs import LabCA, ServerCertificate
-from prober.lab.etcd import LabEtcd
-from prober.lab.processes import ProcessGroup
+from prober.lab.infra.certs import LabCA, ServerCertificate
+from prober.lab.infra.etcd import LabEtcd
+from prober.lab.infra.processes import ProcessGroup
 from tests.support.clock import FakeClock
 
 TOKEN = "lab-token-0123456789"

@@ -15,7 +15,7 @@ other. One seed, one run, the same on every machine.
 `checked_run` puts a run through `prober analyze`, judged against a history (`history`:
 every LB allowed 5 s of reaction and 1 s of disruption, so that verdicts pass and fail and
 say why, every interval in a failed one's details), and `prober origin`, and checks every
-estimate their outputs show (`prober.lab.inbounds.outputs`).
+estimate their outputs show (`prober.lab.judges.inbounds.outputs`).
 Over many seeds, per output:
 
     .venv/bin/python -m tests.support.boundsim --seeds 20 --out /tmp/bounds
@@ -37,8 +37,8 @@ from types import ModuleType
 
 from prober.cli import main
 from prober.core.models import LB, Connection, Protocol, Sample, StreamId, parse_rfc3339, rfc3339
-from prober.lab.inbounds.outputs import check_outputs, reader_of
-from prober.lab.inbounds.text import Checked, check_text
+from prober.lab.judges.inbounds.outputs import check_outputs, reader_of
+from prober.lab.judges.inbounds.text import Checked, check_text
 from prober.report.format.tables import table
 from tests.report.daemonlog import START, run_record, write_daemon_log
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from prober.lab.kernel.checker import Check, Checker, CheckerConfig
-from prober.lab.kernel.nftables import Dispatch
+from prober.lab.infra.kernel.checker import Check, Checker, CheckerConfig
+from prober.lab.infra.kernel.nftables import Dispatch
 
 INTERVAL, FAST, TIMEOUT = 1.0, 0.25, 0.5
 

@@ -4,8 +4,8 @@ and the peer its apiserver sees."""
 from __future__ import annotations
 
 from prober.core.models import LB
-from prober.lab.kernel.conntrack import Flow, NatLog, nat_logs, parse_event
-from prober.lab.watchpairs import NAT, Session
+from prober.lab.infra.kernel.conntrack import Flow, NatLog, nat_logs, parse_event
+from prober.lab.infra.sessions import NAT, Session
 
 # A client port the service network's DNAT had to move: 49244 already carried a flow to
 # master-0 through another VIP, so the server sees 45454 (seen in an aws lab run).

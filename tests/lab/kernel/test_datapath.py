@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prober.lab import datapath
-from prober.lab.datapath import DataPathError, choose
+from prober.lab.infra import datapath
+from prober.lab.infra.datapath import DataPathError, choose
 
 
 @pytest.mark.parametrize("platform", ["aws", "gcp", "azure", "none"])

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from prober.core.models import LB, Connection, Protocol, StreamId
-from prober.lab.cluster import LabCluster
-from prober.lab.kernel import nftables
-from prober.lab.platforms import PLATFORMS
-from prober.lab.processes import ProcessGroup
+from prober.lab.infra.cluster import LabCluster
+from prober.lab.infra.kernel import nftables
+from prober.lab.infra.platforms import PLATFORMS
+from prober.lab.infra.processes import ProcessGroup
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 
 pytestmark = [

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from prober.lab.kernel import nftables
-from prober.lab.kernel.netns import Namespace, NamespaceError
-from prober.lab.kernel.nftables import Dispatch
+from prober.lab.infra.kernel import nftables
+from prober.lab.infra.kernel.netns import Namespace, NamespaceError
+from prober.lab.infra.kernel.nftables import Dispatch
 from tests.lab.kernel.leftovers import network_namespaces
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prober.core.models import LB
-from prober.lab.haproxy import (
+from prober.lab.infra.haproxy import (
     Backend,
     HaproxyLB,
     free_port,
@@ -18,14 +18,14 @@ from prober.lab.haproxy import (
     parse_state_line,
     render_config,
 )
-from prober.lab.platforms import (
+from prober.lab.infra.platforms import (
     CHECK_TIMEOUT_FLOOR,
     PLATFORMS,
     SYNC_DELAY_FLOOR,
     as_built,
     slow_lb,
 )
-from prober.lab.processes import ProcessGroup
+from prober.lab.infra.processes import ProcessGroup
 from tests.support.waiting import until
 
 DOWN = (
@@ -151,7 +151,7 @@ async def test_haproxy_logs_state_changes_and_obeys_the_runtime_api(tmp_path: Pa
 
 def test_free_ports_lie_below_the_ephemeral_range_and_are_given_once() -> None:
     """No connection's source port can take one between its choice and its bind."""
-    from prober.lab.haproxy import FIRST_PORT, _ephemeral_low, free_port
+    from prober.lab.infra.haproxy import FIRST_PORT, _ephemeral_low, free_port
 
     ports = [free_port() for _ in range(50)]
     assert len(set(ports)) == 50
@@ -160,7 +160,7 @@ def test_free_ports_lie_below_the_ephemeral_range_and_are_given_once() -> None:
 
 async def test_each_session_is_logged_with_the_address_the_server_sees(tmp_path: Path) -> None:
     """HAProxy connects to the server from an address of its own; its session line, logged
-    as it connects, joins the client's address to that one (`lab.watchpairs`)."""
+    as it connects, joins the client's address to that one (`lab.judges.watchpairs`)."""
     seen: list[str] = []
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from prober.core.models import LB, Connection
-from prober.lab.compare import TOLERANCE, Row, ShutdownResult, findings, problems
-from prober.lab.lbstate import ServerEvent
-from prober.lab.truth import ShutdownTruth, expected_reaction, first_down, read_shutdowns
+from prober.lab.infra.lbstate import ServerEvent
+from prober.lab.infra.truth import ShutdownTruth, expected_reaction, first_down, read_shutdowns
+from prober.lab.judges.compare import TOLERANCE, Row, ShutdownResult, findings, problems
 
 
 def write_truth(path: Path, events: list[tuple[str, float]]) -> None:

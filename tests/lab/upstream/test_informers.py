@@ -10,7 +10,8 @@ import pytest
 from prober.core.models import LB, Protocol
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd, WatchSeen
-from prober.lab.informers import Informer, differences, health_env, informer_records, longest, sides
+from prober.lab.judges.informers import differences, informer_records, longest, sides
+from prober.lab.scenarios.informers import Informer, health_env
 
 OFFSET = 1000.0
 INFORMER = Informer(LB.INTERNAL, Protocol.HTTP1, "list")

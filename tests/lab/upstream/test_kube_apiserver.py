@@ -20,11 +20,11 @@ import pytest
 
 from prober.cli import main
 from prober.core.header import REQUEST_HEADER, RESPONSE_HEADER, apiserver_id, parse_shutdown_header
-from prober.lab.certs import LabCA
-from prober.lab.etcd import LabEtcd
-from prober.lab.haproxy import free_port
-from prober.lab.processes import ProcessGroup
-from prober.lab.upstream import (
+from prober.lab.infra.certs import LabCA
+from prober.lab.infra.etcd import LabEtcd
+from prober.lab.infra.haproxy import free_port
+from prober.lab.infra.processes import ProcessGroup
+from prober.lab.infra.upstream import (
     Instance,
     audit_policy,
     binaries,

@@ -12,8 +12,8 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB
+from prober.lab.infra.sessions import ADDRESS, LOG, NAT
 from prober.lab.run import LabOptions, LabResult, run_lab
-from prober.lab.watchpairs import ADDRESS, LOG, NAT
 
 pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(600)]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from prober.lab.endpoints import Follower, addresses
-from prober.lab.instances import read_instances
-from prober.lab.truth import read_shutdowns
-from prober.lab.upstream import TruthWriter, with_hostname
-from prober.lab.watchcheck import read_truth_watches
+from prober.lab.infra.endpoints import Follower, addresses
+from prober.lab.infra.instances import read_instances
+from prober.lab.infra.truth import read_shutdowns
+from prober.lab.infra.upstream import TruthWriter, with_hostname
+from prober.lab.judges.watchcheck import read_truth_watches
 
 WALL = 1_796_530_000.0
 
