@@ -185,7 +185,7 @@ def test_a_gzip_segment_cut_short_is_read_up_to_where_it_ends(rollout_log) -> No
         (lambda p: None, "no such file"),
         (lambda p: p.write_bytes(_damaged_gzip()), "damaged gzip data: Error -3 while"),
         (
-            lambda p: p.write_text(encode(dataclasses.replace(_window(), node=None)) + "\n"),
+            lambda p: p.write_text(encode(dataclasses.replace(_window(p), node=None)) + "\n"),
             "events.jsonl:1: a window record before any run record",
         ),
         (lambda p: p.write_text("\n\n"), "empty event log (no usable records in 2 lines)"),
@@ -206,11 +206,12 @@ def test_a_directory_without_logs_is_bad_input(tmp_path: Path) -> None:
         load_runs([tmp_path])
 
 
-def _window():
+def _window(path: Path):
+    """A window the daemon logged at `path`, which a test then overwrites."""
     from tests.report.rollout import rollout
 
     samples = rollout(60).samples()
-    live = write_daemon_log(Path("/dev/null"), run_record(streams()), samples, nodes=NODES)
+    live = write_daemon_log(path, run_record(streams()), samples, nodes=NODES)
     return live.windows[0]
 
 
