@@ -309,7 +309,7 @@ class Simulation:
         return self.result
 
     def gap(self, stream: StreamId) -> float:
-        """The stream's mean gap now, as `daemon.pacer` gives it."""
+        """The stream's mean gap now, as `daemon.requests.pacer` gives it."""
         pace = self.pace.streams.get(stream.name, Pace.WINDOW)
         if self.pace.pace is Pace.QUIET or pace is Pace.QUIET:
             return QUIET
@@ -352,7 +352,7 @@ class Simulation:
         self.send_bursts(now)
 
     def send_bursts(self, now: float) -> None:
-        """As `daemon.bursts` sends them: the LB's fresh streams in turn, `PARALLEL` in
+        """As `daemon.requests.bursts` sends them: the LB's fresh streams in turn, `PARALLEL` in
         flight over every LB, the bounding requests of every burst first, then the oldest
         burst's, until the planner says stop."""
         for sending in list(self.sending):
@@ -371,7 +371,7 @@ class Simulation:
                 self.planner.stopped(sending.burst.number, sending.sent, now)
 
     def apply(self, change, now: float) -> None:
-        """Wake what the change makes faster, as `daemon.pacer` does."""
+        """Wake what the change makes faster, as `daemon.requests.pacer` does."""
         if change.stream is None and change.pace is Pace.WINDOW:
             woken = None  # every stream
         elif change.stream is not None and change.pace is not Pace.QUIET:

@@ -38,7 +38,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.daemon.eventlog import EventLogWriter
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 
 HOSTS = ("apiserver-aaaaaaaaaaaaaaaaaaaaaaaaaa", "apiserver-bbbbbbbbbbbbbbbbbbbbbbbbbb")
 HOSTS += ("apiserver-cccccccccccccccccccccccccc",)

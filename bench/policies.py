@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 from prober.core.models import Window  # noqa: E402
 from prober.core.stats import percentile_cont  # noqa: E402
 from prober.lab.infra.daemons import daemon_config, start_daemon, wait_ready  # noqa: E402
+from prober.lab.infra.options import LabOptions  # noqa: E402
 from prober.lab.infra.processes import ManagedProcess  # noqa: E402
 from prober.lab.judges.compare import Row, ShutdownResult, compare, wall_offset  # noqa: E402
 from prober.lab.measure import Stage  # noqa: E402
-from prober.lab.options import LabOptions  # noqa: E402
 from prober.lab.result import Judging, LabResult  # noqa: E402
 from prober.lab.run import run_lab  # noqa: E402
 from prober.report.analyze import analyze_runs  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from prober.common.clock import SystemClock  # noqa: E402
 from prober.core.models import LB, Connection, Protocol, Sample, StreamId  # noqa: E402
-from prober.daemon.scheduler import StreamScheduler  # noqa: E402
+from prober.daemon.requests.scheduler import StreamScheduler  # noqa: E402
 from prober.probe import Prober, ProbeTarget, client_context  # noqa: E402
 from tests.support.certs import make_certs  # noqa: E402
 from tests.support.tls_server import TLSServer  # noqa: E402

@@ -28,7 +28,7 @@ from prober.core.models import RunRecord, rfc3339
 from prober.core.pace import PaceTracker
 from prober.daemon.echo import RecordEcho
 from prober.daemon.logs import LogSink
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 
 MIB = 1024 * 1024
 ROTATION = {"upstream kubelet": 10 * MIB, "OpenShift nodes": 50 * MIB}

@@ -17,7 +17,7 @@ from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 
 if TYPE_CHECKING:
-    from prober.lab.options import LabOptions
+    from prober.lab.infra.options import LabOptions
     from prober.lab.registry import Option
 
 EXAMPLE = """\
@@ -214,7 +214,7 @@ def _platforms(text: str, known: list[str]) -> list[str]:
 def lab_options(args: argparse.Namespace, platform: str) -> LabOptions:
     """The run's options from its flags; each platform's run replaces `platform`, and the
     lab always stands up three masters."""
-    from prober.lab.options import LabOptions  # noqa: PLC0415
+    from prober.lab.infra.options import LabOptions  # noqa: PLC0415
 
     return options_of(LabOptions, args, unflagged=("servers",), platform=platform)
 

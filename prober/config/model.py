@@ -80,7 +80,7 @@ class Config:
     node: str | None = None
     log_format: str = "json"
     log_level: str = "info"
-    # Watch streams (`daemon.watches`): one per LB x protocol on the heartbeat Lease, run as
+    # Watch streams (`daemon.watches.kind`): one per LB x protocol on the heartbeat Lease, run as
     # client-go's reflector does; every constant client-go's by default.
     watches: bool = True
     heartbeat: str = ""  # NAMESPACE/NAME; "": $POD_NAMESPACE/$POD_NAME, else default/prober-<host>

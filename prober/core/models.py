@@ -321,7 +321,7 @@ class IdentitySeen:
 @dataclass(frozen=True, slots=True)
 class ReadyzAnswer:
     """What the prober's own node's apiserver said to `GET /readyz` on the direct path
-    (localhost), asked only while an apiserver restarts (`daemon.readyz`): the tightest
+    (localhost), asked only while an apiserver restarts (`daemon.requests.readyz`): the tightest
     bracket of T1 a pod can have, for its own node's apiserver (`core.instances`). Run
     times; `status` None where it failed unanswered (`error`)."""
 

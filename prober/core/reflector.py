@@ -1,5 +1,5 @@
 """What client-go's reflector does next, given how its last step went: pure decisions, so the
-watch streams (`daemon.watches`) run exactly the loop an informer runs, and the tests walk it
+watch streams (`daemon.watches.kind`) run exactly the loop an informer runs, and the tests walk it
 step by step.
 
     LIST (resourceVersion=0) -> WATCH from the list's version, with bookmarks and a timeout

@@ -1,6 +1,6 @@
 """The seam for kinds of stream: what a kind gives the daemon, and what the daemon gives it.
 
-A kind of stream (requests, and later watches) says which streams it runs for a `Config`,
+A kind of stream (requests, watches) says which streams it runs for a `Config`,
 how it runs them and what it records; `Daemon.run` holds no code of any kind. For each
 registered `StreamKind`, in order:
 

@@ -255,7 +255,7 @@ class Metrics:
 
 
 class WatchMetrics(MetricSet):
-    """The watch streams' series (`daemon.watches`): every label a fixed set of values."""
+    """The watch streams' series (`daemon.watches.kind`): every label a fixed set of values."""
 
     def __init__(self, registry: CollectorRegistry, constant: Mapping[str, str]) -> None:
         super().__init__(registry, WATCH_METRICS, constant)

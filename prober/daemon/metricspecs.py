@@ -24,7 +24,7 @@ ADD_BACK_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0
 GAP_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0)
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 STREAM_LABELS = ("lb", "protocol", "connection")
-# Why the scheduler skipped a tick (`daemon.scheduler`): each series exists from the start.
+# Why the scheduler skipped a tick (`daemon.requests.scheduler`): each series exists from the start.
 BUSY, MAX_IN_FLIGHT, BEHIND = "busy", "max_in_flight", "behind"
 SKIP_REASONS = (BUSY, MAX_IN_FLIGHT, BEHIND)
 WATCH_LABELS = ("lb", "protocol")
@@ -303,7 +303,7 @@ DAEMON_METRICS: tuple[MetricSpec[Any], ...] = (
     BUILD_INFO,
 )
 
-# The watch streams' series (`daemon.watches`): every label a fixed set of values.
+# The watch streams' series (`daemon.watches.kind`): every label a fixed set of values.
 WATCH_ATTEMPTS = MetricSpec(
     Counter,
     "prober_watch_attempts_total",

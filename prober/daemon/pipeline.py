@@ -40,7 +40,7 @@ class Observed:
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """Ticks of a stream that were not sent, and why (`daemon.scheduler`)."""
+    """Ticks of a stream that were not sent, and why (`daemon.requests.scheduler`)."""
 
     stream: StreamId
     reason: str

@@ -5,8 +5,8 @@ what `prober analyze` reads logs with."""
 from __future__ import annotations
 
 from prober.daemon.kinds import KindRegistry
-from prober.daemon.requests import RequestKind
-from prober.daemon.watches import WatchKind
+from prober.daemon.requests.kind import RequestKind
+from prober.daemon.watches.kind import WatchKind
 
 
 def default_kinds() -> KindRegistry:

@@ -14,6 +14,7 @@ from typing import Any, TextIO, TypeVar
 
 from prober.common.exits import ExitCode
 from prober.lab import comparetable
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.platforms import PLATFORMS
 from prober.lab.judges import lossblind, nodeloss, restarts, watchcheck
 from prober.lab.judges.inbounds.run import LAB_RESULT, check_lab_run
@@ -23,7 +24,6 @@ from prober.lab.judges.onnode import NodeResult
 from prober.lab.judges.restartcheck import rows_table
 from prober.lab.judges.survival import HEADERS as SURVIVAL_HEADERS
 from prober.lab.judges.survival import rows as survival_rows
-from prober.lab.options import LabOptions
 from prober.lab.run import LabError, LabResult, default_scale, run_lab
 from prober.report.documents.run_text import describe
 from prober.report.format.tables import seconds, table

@@ -13,7 +13,7 @@ from typing import TextIO
 from prober.common.exits import ExitCode
 from prober.core.durations import format_go_duration
 from prober.lab.commands import report, run_or_interrupted
-from prober.lab.options import LabOptions
+from prober.lab.infra.options import LabOptions
 from prober.lab.run import LabError, LabResult, profile_for
 from prober.lab.watchgrace import (
     GraceComparison,

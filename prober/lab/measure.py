@@ -25,8 +25,8 @@ from prober.lab.infra.daemons import (
     wait_ready,
 )
 from prober.lab.infra.kubelet import DEFAULT_MAX_SIZE
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.processes import ManagedProcess, ProcessError, ProcessGroup
-from prober.lab.options import LabOptions
 from prober.lab.result import Judging, LabResult
 from prober.lab.scenarios.eviction import EVICT_AT, evict
 from prober.lab.scenarios.informers import Informer, start_informers

@@ -16,9 +16,9 @@ from prober.core.durations import format_go_duration
 from prober.core.models import LB
 from prober.lab import checks
 from prober.lab.checks import Check, Reader
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.platforms import SLOW_INTERVAL, Platform, slow_lb
 from prober.lab.measure import Measure, evicted_daemon, one_daemon, upgrade_probers
-from prober.lab.options import LabOptions
 from prober.lab.scenarios.playbook import (
     EARLY_ANSWERS,
     EARLY_FOR,

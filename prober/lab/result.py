@@ -12,17 +12,17 @@ from prober.core.models import LB, StreamCounters
 from prober.lab.infra.cluster import LabCluster
 from prober.lab.infra.cpu_load import Load
 from prober.lab.infra.instances import InstanceTruth
+from prober.lab.infra.options import TOLERANCE, LabOptions
 from prober.lab.infra.platforms import Platform
 from prober.lab.infra.truth import LbTruth, ShutdownTruth
 from prober.lab.judges.answered import AnsweredCheck
-from prober.lab.judges.compare import TOLERANCE, ShutdownResult
+from prober.lab.judges.compare import ShutdownResult
 from prober.lab.judges.informers import Side
 from prober.lab.judges.nodeloss import NodeLoss
 from prober.lab.judges.onnode import NodeResult
 from prober.lab.judges.restartcheck import RestartCheck
 from prober.lab.judges.survival import ContainerFate
 from prober.lab.judges.watchcheck import WatchCheck
-from prober.lab.options import LabOptions
 from prober.lab.scenarios.informers import Informer
 from prober.lab.scenarios.upgrade import Pod
 from prober.report.verdicts.analysis import RunAnalysis

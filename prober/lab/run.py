@@ -17,11 +17,11 @@ from prober.lab.companions import NodeProber
 from prober.lab.infra.backends import ApiserverBackend, backend
 from prober.lab.infra.cluster import LabCluster
 from prober.lab.infra.datapath import choose
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.platforms import PLATFORMS, Platform, as_built
 from prober.lab.infra.processes import ProcessGroup
 from prober.lab.infra.truth import lab_truth
 from prober.lab.measure import Companion, Stage
-from prober.lab.options import LabOptions
 from prober.lab.registry import SCENARIOS, Scenario, scenario_of
 from prober.lab.result import Judging, LabResult
 from prober.lab.scenarios.onnode import check_prober_on

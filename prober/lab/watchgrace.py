@@ -25,7 +25,7 @@ from prober.core.models import LB
 from prober.core.streamkind import KindStreamId
 from prober.core.watch import WATCH, WatchAttempt
 from prober.lab.infra.gracetruth import ServerShutdown, server_shutdowns
-from prober.lab.options import LabOptions
+from prober.lab.infra.options import LabOptions
 from prober.lab.registry import SCENARIOS, misplaced
 from prober.lab.run import LabError, LabResult, profile_for, run_lab
 from prober.report.verdicts.analysis import RunAnalysis

@@ -1,6 +1,6 @@
 """The probe's side of a watch stream: one LIST, one WATCH read to its end, one heartbeat
 write, each a call that returns plain facts and never raises for what the network or the
-server did. The reflector's loop (what to do next) is the daemon's (`daemon.watches`), on
+server did. The reflector's loop (what to do next) is the daemon's (`daemon.watches.kind`), on
 `core.reflector`'s decisions.
 
 Connections are client-go's: on HTTP/2 the watch stream's LISTs and WATCHes share one

@@ -16,8 +16,8 @@ from prober.config import load_config
 from prober.core.header import format_shutdown_header
 from prober.core.models import Connection, Sample, StreamId, Window
 from prober.daemon.app import Daemon
-from prober.daemon.bursts import Slots
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.bursts import Slots
+from prober.daemon.requests.samples import SampleFeed
 from tests.daemon.test_daemon import total
 from tests.support.certs import Certs
 from tests.support.replay import read_log

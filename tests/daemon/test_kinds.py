@@ -19,7 +19,7 @@ from prober.core.models import Interval, RunRecord, Sample, Window
 from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.registry import default_kinds
-from prober.daemon.requests import RequestKind
+from prober.daemon.requests.kind import RequestKind
 from prober.report.replay.replay import replay
 from prober.report.replay.runs import load_runs
 from tests.daemon.test_daemon import total

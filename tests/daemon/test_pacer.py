@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prober.core.models import Pace, PaceChange
-from prober.daemon.pacer import Pacer
+from prober.daemon.requests.pacer import Pacer
 
 
 class Sleeper:

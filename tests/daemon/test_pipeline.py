@@ -26,7 +26,7 @@ from prober.core.models import (
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.logs import LogSink
 from prober.daemon.metrics import Metrics
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 from prober.report.analyze import analyze_runs
 from tests.factories import OTHER, STREAM, fail, ok, sample
 from tests.support.promtool import promtool_problems

@@ -13,7 +13,7 @@ from prober.core.kinds import standard_kinds
 from prober.core.models import LB, RunRecord
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.metrics import Metrics
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 from tests.factories import OTHER, STREAM
 from tests.report.test_restarts import early_run
 from tests.support.promtool import promtool_problems

@@ -9,7 +9,7 @@ import asyncio
 import time
 
 from prober.core.models import LB, Connection, Protocol, Replacement, Sample, StreamId
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.requests.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, client_context
 from tests.support.certs import Certs
 from tests.support.clock import FakeClock

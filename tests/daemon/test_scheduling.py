@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from prober.core.models import Sample
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.requests.scheduler import StreamScheduler
 from prober.daemon.supervisor import Backoff, Supervisor
 from tests.factories import STREAM, ok
 from tests.support.clock import FakeClock, settle

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from prober.core.models import LB, Connection, Pace, PaceChange, Protocol, Sample, StreamId
 from prober.core.pace import PaceTracker
-from prober.daemon.pacer import Pacer
-from prober.daemon.samples import SampleFeed
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.requests.pacer import Pacer
+from prober.daemon.requests.samples import SampleFeed
+from prober.daemon.requests.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 from tests.support.apiservers import LabCerts, StartServer
 from tests.support.clock import FakeClock

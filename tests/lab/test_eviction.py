@@ -11,7 +11,7 @@ from pathlib import Path
 from prober.cli import main
 from prober.core.models import parse_rfc3339
 from prober.lab.infra.daemons import daemon_logs
-from prober.lab.judges.compare import TOLERANCE
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.run import LabOptions, run_lab
 
 

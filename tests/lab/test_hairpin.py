@@ -17,7 +17,7 @@ import pytest
 
 from prober.cli import main
 from prober.core.models import LB, Connection
-from prober.lab.judges.compare import TOLERANCE
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.run import LabOptions, run_lab
 from prober.report.verdicts.verdicts import Status
 from tests.lab.test_lab import unexplained_budget_failures

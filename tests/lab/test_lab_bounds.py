@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from prober.lab.commands import report
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.infra.platforms import PLATFORMS
-from prober.lab.judges.compare import TOLERANCE
 from prober.lab.judges.inbounds.outputs import check_outputs, reader_of
 from prober.lab.judges.inbounds.run import LAB_READERS
 from prober.lab.run import LabOptions, run_lab

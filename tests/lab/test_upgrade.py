@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from prober.core.models import LB
-from prober.lab.judges.compare import TOLERANCE
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.run import LabError, LabOptions, run_lab
 
 MAX_SIZE = 256 * 1024  # a small containerLogMaxSize, so that one lab run can pass it

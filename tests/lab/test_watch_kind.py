@@ -20,7 +20,7 @@ from prober.common.exits import ExitCode
 from prober.config import load_config
 from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
-from prober.daemon.watches import WatchKind
+from prober.daemon.watches.kind import WatchKind
 from prober.fakeapiserver.etcd import EtcdClient, b64
 from prober.lab.infra.etcd import LabEtcd
 from prober.lab.infra.haproxy import free_port

@@ -26,7 +26,7 @@ from prober.core.header import (
 )
 from prober.core.models import LB, Connection, ErrorClass, Protocol, Sample, StreamId
 from prober.daemon.metrics import Metrics
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 from prober.probe import Prober, ProbeTarget, client_context
 from tests.support.certs import Certs
 from tests.support.tls_server import Plan, TLSServer

@@ -33,7 +33,7 @@ from prober.core.models import (
 from prober.core.samenode import Placement
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.pipeline import Event, Observed, Pipeline
-from prober.daemon.samples import SampleFeed
+from prober.daemon.requests.samples import SampleFeed
 from tests.support.clock import FakeClock
 
 START = "2026-11-30T10:00:00.000000Z"

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from prober.config import Config
 from prober.core.budgets import settings_of
@@ -16,6 +16,7 @@ from prober.core.clientgo import scaled, timer
 from prober.core.durations import format_go_duration
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import LB, LBSettings
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.platforms import PLATFORMS, as_built
 from prober.lab.infra.processes import ManagedProcess, ProcessGroup, Tee
 
@@ -106,24 +107,9 @@ def settings_config(settings: LBSettings) -> dict[str, object]:
     return spelled
 
 
-class DaemonOptions(Protocol):
-    """What of a lab run's options shapes its daemons (`lab.options.LabOptions`)."""
-
-    @property
-    def platform(self) -> str: ...
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def interval(self) -> str: ...
-    @property
-    def quiet_interval(self) -> float | None: ...
-    @property
-    def workers(self) -> int | None: ...
-
-
 def daemon_config(
     cluster: LabCluster,
-    options: DaemonOptions,
+    options: LabOptions,
     event_log: Path,
     *,
     lbs: Sequence[LB] | None = None,

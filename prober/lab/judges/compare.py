@@ -175,12 +175,6 @@ def _row(shutdown: ShutdownTruth, ws: WindowStream, lb: LbTruth) -> Row:
     )
 
 
-TOLERANCE = 0.1
-"""Seconds the truth may lie outside the daemon's bound: the three clocks (the daemon's, each
-apiserver's record, HAProxy's log) and the LB's own processing, never the sampling, which the
-bound already accounts for."""
-
-
 def problems(
     results: Sequence[ShutdownResult], tolerance: float, expect_failures: bool
 ) -> list[str]:

@@ -13,7 +13,8 @@ from prober.common.errors import UserError
 from prober.core.budgets import Platform
 from prober.core.models import LB
 from prober.lab.infra.cluster import Apiserver, LabCluster
-from prober.lab.infra.daemons import DaemonOptions, daemon_config, start_daemon, wait_ready
+from prober.lab.infra.daemons import daemon_config, start_daemon, wait_ready
+from prober.lab.infra.options import LabOptions
 from prober.lab.infra.processes import ManagedProcess, ProcessGroup
 
 NODE_DAEMON = "node-run"  # not `prober-run*`: no pod log a gather would collect
@@ -61,7 +62,7 @@ def check_prober_on(
 
 
 async def start_node_prober(
-    cluster: LabCluster, options: DaemonOptions, group: ProcessGroup, out: Path, hostname: str
+    cluster: LabCluster, options: LabOptions, group: ProcessGroup, out: Path, hostname: str
 ) -> NodeRun:
     """The master's network readied, the daemon on it started and sampling."""
     server = next(s for s in cluster.apiservers if s.hostname == hostname)

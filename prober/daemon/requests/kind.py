@@ -28,13 +28,13 @@ from prober.core.models import LB, Protocol, StreamId
 from prober.core.pace import PaceTracker
 from prober.core.samenode import Placement
 from prober.core.streamkind import KindSpec
-from prober.daemon.bursts import BurstSender
 from prober.daemon.kinds import KindContext
-from prober.daemon.pacer import Pacer
 from prober.daemon.pipeline import Sink
-from prober.daemon.readyz import READYZ_PATH, ReadyzPoller
-from prober.daemon.samples import SampleFeed
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.requests.bursts import BurstSender
+from prober.daemon.requests.pacer import Pacer
+from prober.daemon.requests.readyz import READYZ_PATH, ReadyzPoller
+from prober.daemon.requests.samples import SampleFeed
+from prober.daemon.requests.scheduler import StreamScheduler
 from prober.probe import Prober, ProbeTarget, TokenFile, client_context
 
 log = structlog.get_logger("prober.daemon")
@@ -124,7 +124,7 @@ class RequestRun:
 
     def _readyz_poller(self) -> ReadyzPoller | None:
         """The direct path's `/readyz`, asked while an apiserver restarts; None without a
-        localhost target (`daemon.readyz`)."""
+        localhost target (`daemon.requests.readyz`)."""
         direct = [s for s in self.streams if s.lb is LB.LOCALHOST]
         if not direct:
             return None

@@ -10,7 +10,7 @@ back from earlier), then `event(...)` for the trackers' events (`DisruptionStart
 `summary()`, the `Skipped` ticks of `skipped()`, a `PaceChange` after the sample that changed
 the sampling rate (`core.pace`), and what `close()` closes at the end of the run (open
 intervals and windows, as `end`). After the pace, the burst planner hears of the sample, and a
-witness burst it asks for goes to `on_burst` (`daemon.bursts`).
+witness burst it asks for goes to `on_burst` (`daemon.requests.bursts`).
 
 Each sample is labelled same-node or not first (`core.samenode`, by the `Placement` given:
 none, no sample is), and everything after sees the label: the trackers take a same-node sample
@@ -22,7 +22,7 @@ logged like any other, so that every request started is a sample recorded; the t
 pace, the planner and the gap statistics pass over it (`Sample.stopped`): it is no failure.
 
 `SampleFeed` is a `daemon.pipeline.Feed`: the daemon attaches it to its pipeline (the request
-kind does, `daemon.requests`); a test or a benchmark may feed it samples directly.
+kind does, `daemon.requests.kind`); a test or a benchmark may feed it samples directly.
 """
 
 from __future__ import annotations

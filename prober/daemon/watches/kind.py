@@ -44,7 +44,7 @@ from prober.core.watch import (
 from prober.daemon.kinds import KindContext
 from prober.daemon.metrics import WatchMetrics
 from prober.daemon.pipeline import Sink
-from prober.daemon.watchfeed import WatchFeed, WatchSink
+from prober.daemon.watches.feed import WatchFeed, WatchSink
 from prober.probe.credentials import TokenFile, client_context
 from prober.probe.watcher import Answered, WatchClient, WatchTarget
 from prober.probe.wire.stream import StreamLimits

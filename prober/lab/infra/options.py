@@ -7,7 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prober.core.models import LB
-from prober.lab.judges.compare import TOLERANCE
+
+TOLERANCE = 0.1
+"""Seconds the truth may lie outside the daemon's bound: the three clocks (the daemon's, each
+apiserver's record, HAProxy's log) and the LB's own processing, never the sampling, which the
+bound already accounts for."""
 
 
 @dataclass(frozen=True, slots=True)

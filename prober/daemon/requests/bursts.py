@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.models import LB, Connection
-from prober.daemon.scheduler import StreamScheduler
+from prober.daemon.requests.scheduler import StreamScheduler
 from prober.daemon.supervisor import Supervisor
 
 

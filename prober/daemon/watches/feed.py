@@ -1,4 +1,4 @@
-"""The watch kind's part of the pipeline (`daemon.watches`): its records through the
+"""The watch kind's part of the pipeline (`daemon.watches.kind`): its records through the
 `WatchTracker`, then to every sink; and the sink that turns them into the watch metrics
 (`daemon.metrics.WatchMetrics`) as they come. What the stop cut is counted as `stopped`,
 never as a failed write or attempt (`core.watch.STOPPED`).

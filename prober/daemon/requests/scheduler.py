@@ -9,7 +9,7 @@ reused name, would both falsify what the stream measures); `max_in_flight` when 
 already waits on that many answers; `behind` when the event loop fell more than a gap behind
 (missed ticks are skipped, not fired in a burst).
 
-The mean gap is the pacer's (adaptive sampling, `daemon.pacer`): the window gap while an
+The mean gap is the pacer's (adaptive sampling, `daemon.requests.pacer`): the window gap while an
 apiserver shuts down, a quiet gap otherwise; a quiet sleep is cut short when the window rate
 engages.
 
@@ -35,7 +35,7 @@ import structlog
 from prober.common.clock import Clock
 from prober.core.models import Sample, StreamId
 from prober.daemon.metricspecs import BEHIND, BUSY, MAX_IN_FLIGHT
-from prober.daemon.pacer import Pacer
+from prober.daemon.requests.pacer import Pacer
 
 log = structlog.get_logger("prober.scheduler")
 
@@ -172,7 +172,7 @@ class StreamScheduler:
     def extra(self, burst: int) -> asyncio.Task[bool]:
         """One request now, outside the ticks, as part of witness burst `burst`: a sample of
         this stream like any other, marked with the burst's number. The burst's sender
-        bounds how many are in flight (`daemon.bursts`), so no tick capacity applies; the
+        bounds how many are in flight (`daemon.requests.bursts`), so no tick capacity applies; the
         workers take turns, and `drain` waits for these too. The task's result: whether it
         emitted its sample."""
         worker = self._extras % len(self._workers)
