@@ -19,10 +19,11 @@ from prober.common.clock import Clock
 from prober.core.durations import format_go_duration
 from prober.core.header import RESPONSE_HEADER, format_shutdown_header
 from prober.core.numbers import is_decimal
+from prober.core.truthlog import EarlyRequest, LateConnection
 from prober.fakeapiserver import discovery, resources
 from prober.fakeapiserver.api import Api, ApiAnswer, WatchStart
 from prober.fakeapiserver.audit import AuditLog, audit_event, response_status
-from prober.fakeapiserver.early import TIMEOUT, EarlyAnswers, EarlyRequest
+from prober.fakeapiserver.early import TIMEOUT, EarlyAnswers
 from prober.fakeapiserver.events import RequestStarted
 from prober.fakeapiserver.lifecycle import Lifecycle, Startup
 from prober.fakeapiserver.metrics import ServerMetrics
@@ -299,12 +300,10 @@ class Application:
             )
             if not exchange.conn.late_reported:
                 exchange.conn.late_reported = True
-                self.truth.record(
-                    "LateConnections",
-                    conn=exchange.conn.id,
-                    path=exchange.path,
-                    user_agent=exchange.user_agent,
+                late = LateConnection(
+                    conn=exchange.conn.id, path=exchange.path, user_agent=exchange.user_agent
                 )
+                self.truth.write(late)
 
     # -- routing --------------------------------------------------------------------------
     def _route(self, exchange: Exchange) -> Response:

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from prober.common.clock import Clock
+from prober.core.truthlog import PeerGoaway, ProtocolError
 from prober.fakeapiserver import events as ev
 from prober.fakeapiserver.api import MAX_BODY
 from prober.fakeapiserver.app import Application, ConnInfo, Exchange, Response
@@ -223,10 +224,10 @@ class ServerConnection(asyncio.Protocol):
             elif isinstance(event, ev.StreamAborted):
                 self._aborted(event.stream_id)
             elif isinstance(event, ev.ProtocolFailed) and self._close_reason is None:
-                self.server.truth.record("protocol_error", conn=self.info.id, reason=event.reason)
+                self.server.truth.write(ProtocolError(conn=self.info.id, reason=event.reason))
                 self._close_reason = "protocol-error"
             elif isinstance(event, ev.PeerClosed) and event.reason != "eof":
-                self.server.truth.record("peer_goaway", conn=self.info.id, reason=event.reason)
+                self.server.truth.write(PeerGoaway(conn=self.info.id, reason=event.reason))
 
     def _aborted(self, stream_id: int) -> None:
         """The client reset the stream: forget its request, answer or watch."""

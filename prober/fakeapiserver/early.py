@@ -23,10 +23,11 @@ server, and only this record has it (the audit log has what was answered).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from prober.common.clock import Clock
+from prober.core.truthlog import EarlyAnswered, EarlyRequest
 from prober.fakeapiserver import resources
 from prober.fakeapiserver.lifecycle import Startup
 from prober.fakeapiserver.options import EarlyAnswer, User
@@ -49,22 +50,6 @@ TIMEOUT = resources.encode(
         True,
     )
 )
-
-
-@dataclass(frozen=True, slots=True)
-class EarlyRequest:
-    """What the truth keeps of a request answered before the server could serve."""
-
-    audit_id: str
-    conn: int
-    stream: int
-    protocol: str
-    method: str
-    path: str
-    peer: str
-    user_agent: str
-    received: float  # wall, its headers arrived
-    after_ready: bool  # /readyz was true when it arrived
 
 
 @dataclass(eq=False, slots=True)
@@ -118,10 +103,8 @@ class EarlyAnswers:
         self._held.clear()
 
     def _record(self, request: EarlyRequest, status: int | None, how: str) -> None:
-        fields: dict[str, Any] = asdict(request)
-        self.truth.record(
-            "early_answer", answer=self.answer.value, status=status, how=how, **fields
-        )
+        answer = self.answer.value
+        self.truth.write(EarlyAnswered(request=request, answer=answer, status=status, how=how))
 
 
 def forbidden(info: RequestInfo, path: str, user: User) -> dict[str, Any]:

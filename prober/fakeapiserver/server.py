@@ -19,6 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from prober.common.clock import Clock, SystemClock
+from prober.core.truthlog import (
+    SIGNAL_TYPES,
+    STARTUP_TYPES,
+    ConnectionClosed,
+    ConnectionOpened,
+    GoawaySent,
+    LifecycleSignal,
+    Listening,
+    RetryAfterTotal,
+    ShutdownInitiated,
+)
 from prober.fakeapiserver.app import Application
 from prober.fakeapiserver.audit import MEGABYTE, AuditLog
 from prober.fakeapiserver.connection import ServerConnection, Watch
@@ -149,13 +160,14 @@ class ApiServer:
         self._lifecycle_task = asyncio.create_task(
             self._run_lifecycle(), name=f"apiserver {self.options.hostname} lifecycle"
         )
-        self.truth.record(
-            "listening",
-            port=self.ports.port,
-            plain_port=plain_port,
-            holder=self.holder,
-            early_ready=self.options.early_ready,
-            early_answer=self.options.early_answer.value,
+        self.truth.write(
+            Listening(
+                port=self.ports.port,
+                plain_port=plain_port,
+                holder=self.holder,
+                early_ready=self.options.early_ready,
+                early_answer=self.options.early_answer.value,
+            )
         )
         self.startup.listening()
         hooks = None
@@ -255,41 +267,36 @@ class ApiServer:
     def connection_opened(self, connection: ServerConnection) -> None:
         info = connection.info
         self.connections[info.id] = connection
-        self.truth.record(
-            "connection_opened",
-            mono=info.accepted_mono,
+        opened = ConnectionOpened(
             conn=info.id,
             peer=f"{info.peer_ip}:{info.peer_port}",
             tls=info.tls,
             protocol=info.protocol or None,
             late=info.late,
         )
+        self.truth.write(opened, mono=info.accepted_mono)
         if self.lifecycle.stopped_listening:  # accepted just before the listener closed
             connection.shutdown("shutdown")
 
     def connection_closed(self, connection: ServerConnection, by: str, reason: str) -> None:
         info = connection.info
         self.connections.pop(info.id, None)
-        self.truth.record(
-            "connection_closed",
-            mono=connection.close_mono,
-            wall=connection.close_wall,
+        closed = ConnectionClosed(
             conn=info.id,
             protocol=info.protocol or None,
             by=by,
             reason=reason,
             requests=connection.requests,
         )
+        self.truth.write(closed, mono=connection.close_mono, wall=connection.close_wall)
         self._check_all_closed()
 
     def goaway_sent(self, connection: ServerConnection, last_stream_id: int, reason: str) -> None:
         self.metrics.goaways[reason] += 1
-        self.truth.record(
-            "goaway",
-            conn=connection.info.id,
-            last_stream_id=last_stream_id,
-            error_code=0,
-            reason=reason,
+        self.truth.write(
+            GoawaySent(
+                conn=connection.info.id, last_stream_id=last_stream_id, error_code=0, reason=reason
+            )
         )
 
     def watch_started(self, watch: Watch) -> None:
@@ -311,16 +318,19 @@ class ApiServer:
             self._connections_closed.set()
 
     def _on_startup(self, name: str, stamp: SignalTime) -> None:
-        self.truth.record(name, mono=stamp.mono, wall=stamp.wall, holder=self.holder)
+        instant = STARTUP_TYPES[name](holder=self.holder)
+        self.truth.write(instant, mono=stamp.mono, wall=stamp.wall)
         log.info("%s %s", self.options.hostname, name)
 
     def _on_signal(self, signal: Signal, stamp: SignalTime, trigger: str) -> None:
-        fields: dict[str, Any] = {}
+        record: LifecycleSignal
         if signal is Signal.SHUTDOWN_INITIATED:
-            fields = {"trigger": trigger, "delay": self.options.shutdown_delay}
+            record = ShutdownInitiated(trigger=trigger, delay=self.options.shutdown_delay)
             if self.storage is not None:
                 self._spawn("identity lease stop", self.storage.identity.stop())
-        self.truth.record(signal.value, mono=stamp.mono, wall=stamp.wall, **fields)
+        else:
+            record = SIGNAL_TYPES[signal.value]()
+        self.truth.write(record, mono=stamp.mono, wall=stamp.wall)
         log.info("%s %s", self.options.hostname, signal.value)
 
     async def _run_lifecycle(self) -> None:
@@ -362,9 +372,8 @@ class ApiServer:
         if self.metrics.retry_after:
             # Refusals are not audited (upstream's filter answers before the audit does): the
             # truth keeps their count, which /metrics loses with the process.
-            self.truth.record(
-                "retry_after_total", codes=dict(sorted(self.metrics.retry_after.items()))
-            )
+            codes = dict(sorted(self.metrics.retry_after.items()))
+            self.truth.write(RetryAfterTotal(codes=codes))
         if self.storage is not None:
             self.storage.close()
         self.truth.close()

@@ -11,6 +11,7 @@ from typing import Any
 
 from prober.common.clock import Clock
 from prober.core.models import rfc3339
+from prober.core.truthlog import Compacted, LeaseWritten
 from prober.fakeapiserver.api import Api
 from prober.fakeapiserver.controllers import Compactor, IdentityLease
 from prober.fakeapiserver.etcd import EtcdClient
@@ -60,14 +61,15 @@ class Storage:
 
     def _written(self, verb: str, obj: dict[str, Any]) -> None:
         metadata, spec = obj.get("metadata", {}), obj.get("spec", {})
-        self.truth.record(
-            "lease_written",
-            verb=verb,
-            namespace=metadata.get("namespace"),
-            name=metadata.get("name"),
-            revision=int(metadata.get("resourceVersion", 0)),
-            holder=spec.get("holderIdentity"),
-            renew_time=spec.get("renewTime"),
+        self.truth.write(
+            LeaseWritten(
+                verb=verb,
+                namespace=metadata.get("namespace"),
+                name=metadata.get("name"),
+                revision=int(metadata.get("resourceVersion", 0)),
+                holder=spec.get("holderIdentity"),
+                renew_time=spec.get("renewTime"),
+            )
         )
 
     def _identity_written(self, lease: dict[str, Any]) -> None:
@@ -75,7 +77,7 @@ class Storage:
         self.identity_written.set()
 
     def _compacted(self, revision: int) -> None:
-        self.truth.record("compacted", revision=revision)
+        self.truth.write(Compacted(revision=revision))
 
     def close(self) -> None:
         self.etcd.close()

@@ -1,26 +1,24 @@
 """Ground truth: what the server did and when, for checking what the prober measured.
 
-One JSON object per line, each with `event`, `host` (the hostname), `apiserver` (its id),
-`wall` (epoch seconds), `ts` (RFC 3339) and `mono` (CLOCK_MONOTONIC seconds, comparable across
-processes on one Linux machine). Events: `listening` (with `holder`, the identity Lease's
-holder: this process's identity, and the early-ready mode: `early_ready` seconds, 0 when off,
-and `early_answer`), `ready` (/readyz went true) and `serving` (it can serve), each with
-`holder` (`lifecycle.Startup`), `early_answer` for each request answered before it could
-serve (`early.py`), every lifecycle signal by its upstream name (with `trigger` on
-ShutdownInitiated), `connection_opened`, `goaway`, `connection_closed`,
-`LateConnections`, `protocol_error`, `peer_goaway`; at the process's end,
-`retry_after_total` (`codes`: requests refused during shutdown, by status, when there were
-any).
+The records are `core.truthlog`'s, one JSON line each through the event log's codec
+(`core.eventlog.encode`); the writer stamps each with this server and the instant. Who writes
+what: `server.py` `listening`, the startup instants, every lifecycle signal by its upstream
+name, the connections' opening, GOAWAY and close, and at the process's end
+`retry_after_total`; `connection.py` `protocol_error` and `peer_goaway`; `app.py`
+`LateConnections`; `early.py` `early_answer`; `watches.py` the watches; `storage.py` the
+Lease writes and compactions.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypeVar
 
 from prober.common.clock import Clock
-from prober.core.models import rfc3339
+from prober.core.eventlog import encode
+from prober.core.truthlog import TruthRecord, stamp
+
+R = TypeVar("R", bound=TruthRecord)
 
 
 class TruthLog:
@@ -30,7 +28,7 @@ class TruthLog:
         self, path: Path | None, clock: Clock, host: str, apiserver: str, keep: bool = False
     ) -> None:
         self._clock = clock
-        self._base = {"host": host, "apiserver": apiserver}
+        self._host, self._apiserver = host, apiserver
         self._file: IO[bytes] | None = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -38,20 +36,18 @@ class TruthLog:
             # is one write(2) to an O_APPEND file, so a SIGKILL (the crash scenario) never
             # leaves half a line for the restarted server to append to.
             self._file = Path(path).open("ab", buffering=0)  # noqa: SIM115
-        self.records: list[dict[str, Any]] | None = [] if keep else None
+        self.records: list[TruthRecord] | None = [] if keep else None
 
-    def record(
-        self, event: str, mono: float | None = None, wall: float | None = None, **fields: Any
-    ) -> dict[str, Any]:
+    def write(self, record: R, *, mono: float | None = None, wall: float | None = None) -> R:
+        """`record` stamped with this server and the instant (now, unless given), written."""
         mono = self._clock.monotonic() if mono is None else mono
         wall = self._clock.wall() if wall is None else wall
-        entry = {"event": event, **self._base, "wall": wall, "ts": rfc3339(wall), "mono": mono}
-        entry.update(fields)
+        stamped = stamp(record, host=self._host, apiserver=self._apiserver, wall=wall, mono=mono)
         if self._file is not None:
-            self._file.write((json.dumps(entry, separators=(",", ":")) + "\n").encode())
+            self._file.write((encode(stamped) + "\n").encode())
         if self.records is not None:
-            self.records.append(entry)
-        return entry
+            self.records.append(stamped)
+        return stamped
 
     def close(self) -> None:
         if self._file is not None:

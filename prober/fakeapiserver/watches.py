@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Protocol
 
+from prober.core.truthlog import SyntheticWatchesEnded, WatchEnded, WatchStarted
 from prober.fakeapiserver.connection import Watch
 from prober.fakeapiserver.lifecycle import Lifecycle
 from prober.fakeapiserver.truth import TruthLog
@@ -46,9 +47,7 @@ class WatchTruth:
 
     def started(self, watch: Watch) -> None:
         exchange = watch.exchange
-        self.truth.record(
-            "watch_started",
-            mono=watch.started_mono,
+        started = WatchStarted(
             conn=exchange.conn.id,
             stream=exchange.stream_id,
             peer=f"{exchange.conn.peer_ip}:{exchange.conn.peer_port}",
@@ -56,6 +55,7 @@ class WatchTruth:
             path=exchange.target,
             phase=self.lifecycle.phase(watch.started_mono),
         )
+        self.truth.write(started, mono=watch.started_mono)
 
     def ended(self, watch: Watch | SyntheticWatch) -> None:
         mono = self.lifecycle.clock.monotonic()
@@ -68,9 +68,7 @@ class WatchTruth:
             self._synthetic_span = [self._synthetic_span[0] if self._synthetic_span else mono, mono]
             return
         exchange = watch.exchange
-        self.truth.record(
-            "watch_ended",
-            mono=mono,
+        ended = WatchEnded(
             conn=exchange.conn.id,
             stream=exchange.stream_id,
             how=watch.how,
@@ -79,10 +77,11 @@ class WatchTruth:
             seconds=round(mono - watch.started_mono, 6),
             drain_rank=rank,
         )
+        self.truth.write(ended, mono=mono)
 
     def close(self) -> None:
         if self._synthetic:
             first, last = self._synthetic_span
-            self.truth.record(
-                "synthetic_watches_ended", ended=dict(self._synthetic), first=first, last=last
+            self.truth.write(
+                SyntheticWatchesEnded(ended=dict(self._synthetic), first=first, last=last)
             )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from prober.core.header import apiserver_id, find_header, parse_shutdown_header
+from prober.core.truthlog import LateConnection, of_kind
 from prober.fakeapiserver.app import Application, ConnInfo, Response
 from prober.fakeapiserver.audit import AuditLog
 from prober.fakeapiserver.events import RequestStarted
@@ -237,7 +238,7 @@ async def test_late_connections_are_annotated_counted_and_reported(harness: Harn
     )
     metrics = harness.request("/metrics", AUTH, conn=early).body.decode()
     assert "\napiserver_request_late_graceful_termination_total 2\n" in metrics
-    late_records = [r for r in harness.truth.records or [] if r["event"] == "LateConnections"]
+    late_records = of_kind(harness.truth.records or [], LateConnection)
     assert len(late_records) == 1, "one LateConnections record per connection"
 
 

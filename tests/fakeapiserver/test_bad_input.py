@@ -10,6 +10,7 @@ import struct
 import httpx
 import pytest
 
+from prober.core.truthlog import ConnectionClosed, of_kind
 from tests.fakeapiserver.rawclient import PREFACE, RawH2, open_tls
 from tests.support.apiservers import TOKEN, LabCerts, Running, StartServer
 from tests.support.waiting import until
@@ -33,8 +34,7 @@ async def read_all(reader: asyncio.StreamReader) -> bytes:
 
 
 def closed_reasons(running: Running) -> list[str]:
-    records = running.server.truth.records or []
-    return [r["reason"] for r in records if r["event"] == "connection_closed"]
+    return [r.reason for r in of_kind(running.server.truth.records or [], ConnectionClosed)]
 
 
 @pytest.mark.parametrize(

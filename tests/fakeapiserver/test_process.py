@@ -12,13 +12,25 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from prober.core.header import apiserver_id
+from prober.core.truthlog import (
+    ConnectionOpened,
+    EarlyAnswered,
+    Listening,
+    NotAcceptingNewRequest,
+    ShutdownInitiated,
+    TruthRecord,
+    first,
+    of_kind,
+)
+from prober.lab.infra.truth import read_truth
 from tests.fakeapiserver.rawclient import RawH2
 from tests.fakeapiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
-from tests.support.apiservers import TOKEN, LabCerts, read_audit, read_truth
+from tests.support.apiservers import TOKEN, LabCerts, read_audit
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
@@ -26,6 +38,7 @@ API = "/api/v1/namespaces/default"
 AUTH = f"Authorization: Bearer {TOKEN}"
 ASK = "X-Openshift-If-Disruption: true"
 HOST = apiserver_id("master-7")
+R = TypeVar("R", bound=TruthRecord)
 
 
 @dataclass
@@ -39,12 +52,11 @@ class Process:
     def url(self, path: str) -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
-    async def wait_truth(self, event: str, timeout: float = 15.0) -> dict:
-        def found() -> dict | None:
-            records = read_truth(self.truth) if self.truth.exists() else []
-            return next((r for r in records if r["event"] == event), None)
+    async def wait_truth(self, kind: type[R], timeout: float = 15.0) -> R:
+        def found() -> R | None:
+            return first(read_truth(self.truth), kind) if self.truth.exists() else None
 
-        return await until(found, f"a {event} truth record", timeout)
+        return await until(found, f"a {kind.KIND} truth record", timeout)
 
     async def curl(self, *args: str) -> tuple[int, str]:
         return await run("curl", "-sS", "-i", "--cacert", str(self.certs.ca), *args)
@@ -97,7 +109,7 @@ async def start_process(
 
 def signals(truth: Path, order: list) -> list[str]:
     names = {s.value for s in order}
-    return [r["event"] for r in read_truth(truth) if r["event"] in names]
+    return [r.KIND for r in read_truth(truth) if r.KIND in names]
 
 
 async def test_sigterm_with_retry_after_seen_by_curl_and_nghttp(
@@ -126,12 +138,12 @@ async def test_sigterm_with_retry_after_seen_by_curl_and_nghttp(
     await watcher.read_until(lambda c: all(s.body for s in c.streams.values()))
 
     server.proc.send_signal(signal.SIGTERM)
-    await server.wait_truth("ShutdownInitiated")
+    await server.wait_truth(ShutdownInitiated)
     code, out = await server.curl("--http2", server.url("/readyz"))
     assert out.startswith("HTTP/2 500")
     assert out.endswith("[-]shutdown failed: reason withheld\nreadyz check failed\n")
 
-    await server.wait_truth("NotAcceptingNewRequest")
+    await server.wait_truth(NotAcceptingNewRequest)
     code, out = await server.curl("--http2", "-H", AUTH, server.url(API))
     assert out.startswith("HTTP/2 429")
     assert "retry-after: 5\r\n" in out
@@ -167,7 +179,7 @@ async def test_admin_trigger_without_retry_after_nghttp_sees_goaway_then_its_str
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     try:
-        await server.wait_truth("connection_opened")
+        await server.wait_truth(ConnectionOpened)
         code, out = await server.curl("-X", "POST", "-H", AUTH, server.url("/_lab/shutdown"))
         assert " 202" in out.splitlines()[0]
         out = (await asyncio.wait_for(watch.communicate(), 15))[0].decode()
@@ -184,8 +196,9 @@ async def test_admin_trigger_without_retry_after_nghttp_sees_goaway_then_its_str
     assert code == 7, "the listener is closed: connection refused"
     assert await server.exit_code() == 0
     assert signals(server.truth, NO_RETRY_AFTER_ORDER) == [s.value for s in NO_RETRY_AFTER_ORDER]
-    started = next(r for r in read_truth(server.truth) if r["event"] == "ShutdownInitiated")
-    assert started["trigger"] == "admin"
+    started = first(read_truth(server.truth), ShutdownInitiated)
+    assert started is not None
+    assert started.trigger == "admin"
 
 
 async def test_sigkill_is_a_crash_without_lifecycle_signals(start_process: Callable) -> None:
@@ -229,10 +242,10 @@ async def test_early_ready_says_ok_and_curl_meets_a_403_with_the_header(
     assert out.startswith("HTTP/2 403")
     header = f"shutdown=false shutdown-delay-duration=0s elapsed=0s host={HOST}"
     assert f"x-openshift-disruption: {header}\r\n" in out
-    record = await server.wait_truth("early_answer")
-    assert (record["audit_id"], record["status"], record["how"]) == ("curl-early", 403, "answered")
-    assert record["after_ready"]
-    (listening,) = [r for r in read_truth(server.truth) if r["event"] == "listening"]
-    assert (listening["holder"], listening["early_ready"]) == (ready["holder"], 60.0)
+    record = await server.wait_truth(EarlyAnswered)
+    assert (record.request.audit_id, record.status, record.how) == ("curl-early", 403, "answered")
+    assert record.request.after_ready
+    (listening,) = of_kind(read_truth(server.truth), Listening)
+    assert (listening.holder, listening.early_ready) == (ready["holder"], 60.0)
     (audited,) = [e for e in read_audit(server.audit) if e["auditID"] == "curl-early"]
     assert audited["responseStatus"]["code"] == 403

@@ -14,6 +14,14 @@ import httpx
 import pytest
 
 from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_header
+from prober.core.truthlog import (
+    ConnectionClosed,
+    ConnectionOpened,
+    GoawaySent,
+    HTTPServerStoppedListening,
+    RetryAfterTotal,
+    of_kind,
+)
 from prober.fakeapiserver import Signal
 from tests.fakeapiserver.rawclient import RawH2, open_tls
 from tests.fakeapiserver.test_lifecycle import NO_RETRY_AFTER_ORDER, RETRY_AFTER_ORDER
@@ -54,7 +62,7 @@ def shutdown_header(response: httpx.Response) -> ShutdownHeader:
 
 def signals(running: Running) -> list[str]:
     names = {s.value for s in Signal}
-    return [r["event"] for r in running.server.truth.records or [] if r["event"] in names]
+    return [r.KIND for r in running.server.truth.records or [] if r.KIND in names]
 
 
 async def test_full_lifecycle_with_retry_after(start_server: StartServer, certs: LabCerts) -> None:
@@ -125,20 +133,23 @@ async def test_full_lifecycle_with_retry_after(start_server: StartServer, certs:
 
     assert signals(running) == [s.value for s in RETRY_AFTER_ORDER]
     records = running.server.truth.records or []
-    stopped = next(i for i, r in enumerate(records) if r["event"] == "HTTPServerStoppedListening")
-    reasons = {r["reason"] for r in records if r["event"] == "goaway"}
+    stopped = next(i for i, r in enumerate(records) if isinstance(r, HTTPServerStoppedListening))
+    reasons = {r.reason for r in of_kind(records, GoawaySent)}
     assert reasons == {"retry-after", "shutdown"}
-    assert all(i > stopped for i, r in enumerate(records) if r.get("reason") == "shutdown"), (
-        "shutdown GOAWAYs follow HTTPServerStoppedListening"
-    )
-    opened = {r["conn"] for r in records if r["event"] == "connection_opened"}
-    closed = {r["conn"] for r in records if r["event"] == "connection_closed"}
+    shutdowns = [
+        i
+        for i, r in enumerate(records)
+        if isinstance(r, GoawaySent | ConnectionClosed) and r.reason == "shutdown"
+    ]
+    assert all(i > stopped for i in shutdowns), "shutdown GOAWAYs follow HTTPServerStoppedListening"
+    opened = {r.conn for r in of_kind(records, ConnectionOpened)}
+    closed = {r.conn for r in of_kind(records, ConnectionClosed)}
     assert opened == closed
-    monos = [r["mono"] for r in records]
+    monos = [r.mono for r in records]
     assert monos == sorted(monos)
     # The four refused requests, which the audit log never sees, are counted at the end.
-    assert records[-1]["event"] == "retry_after_total"
-    assert records[-1]["codes"] == {"429": 4}
+    assert isinstance(records[-1], RetryAfterTotal)
+    assert records[-1].codes == {"429": 4}
 
     audit = {e["auditID"]: e for e in read_audit(running.server.options.audit_log)}
     assert audit["late-one"]["annotations"]["openshift.io/during-graceful"] == (
@@ -229,9 +240,9 @@ async def test_goaway_chance_moves_http2_clients_to_new_connections(
     async with clients(running, certs) as by_mode:
         client = by_mode["http2", "reused"]
         ids = [(await client.get("/readyz")).headers["x-connection-id"] for _ in range(300)]
-    goaways = [r for r in running.server.truth.records or [] if r["event"] == "goaway"]
+    goaways = of_kind(running.server.truth.records or [], GoawaySent)
     assert goaways
-    assert {r["reason"] for r in goaways} == {"goaway-chance"}
+    assert {r.reason for r in goaways} == {"goaway-chance"}
     # None is lost: each GOAWAY ends a connection, and the next request comes on a new one.
     moves = sum(1 for before, after in itertools.pairwise(ids) if before != after)
     assert len(goaways) - 1 <= moves <= len(goaways)  # the last answer may carry one

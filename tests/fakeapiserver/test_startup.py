@@ -8,13 +8,23 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 from hyperframe.frame import RstStreamFrame
 
 from prober.core.header import RESPONSE_HEADER, ShutdownHeader, parse_shutdown_header
+from prober.core.truthlog import (
+    EarlyAnswered,
+    LeaseWritten,
+    Listening,
+    Ready,
+    Serving,
+    StartupInstant,
+    TruthRecord,
+    of_kind,
+)
 from prober.fakeapiserver.options import EarlyAnswer
 from prober.lab.infra.etcd import LabEtcd
 from tests.fakeapiserver.rawclient import RawH2
@@ -32,6 +42,7 @@ API = "/api/v1/namespaces/default"
 HEADERS = {"X-Openshift-If-Disruption": "true", "Authorization": f"Bearer {TOKEN}"}
 H2_HEADERS = [(k.lower(), v) for k, v in HEADERS.items()]
 HOOK = "poststarthook/start-kube-apiserver-identity-lease-controller"
+R = TypeVar("R", bound=TruthRecord)
 
 
 def client(
@@ -40,13 +51,14 @@ def client(
     return running_client(running, certs, HEADERS, http2=http2)
 
 
-def records(running: Running, event: str | None = None) -> list[dict[str, Any]]:
-    kept = running.server.truth.records or []
-    return [r for r in kept if event is None or r["event"] == event]
+def records(running: Running, kind: type[R]) -> list[R]:
+    return of_kind(running.server.truth.records or [], kind)
 
 
-def early(running: Running, audit_id: str) -> dict[str, Any] | None:
-    return next((r for r in records(running, "early_answer") if r["audit_id"] == audit_id), None)
+def early(running: Running, audit_id: str) -> EarlyAnswered | None:
+    return next(
+        (r for r in records(running, EarlyAnswered) if r.request.audit_id == audit_id), None
+    )
 
 
 def audited(running: Running) -> dict[str, dict[str, Any]]:
@@ -90,19 +102,17 @@ async def test_health_checks_fail_until_the_post_start_hooks_finish(
             answer = await http.get(path)
             assert (answer.status_code, answer.text) == (200, "ok"), path
 
-    listening, serving, ready = (records(running, e)[0] for e in ("listening", "serving", "ready"))
-    assert [
-        r["event"] for r in records(running) if r["event"] in ("listening", "ready", "serving")
-    ] == [
-        "listening",
-        "serving",
-        "ready",
+    (listening,) = records(running, Listening)
+    (serving,), (ready,) = records(running, Serving), records(running, Ready)
+    instants = [
+        r.KIND for r in records(running, TruthRecord) if isinstance(r, Listening | StartupInstant)
     ]
-    assert listening["holder"] == serving["holder"] == ready["holder"] == running.server.holder
-    assert listening["holder"].startswith(host + "_")
-    assert (listening["early_ready"], listening["early_answer"]) == (0.0, "500")
-    assert serving["mono"] == listening["mono"]
-    assert ready["mono"] == listening["mono"] + 5.0
+    assert instants == ["listening", "serving", "ready"]
+    assert listening.holder == serving.holder == ready.holder == running.server.holder
+    assert listening.holder.startswith(host + "_")
+    assert (listening.early_ready, listening.early_answer) == (0.0, "500")
+    assert serving.mono == listening.mono
+    assert ready.mono == listening.mono + 5.0
 
 
 async def test_ready_waits_for_the_identity_lease_under_the_new_holder(
@@ -110,13 +120,13 @@ async def test_ready_waits_for_the_identity_lease_under_the_new_holder(
 ) -> None:
     running = await start_server(etcd_servers=etcd.endpoint)
     await running.server.startup.wait("ready")
-    events = [r["event"] for r in records(running)]
-    (lease, *_) = [r for r in records(running, "lease_written") if r["verb"] == "identity"]
+    events = [r.KIND for r in records(running, TruthRecord)]
+    (lease, *_) = [r for r in records(running, LeaseWritten) if r.verb == "identity"]
     assert events.index("lease_written") < events.index("ready")
-    (ready,) = records(running, "ready")
-    assert lease["holder"] == ready["holder"] == running.server.holder
+    (ready,) = records(running, Ready)
+    assert lease.holder == ready.holder == running.server.holder
     async with client(running, certs) as http:
-        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease['name']}"
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease.name}"
         assert (await http.get(path)).json()["spec"]["holderIdentity"] == running.server.holder
 
 
@@ -168,22 +178,18 @@ async def test_early_ready_says_ok_and_answers_what_it_cannot_serve(
         await clock.advance(10.0)
         assert (await h1.get(API, headers={"Audit-ID": "serving"})).status_code == 200
 
-    (ready,), (serving,) = records(running, "ready"), records(running, "serving")
-    assert serving["mono"] == ready["mono"] + 10.0
+    (ready,), (serving,) = records(running, Ready), records(running, Serving)
+    assert serving.mono == ready.mono + 10.0
     before, *after = (early(running, a) for a in ("before-ready", "early-h1", "early-h2"))
     assert before is not None
-    assert not before["after_ready"]
+    assert not before.request.after_ready
     for record, protocol in zip(after, ("h1", "h2"), strict=True):
         assert record is not None
-        assert record["after_ready"]
-        assert record["protocol"] == protocol
-        assert (record["answer"], record["status"], record["how"]) == (
-            answer.value,
-            status,
-            "answered",
-        )
-        assert record["path"] == API
-        assert record["received"] <= record["wall"]
+        assert record.request.after_ready
+        assert record.request.protocol == protocol
+        assert (record.answer, record.status, record.how) == (answer.value, status, "answered")
+        assert record.request.path == API
+        assert record.request.received <= record.wall
     assert early(running, "bad") is None
     assert early(running, "serving") is None
     logged = audited(running)
@@ -242,8 +248,8 @@ async def test_early_ready_hangs_until_the_client_gives_up_or_the_timeout(
     for audit_id, (status, how) in expected.items():
         record = early(running, audit_id)
         assert record is not None, audit_id
-        assert (record["answer"], record["status"], record["how"]) == ("hang", status, how)
-        assert record["after_ready"]
+        assert (record.answer, record.status, record.how) == ("hang", status, how)
+        assert record.request.after_ready
     assert early(running, "served") is None
     logged = audited(running)
     assert logged["times-out"]["responseStatus"]["code"] == 504
@@ -264,5 +270,5 @@ async def test_a_hang_the_server_holds_when_it_stops_is_cut(
             await request
     record = early(running, "cut")
     assert record is not None
-    assert (record["status"], record["how"]) == (None, "cut")
+    assert (record.status, record.how) == (None, "cut")
     assert "cut" not in audited(running)

@@ -15,6 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
+from prober.core.phase import ShutdownPhase
+from prober.core.truthlog import (
+    Compacted,
+    LeaseWritten,
+    SyntheticWatchesEnded,
+    WatchEnded,
+    first,
+    of_kind,
+)
 from prober.fakeapiserver import server as server_module
 from prober.fakeapiserver.etcd import EtcdClient
 from prober.fakeapiserver.options import OptionsError
@@ -188,8 +197,8 @@ async def test_list_then_watch_from_its_version_with_bookmarks(
             assert bookmark["type"] == "BOOKMARK"
             assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(versions[-1])
     records = running.server.truth.records or []
-    writes = [r for r in records if r["event"] == "lease_written" and r["name"] == "hb"]
-    assert [str(r["revision"]) for r in writes][-3:] == versions
+    writes = [r for r in of_kind(records, LeaseWritten) if r.name == "hb"]
+    assert [str(r.revision) for r in writes][-3:] == versions
 
 
 async def test_a_watch_without_a_version_starts_with_the_current_state_and_selects(
@@ -230,8 +239,8 @@ async def test_timeout_seconds_ends_the_watch_cleanly(
         path = LEASES.format(ns="t") + "?watch=true&timeoutSeconds=1"
         async with watching(http, path) as watch:
             assert await watch.until_end() == []
-    ended = [r for r in running.server.truth.records or [] if r["event"] == "watch_ended"]
-    assert [(r["how"], r["phase"]) for r in ended] == [("timeout", "before")]
+    ended = of_kind(running.server.truth.records or [], WatchEnded)
+    assert [(r.how, r.phase) for r in ended] == [("timeout", ShutdownPhase.BEFORE)]
 
 
 async def gone_or_events(http: httpx.AsyncClient, path: str, since: str) -> dict[str, Any]:
@@ -290,10 +299,9 @@ async def test_compaction_raises_the_floor_beneath_the_cache(
         assert compacted > int(old)
         await until(lambda: running.server.storage.cache.floor >= compacted, "the cache floor")
         assert expired(await gone_or_events(http, path, old))
-    records = running.server.truth.records or []
-    assert {"event": "compacted", "revision": compacted}.items() <= next(
-        r for r in records if r["event"] == "compacted"
-    ).items()
+    record = first(running.server.truth.records or [], Compacted)
+    assert record is not None
+    assert record.revision == compacted
 
 
 async def identity_lease(running: Running, certs: LabCerts, path: str) -> dict[str, Any]:
@@ -374,14 +382,17 @@ async def test_watches_end_at_shutdown_as_the_grace_period_says(
                 await watch.until_end()
         await asyncio.wait_for(running.server.wait_stopped(), 30)
     records = running.server.truth.records or []
-    ended = [r for r in records if r["event"] == "watch_ended"]
-    assert [(r["how"], r["phase"]) for r in ended] == [(how, "after")]
-    synthetic = next(r for r in records if r["event"] == "synthetic_watches_ended")
-    assert synthetic["ended"] == {how: 200}
+    ended = of_kind(records, WatchEnded)
+    assert [(r.how, r.phase) for r in ended] == [(how, ShutdownPhase.AFTER)]
+    synthetic = first(records, SyntheticWatchesEnded)
+    assert synthetic is not None
+    assert synthetic.ended == {how: 200}
     if how == "drained":
-        assert 1 <= ended[0]["drain_rank"] <= 201
+        rank = ended[0].drain_rank
+        assert rank is not None
+        assert 1 <= rank <= 201
         # A rate limiter's floor: 201 watches at max(201 / 2 s, 200 per second).
-        assert synthetic["last"] - synthetic["first"] >= 199 / 200 * 0.95
+        assert synthetic.last - synthetic.first >= 199 / 200 * 0.95
 
 
 async def test_etcd_out_of_reach_at_start_is_one_line(

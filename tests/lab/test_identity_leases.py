@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from prober.config import load_config
+from prober.core.truthlog import LeaseWritten, of_kind
 from prober.k8s.cluster import ClusterAccess
 from prober.k8s.discovery import HostDecoder
 from prober.lab.infra.cluster import kubeconfig
@@ -21,12 +22,8 @@ from tests.support.waiting import until
 
 def writes_by(running: Running) -> int:
     """How often the server wrote its identity Lease (its truth log)."""
-    records = running.server.truth.records or []
-    return sum(
-        1
-        for r in records
-        if r["event"] == "lease_written" and r.get("holder") == running.server.holder
-    )
+    writes = of_kind(running.server.truth.records or [], LeaseWritten)
+    return sum(1 for r in writes if r.holder == running.server.holder)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from prober.core.models import LB
+from prober.core.truthlog import EarlyAnswered, EarlyRequest, Listening
 from prober.fakeapiserver import ApiServer, ApiServerOptions
 from prober.fakeapiserver.options import EarlyAnswer
 from prober.lab.infra.instances import (
@@ -29,6 +30,7 @@ from prober.lab.infra.truth import LbTruth, TruthError, first_up
 from prober.lab.judges.restarts import lb_of, rows
 from tests.support.apiservers import TOKEN, LabCerts
 from tests.support.clock import FakeClock
+from tests.support.truthfiles import at, truth_lines, write_truth
 
 API = "/api/v1/namespaces/default"
 AGENT = "prober/0.1.0 kube-api-http1-internal-lb-new-connections"
@@ -143,14 +145,28 @@ def test_first_up(after: float, before: float, expected: float) -> None:
 
 def test_an_early_record_without_its_status_is_named(tmp_path: Path) -> None:
     path = tmp_path / "truth.jsonl"
-    records = [
-        {"event": "listening", "host": "master-0", "apiserver": "apiserver-x", "wall": 1.0},
-        {"event": "early_answer", "audit_id": "a", "wall": 2.0},
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    early = json.loads(truth_lines([at(2.0, EARLY)]))
+    del early["status"]
+    listening = truth_lines([at(1.0, Listening(port=6443, holder="apiserver-x_1"))])
+    path.write_text(listening + json.dumps(early) + "\n")
     with pytest.raises(TruthError) as raised:
         read_instances(path)
-    assert str(raised.value) == f"{path}: process 1: not an instance's records: KeyError('status')"
+    assert str(raised.value) == f"{path}:2: early_answer: missing field 'status'"
+
+
+def test_a_file_that_does_not_begin_with_listening_is_named(tmp_path: Path) -> None:
+    path = write_truth(tmp_path / "truth.jsonl", [at(2.0, EARLY)])
+    with pytest.raises(TruthError) as raised:
+        read_instances(path)
+    assert str(raised.value) == f"{path}: process 1: no `listening` begins its records"
+
+
+EARLY = EarlyAnswered(
+    request=EarlyRequest(audit_id="a", conn=1, stream=1, protocol="h2", method="GET",
+                         path="/api", peer="198.18.0.2:1", user_agent="curl/8.5.0",
+                         received=1.5, after_ready=True),
+    answer="500", status=500, how="answered",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -17,12 +17,19 @@ from typing import Any
 import pytest
 
 from prober.core.models import LB
+from prober.core.truthlog import (
+    SyntheticWatchesEnded,
+    TerminationGracefulTerminationFinished,
+    WatchEnded,
+    WatchStarted,
+    of_kind,
+)
 from prober.lab.infra.backends import SYNTHETIC_WATCHES
 from prober.lab.infra.cluster import TOKEN, LabCluster
 from prober.lab.infra.platforms import PLATFORMS
 from prober.lab.infra.processes import ProcessGroup
+from prober.lab.infra.truth import process_records
 from prober.lab.scenarios.playbook import play, sigterm
-from tests.support.apiservers import read_truth
 from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -98,17 +105,6 @@ async def rollout_with_clients(tmp_path: Path, platform: str, grace: float) -> L
     return cluster
 
 
-def generations(path: Path) -> list[list[dict[str, Any]]]:
-    """A server's truth, one list per process start."""
-    runs: list[list[dict[str, Any]]] = []
-    for record in read_truth(path):
-        if record["event"] == "listening":
-            runs.append([])
-        if runs:
-            runs[-1].append(record)
-    return runs
-
-
 @pytest.mark.parametrize(
     ("platform", "grace"),
     [("aws", 0.0), pytest.param("metal", 25.0, marks=pytest.mark.matrix)],  # metal: a matrix run
@@ -119,22 +115,22 @@ async def test_real_watches_through_every_lb_survive_a_rolling_restart(
     cluster = await rollout_with_clients(tmp_path, platform, grace)
     hows: dict[str, int] = defaultdict(int)
     for server in cluster.apiservers:
-        stopped = generations(server.truth_path)[0]  # each server was restarted once
-        assert "TerminationGracefulTerminationFinished" in {r["event"] for r in stopped}
-        started = {(r["conn"], r["stream"]) for r in stopped if r["event"] == "watch_started"}
-        ended = {(r["conn"], r["stream"]): r for r in stopped if r["event"] == "watch_ended"}
+        stopped = process_records(server.truth_path)[0]  # each server was restarted once
+        assert of_kind(stopped, TerminationGracefulTerminationFinished)
+        started = {(r.conn, r.stream) for r in of_kind(stopped, WatchStarted)}
+        ended = {(r.conn, r.stream): r for r in of_kind(stopped, WatchEnded)}
         assert started, f"{server.hostname} held no watch"
         assert started == set(ended), "every watch the stopping server held ends in its truth"
         for record in ended.values():
-            hows[record["how"]] += 1
-        (synthetic,) = [r for r in stopped if r["event"] == "synthetic_watches_ended"]
+            hows[record.how] += 1
+        (synthetic,) = of_kind(stopped, SyntheticWatchesEnded)
         if grace == 0:
-            assert synthetic["ended"] == {"cut": SYNTHETIC_WATCHES}
+            assert synthetic.ended == {"cut": SYNTHETIC_WATCHES}
         else:
-            drained = synthetic["ended"]["drained"]
+            drained = synthetic.ended["drained"]
             assert drained == SYNTHETIC_WATCHES, synthetic
             # upstream's floor of 200 per second, on the run's time scale
-            assert synthetic["last"] - synthetic["first"] >= (drained - 1) / (200 / SCALE) * 0.95
+            assert synthetic.last - synthetic.first >= (drained - 1) / (200 / SCALE) * 0.95
     print(dict(hows))
     assert hows["cut" if grace == 0 else "drained"] > 0
     assert set(hows) <= {"cut", "drained", "reset", "client-gone", "timeout"}

@@ -3,19 +3,23 @@ clock (offset 1000 s), each case the problems and findings it must give."""
 
 from __future__ import annotations
 
-import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from prober.core.header import apiserver_id
 from prober.core.models import LB
+from prober.core.phase import ShutdownPhase
+from prober.core.truthlog import Listening, WatchEnded, WatchStarted
 from prober.lab.infra.gracetruth import server_shutdowns
 from prober.lab.infra.sessions import ADDRESS, LOG, NAT, TIME, Session
 from prober.lab.infra.truth import TruthError, read_shutdowns
 from prober.lab.judges.watchcheck import Context, Cut, check_watches, read_truth_watches
 from prober.lab.judges.watchpairs import Joins, MeasuredWatch, TruthWatch, pair
+from tests.support.truthfiles import at as stamped
+from tests.support.truthfiles import truth_lines, write_truth
 
 OFFSET = 1000.0
 S = "kube-api-http2-external-lb-watch"
@@ -113,23 +117,19 @@ def test_two_streams_landing_at_once_get_the_watches_whose_ends_match() -> None:
 
 
 def test_the_truth_file_gives_each_lease_watch_on_the_probers_names(tmp_path: Path) -> None:
-    lines = [
-        {"event": "watch_started", "apiserver": "a", "wall": 5.0, "conn": 1, "stream": 1,
-         "protocol": "h1", "path": "/apis/coordination.k8s.io/v1/leases?watch=true",
-         "phase": "before"},
-        {"event": "watch_started", "apiserver": "a", "wall": 6.0, "conn": 2, "stream": 3,
-         "protocol": "h2", "path": "/api/v1/configmaps?watch=true", "phase": "before"},
-        {"event": "watch_ended", "apiserver": "a", "wall": 9.0, "conn": 1, "stream": 1,
-         "how": "cut", "events": 4},
-        {"event": "watch_started", "apiserver": "a", "wall": 10.0, "conn": 3, "stream": 1,
-         "protocol": "h2", "path": "/apis/coordination.k8s.io/v1/leases?watch=true",
-         "phase": "delay_early"},
-    ]  # fmt: skip
-    path = tmp_path / "truth.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    leases, peer = "/apis/coordination.k8s.io/v1/leases?watch=true", "198.18.0.2:4000"
+    before = ShutdownPhase.BEFORE
+    started = partial(WatchStarted, peer=peer, protocol="h2", path=leases, phase=before)
+    records = [
+        (5.0, started(conn=1, stream=1, protocol="h1")),
+        (6.0, started(conn=2, stream=3, path="/api/v1/configmaps?watch=true")),
+        (9.0, WatchEnded(conn=1, stream=1, how="cut", phase=before, events=4, seconds=4.0)),
+        (10.0, started(conn=3, stream=1, phase=ShutdownPhase.DELAY_EARLY)),
+    ]
+    path = write_truth(tmp_path / "truth.jsonl", [stamped(w, r, apiserver="a") for w, r in records])
     assert read_truth_watches(path, "/leases") == [
-        TruthWatch("a", "http1", 5.0, "before", 9.0, "cut", 4),
-        TruthWatch("a", "http2", 10.0, "delay_early"),
+        TruthWatch("a", "http1", 5.0, "before", 9.0, "cut", 4, peer),
+        TruthWatch("a", "http2", 10.0, "delay_early", peer=peer),
     ]
 
 
@@ -178,25 +178,35 @@ def test_a_re_establish_after_an_end_noticed_late_allows_for_that_notice() -> No
     assert check.rows[1].truth_reestablish == pytest.approx(0.405)
 
 
+LISTENING = truth_lines([stamped(0.5, Listening(port=6443, holder="apiserver-x_1"))])
+
+
 @pytest.mark.parametrize(
     ("line", "why"),
-    [("not json", "Expecting value"), ('{"wall": 1.0}', "'event'"),
-     ('{"event": "listening", "wall": "soon"}', "could not convert"),
-     ('{"event": "watch_started", "wall": 1.0, "conn": 1}', "'stream'")],
+    [("not json", "not JSON: Expecting value"),
+     ('{"event": "listening", "wall": 1.0}', "schema version None"),
+     ('{"v": 1, "kind": "listening", "wall": "soon"}', "listening.wall: expected a number"),
+     ('{"v": 1, "kind": "watch_started", "wall": 1.0, "conn": 1}',
+      "watch_started: missing field 'stream'")],
 )  # fmt: skip
 def test_every_truth_reader_names_the_file_and_line_of_a_bad_record(
     tmp_path: Path, line: str, why: str
 ) -> None:
     path = tmp_path / "truth.jsonl"
-    path.write_text('{"event": "listening", "wall": 0.5}\n' + line + "\n")
-    readers = [read_truth_watches, read_shutdowns, server_shutdowns_of]
-    if "watch_started" in line:
-        readers = [read_truth_watches]  # a watch record's fields are the watch reader's
-    for read in readers:
-        with pytest.raises(
-            TruthError, match=rf"^{re.escape(str(path))}:2: not a .* record: .*{why}"
-        ):
+    path.write_text(LISTENING + line + "\n")
+    for read in (read_truth_watches, read_shutdowns, server_shutdowns_of):
+        with pytest.raises(TruthError, match=rf"^{re.escape(str(path))}:2: {re.escape(why)}"):
             read(path)
+
+
+def test_a_kind_the_reader_does_not_know_and_a_truncated_last_line_are_skipped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "truth.jsonl"
+    later = '{"v": 1, "kind": "written_by_a_newer_fake", "wall": 1.0}\n'
+    path.write_text(LISTENING + later + '{"v": 1, "kind": "watch_st')
+    assert read_shutdowns(path) == []
+    assert read_truth_watches(path) == []
 
 
 def server_shutdowns_of(path: Path) -> object:

@@ -165,7 +165,3 @@ AUDIT_FIELDS = {
     "sourceIPs", "userAgent", "objectRef", "responseStatus", "requestReceivedTimestamp",
     "stageTimestamp", "annotations",
 }  # fmt: skip
-
-
-def read_truth(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]

@@ -197,10 +197,13 @@ class Upstream:
         argv = upstream.with_hostname(
             server.hostname, upstream.kube_apiserver_argv(self.binaries.kube_apiserver, instance)
         )
-        truth = upstream.TruthWriter(server.truth_path, server.hostname, platform.shutdown_delay)
-        return Launch(
-            argv, _event_is(upstream.READY), upstream.lease_env(cluster.identity_renew), truth
+        truth = upstream.TruthWriter(
+            server.truth_path, server.hostname, platform.shutdown_delay, server.port
         )
+        return Launch(
+            argv, upstream.announces(upstream.READY), upstream.lease_env(cluster.identity_renew),
+            truth,
+        )  # fmt: skip
 
 
 def backend(name: str) -> ApiserverBackend:
@@ -211,6 +214,9 @@ def backend(name: str) -> ApiserverBackend:
 
 
 def _event_is(name: str) -> Callable[[str], bool]:
+    """Whether a line is the fake's stdout line of that name (`fakeapiserver/__main__.py`:
+    `{"event": "ready", "holder": ...}`, a line of its own, not of the truth log)."""
+
     def wanted(line: str) -> bool:
         try:
             return bool(json.loads(line).get("event") == name)

@@ -15,8 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from prober.core.truthlog import (
+    HTTPServerStoppedListening,
+    NotAcceptingNewRequest,
+    RetryAfterTotal,
+    SyntheticWatchesEnded,
+    TruthRecord,
+    WatchEnded,
+    first,
+)
 from prober.lab.infra.truth import process_records
 
 SERVER_ENDS = ("drained", "cut")  # how a shutdown ends a watch (the rest are the client's)
@@ -44,31 +52,30 @@ def server_shutdowns(paths: Iterable[Path]) -> tuple[ServerShutdown, ...]:
     return tuple(found)
 
 
-def _shutdown(records: Sequence[dict[str, Any]]) -> ServerShutdown | None:
-    by_event = {r["event"]: r for r in reversed(records)}  # the first of each
-    start = by_event.get("NotAcceptingNewRequest")
+def _shutdown(records: Sequence[TruthRecord]) -> ServerShutdown | None:
+    start = first(records, NotAcceptingNewRequest)
     if start is None:
         return None  # never shut down gracefully: killed at the lab's teardown, or crashed
-    since = float(start["mono"])
+    since = start.mono
     ends = dict.fromkeys(SERVER_ENDS, 0)
     times: list[float] = []
-    synthetic = by_event.get("synthetic_watches_ended")
+    synthetic = first(records, SyntheticWatchesEnded)
     if synthetic is not None:
         for how in SERVER_ENDS:
-            ends[how] += int(synthetic["ended"].get(how, 0))
-        times += [float(synthetic["first"]), float(synthetic["last"])]
+            ends[how] += synthetic.ended.get(how, 0)
+        times += [synthetic.first, synthetic.last]
     for record in records:
-        if record["event"] == "watch_ended" and record.get("how") in SERVER_ENDS:
-            ends[record["how"]] += 1
-            times.append(float(record["mono"]))
-    stopped = by_event.get("HTTPServerStoppedListening")
-    refused = by_event.get("retry_after_total", {}).get("codes", {})
+        if isinstance(record, WatchEnded) and record.how in SERVER_ENDS:
+            ends[record.how] += 1
+            times.append(record.mono)
+    stopped = first(records, HTTPServerStoppedListening)
+    refused = first(records, RetryAfterTotal)
     return ServerShutdown(
-        apiserver=str(start.get("host", "")),
+        apiserver=start.host,
         drained=ends["drained"],
         cut=ends["cut"],
         first=None if not times else round(min(times) - since, 6),
         last=None if not times else round(max(times) - since, 6),
-        stopped=None if stopped is None else round(float(stopped["mono"]) - since, 6),
-        refused=int(refused.get("429", 0)),
+        stopped=None if stopped is None else round(stopped.mono - since, 6),
+        refused=0 if refused is None else refused.codes.get("429", 0),
     )

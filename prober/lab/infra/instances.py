@@ -1,7 +1,7 @@
 """Each apiserver process of a lab run, from its own truth log, and when each LB took it back.
 
 A restart is a new instance: the same host, a new process, a new holder of the host's
-identity Lease. Per instance the fake's records (`fakeapiserver/truth.py`) give when it
+identity Lease. Per instance its truth records (`core.truthlog`) give when it
 listened, when its /readyz went true (`ready`: T1) and when it could serve (`serving`; the
 same instant as listening unless it ran in the early-ready mode, the bug of
 openshift/kubernetes #2730), and every request it answered before it could serve, with its
@@ -18,10 +18,18 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prober.core.instances import instance_label
 from prober.core.models import LB
+from prober.core.truthlog import (
+    EarlyAnswered,
+    Listening,
+    Ready,
+    Serving,
+    TruthRecord,
+    first,
+    of_kind,
+)
 from prober.lab.infra.lbstate import ServerEvent
 from prober.lab.infra.truth import LbTruth, TruthError, first_up, held, process_records
 
@@ -78,48 +86,44 @@ def read_instances(path: Path) -> list[InstanceTruth]:
     """Every instance in one apiserver's truth file, in start order."""
     found = []
     for start, records in enumerate(process_records(path), 1):
-        try:
-            found.append(_instance(start, records))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TruthError(
-                f"{path}: process {start}: not an instance's records: {exc!r}"
-            ) from None
+        listening = first(records, Listening)
+        if listening is None:
+            raise TruthError(f"{path}: process {start}: no `listening` begins its records")
+        found.append(_instance(start, listening, records))
     return found
 
 
-def _instance(start: int, records: Sequence[dict[str, Any]]) -> InstanceTruth:
-    first = {r["event"]: r for r in reversed(records)}
-    listening = first["listening"]
+def _instance(start: int, listening: Listening, records: Sequence[TruthRecord]) -> InstanceTruth:
     return InstanceTruth(
-        hostname=str(listening["host"]),
-        apiserver=str(listening["apiserver"]),
-        holder=str(listening.get("holder", "")),
+        hostname=listening.host,
+        apiserver=listening.apiserver,
+        holder=listening.holder,
         start=start,
-        listening=listening["wall"],
-        ready=_wall(first.get("ready")),
-        serving=_wall(first.get("serving")),
-        early_ready=float(listening.get("early_ready", 0.0)),
-        early=tuple(_early(r) for r in records if r["event"] == "early_answer"),
+        listening=listening.wall,
+        ready=_wall(first(records, Ready)),
+        serving=_wall(first(records, Serving)),
+        early_ready=listening.early_ready,
+        early=tuple(_early(r) for r in of_kind(records, EarlyAnswered)),
     )
 
 
-def _wall(record: dict[str, Any] | None) -> float | None:
-    return None if record is None else float(record["wall"])
+def _wall(record: TruthRecord | None) -> float | None:
+    return None if record is None else record.wall
 
 
-def _early(record: dict[str, Any]) -> EarlyTruth:
-    status = record["status"]
+def _early(record: EarlyAnswered) -> EarlyTruth:
+    asked = record.request
     return EarlyTruth(
-        audit_id=str(record["audit_id"]),
-        received=float(record["received"]),
-        settled=float(record["wall"]),
-        answer=str(record["answer"]),
-        status=None if status is None else int(status),
-        how=str(record["how"]),
-        after_ready=bool(record["after_ready"]),
-        path=str(record["path"]),
-        user_agent=str(record["user_agent"]),
-        peer=str(record["peer"]),
+        audit_id=asked.audit_id,
+        received=asked.received,
+        settled=record.wall,
+        answer=record.answer,
+        status=record.status,
+        how=record.how,
+        after_ready=asked.after_ready,
+        path=asked.path,
+        user_agent=asked.user_agent,
+        peer=asked.peer,
     )
 
 

@@ -1,10 +1,11 @@
 """Ground truth of a lab run: when each apiserver went not-ready, and when each LB stopped
 sending it requests.
 
-Three witnesses, none of them the prober: the fake apiserver's own record of its lifecycle
-signals (`--truth` JSON Lines), HAProxy's log of server state changes, and the lab's record of
-when it took an endpoint out of the service network. From them, per shutdown and LB, the
-instant after which no request of a stream could reach the server any more:
+Three witnesses, none of them the prober: the apiserver's own record of its lifecycle
+signals (its truth log, `core.truthlog`, read here by `read_truth`), HAProxy's log of server
+state changes, and the lab's record of when it took an endpoint out of the service network.
+From them, per shutdown and LB, the instant after which no request of a stream could reach
+the server any more:
 
 * new connections: the LB stops choosing the server (marked down, or out of the endpoints),
   or the server stops listening, whichever comes first;
@@ -18,15 +19,24 @@ Times are wall-clock epoch seconds here; `Reaction` values are seconds after T0.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import typing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prober.common.errors import UserError
+from prober.core.eventlog import EventLogError, EventLogReader
 from prober.core.models import LB
+from prober.core.truthlog import (
+    TRUTH_TYPES,
+    HTTPServerStoppedListening,
+    NotAcceptingNewRequest,
+    ShutdownInitiated,
+    TruthRecord,
+    first,
+    processes,
+)
 from prober.lab.infra.backends import Apiserver
 from prober.lab.infra.lbstate import LabLB, ServerEvent
 
@@ -46,33 +56,21 @@ class ShutdownTruth:
     stopped: float  # HTTPServerStoppedListening: new connections are refused from here
 
 
-_SIGNALS = ("ShutdownInitiated", "NotAcceptingNewRequest", "HTTPServerStoppedListening")
-
-
-def truth_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each record of an apiserver's truth file, with its line number; its `event` is a str
-    and its `wall` a float, as every record the fake writes (`fakeapiserver/truth.py`) has
-    them. A line that is not such a record is TruthError naming the file and the line."""
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+def read_truth(path: Path) -> list[TruthRecord]:
+    """Every record of an apiserver's truth file (`core.truthlog`), through the event log's
+    reader: a truncated last line and kinds it does not know are skipped, any other fault is
+    TruthError naming the file, the line and the field."""
+    with path.open(encoding="utf-8") as lines:
+        reader = EventLogReader(lines, source=str(path), types=TRUTH_TYPES)
         try:
-            record = json.loads(line)
-            if not isinstance(record["event"], str):
-                raise TypeError(f"event {record['event']!r} is not a string")
-            record["wall"] = float(record["wall"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TruthError(f"{path}:{number}: not a truth record: {exc}") from None
-        yield number, record
+            return [typing.cast(TruthRecord, record) for record in reader]
+        except EventLogError as exc:
+            raise TruthError(str(exc)) from None
 
 
-def process_records(path: Path) -> list[list[dict[str, Any]]]:
-    """The records of each server process in one truth file, in order: a restart appends to
-    the same file, and each process begins with its `listening`."""
-    processes: list[list[dict[str, Any]]] = []
-    for _, record in truth_records(path):
-        if record["event"] == "listening" or not processes:
-            processes.append([])
-        processes[-1].append(record)
-    return processes
+def process_records(path: Path) -> list[list[TruthRecord]]:
+    """The records of each server process in one truth file (`core.truthlog.processes`)."""
+    return processes(read_truth(path))
 
 
 def read_shutdowns(path: Path) -> list[ShutdownTruth]:
@@ -81,29 +79,21 @@ def read_shutdowns(path: Path) -> list[ShutdownTruth]:
     A shutdown the file does not finish (the server was killed) ends at infinity: it never
     stopped listening gracefully, the LBs' health checks are the only thing that ends it."""
     shutdowns: list[ShutdownTruth] = []
-    current: dict[str, float] = {}
-    ident: tuple[str, str] = ("", "")
-    for _, record in truth_records(path):
-        event, wall = record["event"], record["wall"]
-        if event == "listening" and current:
-            shutdowns.append(_finish(ident, current))
-            current = {}
-        if event in _SIGNALS:
-            ident = (str(record.get("host", "")), str(record.get("apiserver", "")))
-            current.setdefault(event, wall)
-    if current:
-        shutdowns.append(_finish(ident, current))
+    for process in process_records(path):
+        t0 = first(process, ShutdownInitiated)
+        if t0 is not None:
+            not_accepting = first(process, NotAcceptingNewRequest)
+            stopped = first(process, HTTPServerStoppedListening)
+            shutdowns.append(
+                ShutdownTruth(
+                    hostname=t0.host,
+                    apiserver=t0.apiserver,
+                    t0=t0.wall,
+                    not_accepting=math.inf if not_accepting is None else not_accepting.wall,
+                    stopped=math.inf if stopped is None else stopped.wall,
+                )
+            )
     return shutdowns
-
-
-def _finish(ident: tuple[str, str], signals: Mapping[str, float]) -> ShutdownTruth:
-    return ShutdownTruth(
-        hostname=ident[0],
-        apiserver=ident[1],
-        t0=signals["ShutdownInitiated"],
-        not_accepting=signals.get("NotAcceptingNewRequest", math.inf),
-        stopped=signals.get("HTTPServerStoppedListening", math.inf),
-    )
 
 
 def first_down(

@@ -17,15 +17,31 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from prober.common.errors import UserError
 from prober.core.durations import format_go_duration
+from prober.core.eventlog import encode
 from prober.core.header import apiserver_id
-from prober.core.models import rfc3339
-from prober.core.phase import phase_at
+from prober.core.phase import ShutdownPhase, phase_at
+from prober.core.truthlog import (
+    AfterShutdownDelayDuration,
+    HTTPServerStoppedListening,
+    InFlightRequestsDrained,
+    LifecycleSignal,
+    Listening,
+    NotAcceptingNewRequest,
+    PreShutdownHooksStopped,
+    Ready,
+    Serving,
+    ShutdownInitiated,
+    TruthRecord,
+    WatchEnded,
+    WatchStarted,
+    stamp,
+)
 
 VERSION = "v1.37.2"
 SERVICE_RANGE = "198.18.128.0/24"  # the lab's range; a ClusterIP is never dialled here
@@ -134,6 +150,52 @@ def audit_policy(path: Path) -> Path:
 READY = "identity_lease"  # the main's line once /readyz is true and its Lease names it
 
 
+@dataclass(frozen=True, slots=True)
+class GoLine:
+    """A line our Go programs print (`upstream/internal/jsonline`: the main's, the informer's):
+    `{"event": ..., "wall": <epoch seconds>, <keys>}`, its event and wall time read, the
+    keys beside them as they came."""
+
+    event: str
+    wall: float
+    fields: Mapping[str, object]
+
+    def text(self, key: str) -> str:
+        return str(self.fields.get(key, ""))
+
+    def integer(self, key: str) -> int:
+        return int(str(self.fields.get(key, 0)))
+
+    def number(self, key: str) -> float:
+        """A number beside the event; 0 where it is absent or null."""
+        value = self.fields.get(key)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+
+def go_line(text: str) -> GoLine | None:
+    """The line as a `GoLine`; None for a line that is none (not JSON, no event or wall)."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    event, wall = found.pop("event", None), found.pop("wall", None)
+    if not isinstance(event, str) or isinstance(wall, bool) or not isinstance(wall, int | float):
+        return None
+    return GoLine(event, float(wall), found)
+
+
+def announces(event: str) -> Callable[[str], bool]:
+    """Whether a line is the Go program's line of that event."""
+
+    def wanted(text: str) -> bool:
+        line = go_line(text)
+        return line is not None and line.event == event
+
+    return wanted
+
+
 def with_hostname(hostname: str, argv: Sequence[str]) -> list[str]:
     """`argv` in a UTS namespace of its own named `hostname`: kube-apiserver derives its
     APIServerID, and so its identity Lease, from its hostname, and three on one machine
@@ -142,87 +204,102 @@ def with_hostname(hostname: str, argv: Sequence[str]) -> list[str]:
     return ["unshare", "--uts", "--", "sh", "-c", script, hostname, *argv]
 
 
-# The main's lifecycle lines, by the names the fake's truth records carry (upstream's own).
-SIGNALS = {
-    "shutdown_initiated": "ShutdownInitiated",
-    "after_shutdown_delay": "AfterShutdownDelayDuration",
-    "pre_shutdown_hooks_stopped": "PreShutdownHooksStopped",
-    "not_accepting_new_requests": "NotAcceptingNewRequest",
-    "in_flight_drained": "InFlightRequestsDrained",
-    "http_server_stopped_listening": "HTTPServerStoppedListening",
+# The main's lifecycle lines, as the truth records of upstream's own names (`core.truthlog`).
+SIGNALS: Mapping[str, type[LifecycleSignal]] = {
+    "shutdown_initiated": ShutdownInitiated,
+    "after_shutdown_delay": AfterShutdownDelayDuration,
+    "pre_shutdown_hooks_stopped": PreShutdownHooksStopped,
+    "not_accepting_new_requests": NotAcceptingNewRequest,
+    "in_flight_drained": InFlightRequestsDrained,
+    "http_server_stopped_listening": HTTPServerStoppedListening,
 }
 
 
 class TruthWriter:
     """The truth file of one host, written from its kube-apiserver's lines in the fake's
-    records (`fakeapiserver/truth.py`), so that every truth reader of the lab reads both:
-    `listening` and `ready` once its identity Lease names this process's holder, each
-    lifecycle signal by upstream's name, each watch it served with the peer it saw."""
+    records (`core.truthlog`), so that every truth reader of the lab reads both: `listening`
+    and `ready` once its identity Lease names this process's holder, each lifecycle signal
+    by upstream's name, each watch it served with the peer it saw."""
 
-    def __init__(self, path: Path, hostname: str, delay: float) -> None:
+    def __init__(self, path: Path, hostname: str, delay: float, port: int) -> None:
         self._path = path
-        self._base = {"host": hostname, "apiserver": apiserver_id(hostname)}
-        self._delay = delay
+        self._host, self._apiserver = hostname, apiserver_id(hostname)
+        self._delay, self._port = delay, port
         self._held: dict[str, float] = {}  # listening, ready: until the holder is known
         # Every record until then: a process's records begin with its `listening`.
-        self._before: list[tuple[str, float, dict[str, object]]] | None = []
+        self._before: list[TruthRecord] | None = []
         self._t0: float | None = None
         self._draining = False
-        self._streams: dict[int, str] = {}  # watch number -> its connection's peer
+        self._streams: dict[int, float] = {}  # watch number -> when it began (wall)
 
-    def __call__(self, line: str) -> None:
-        try:
-            record = json.loads(line)
-            event, wall = str(record["event"]), float(record["wall"])
-        except (ValueError, KeyError, TypeError):
+    def __call__(self, text: str) -> None:
+        line = go_line(text)
+        if line is None:
             return  # not one of the main's lines: its log file keeps it
-        if event in ("listening", "ready"):
-            self._held.setdefault(event, wall)
-        elif event == READY:
-            holder = str(record.get("holder", ""))
-            before, self._before = self._before or [], None
-            for name in ("listening", "ready", "serving"):
-                at = self._held.get("ready" if name == "serving" else name, wall)
-                self._write(name, at, holder=holder, early_ready=0.0)
-            for name, at, fields in before:
-                self._write(name, at, **fields)
-        elif event in SIGNALS:
-            if event == "shutdown_initiated":
-                self._t0 = wall
-            self._draining = self._draining or event == "not_accepting_new_requests"
-            self._write(SIGNALS[event], wall)
-        elif event == "watch_started":
-            self._watch_started(record, wall)
-        elif event == "watch_ended":
-            self._watch_ended(record, wall)
+        if line.event in ("listening", "ready"):
+            self._held.setdefault(line.event, line.wall)
+        elif line.event == READY:
+            self._begin(line)
+        elif line.event in SIGNALS:
+            self._signal(line)
+        elif line.event == "watch_started":
+            self._watch_started(line)
+        elif line.event == "watch_ended":
+            self._watch_ended(line)
 
-    def _watch_started(self, record: dict[str, object], wall: float) -> None:
-        stream = int(str(record["stream"]))
-        self._streams[stream] = peer = str(record["peer"])
-        self._write("watch_started", wall, conn=peer, stream=stream, peer=peer,
-                    protocol=str(record["protocol"]), path=str(record["path"]),
-                    phase=self._phase(wall))  # fmt: skip
+    def _begin(self, line: GoLine) -> None:
+        """The holder is known: the process listened, and what came before is written."""
+        holder = line.text("holder")
+        before, self._before = self._before or [], None
+        listening = self._held.get("listening", line.wall)
+        ready = self._held.get("ready", line.wall)
+        self._write(Listening(port=self._port, holder=holder), listening)
+        self._write(Ready(holder=holder), ready)
+        self._write(Serving(holder=holder), ready)
+        for record in before:
+            self._append(record)
 
-    def _watch_ended(self, record: dict[str, object], wall: float) -> None:
-        stream = int(str(record["stream"]))
-        how = str(record["how"])
+    def _signal(self, line: GoLine) -> None:
+        if line.event == "shutdown_initiated":
+            self._t0 = line.wall
+            self._write(ShutdownInitiated(delay=self._delay), line.wall)
+            return
+        self._draining = self._draining or line.event == "not_accepting_new_requests"
+        self._write(SIGNALS[line.event](), line.wall)
+
+    def _watch_started(self, line: GoLine) -> None:
+        # The main numbers each watch of the process: (0, its number) names it.
+        stream = line.integer("stream")
+        self._streams[stream] = line.wall
+        self._write(WatchStarted(conn=0, stream=stream, peer=line.text("peer"),
+                                 protocol=line.text("protocol"), path=line.text("path"),
+                                 phase=self._phase(line.wall)), line.wall)  # fmt: skip
+
+    def _watch_ended(self, line: GoLine) -> None:
+        stream = line.integer("stream")
+        how = line.text("how")
         if how == "ended":  # the server ended it: its timeout, or the drain past the delay
             how = "drained" if self._draining else "timeout"
+        began = self._streams.pop(stream, line.wall)
         # The events it sent are not counted: upstream's filters need the connection's own
         # writer to stream a watch, and a counting one around it would break every watch.
-        self._write("watch_ended", wall, conn=self._streams.pop(stream, ""), stream=stream,
-                    how=how, phase=self._phase(wall), events=0)  # fmt: skip
+        self._write(WatchEnded(conn=0, stream=stream, how=how, phase=self._phase(line.wall),
+                               events=0, seconds=round(line.wall - began, 6)),
+                    line.wall)  # fmt: skip
 
-    def _phase(self, wall: float) -> str:
-        return "before" if self._t0 is None else str(phase_at(wall, self._t0, self._delay))
+    def _phase(self, wall: float) -> ShutdownPhase:
+        return ShutdownPhase.BEFORE if self._t0 is None else phase_at(wall, self._t0, self._delay)
 
-    def _write(self, event: str, wall: float, **fields: object) -> None:
-        if self._before is not None:
-            self._before.append((event, wall, fields))
-            return
-        # `mono` on this machine's CLOCK_MONOTONIC, as the fake's records have it. Each record
-        # one append, the file closed between: a restart's writer appends to the same file.
+    def _write(self, record: TruthRecord, wall: float) -> None:
+        # `mono` on this machine's CLOCK_MONOTONIC, as the fake's records have it.
         mono = time.monotonic() - (time.time() - wall)
-        entry = {"event": event, **self._base, "wall": wall, "ts": rfc3339(wall), "mono": mono}
+        stamped = stamp(record, host=self._host, apiserver=self._apiserver, wall=wall, mono=mono)
+        if self._before is not None:
+            self._before.append(stamped)
+        else:
+            self._append(stamped)
+
+    def _append(self, record: TruthRecord) -> None:
+        # Each record one append, the file closed between: a restart's writer appends to it.
         with self._path.open("a", encoding="utf-8") as sink:
-            sink.write(json.dumps({**entry, **fields}, separators=(",", ":")) + "\n")
+            sink.write(encode(record) + "\n")

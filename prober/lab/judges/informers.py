@@ -12,11 +12,10 @@ come out computed one way for both. Where the two differ, one of them is wrong.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prober.core.models import LB, LogRecord, Protocol
 from prober.core.streamkind import KindStreamId
@@ -29,6 +28,7 @@ from prober.core.watch import (
     WatchSeen,
     WatchTracker,
 )
+from prober.lab.infra.upstream import GoLine, go_line
 from prober.lab.scenarios.informers import MODES, Informer
 
 if TYPE_CHECKING:
@@ -41,12 +41,11 @@ def informer_records(lines: Iterable[str], informer: Informer, offset: float) ->
     stream = KindStreamId("informer", informer.protocol, informer.lb, WATCH)
     out: list[LogRecord] = []
     starts: dict[int, float] = {}
-    for line in lines:
-        try:
-            record: dict[str, Any] = json.loads(line)
-            event, t = str(record["event"]), float(record["wall"]) - offset
-        except (ValueError, KeyError, TypeError):
+    for text in lines:
+        line = go_line(text)
+        if line is None:
             continue
+        event, t, record = line.event, line.wall - offset, line.fields
         if event == "list":
             outcome = "failed" if record.get("error") else "ok"
             cause = "relist" if record.get("relist") else ""
@@ -57,24 +56,24 @@ def informer_records(lines: Iterable[str], informer: Informer, offset: float) ->
             if record.get("initial_list"):  # watch-list: the state comes first, as a LIST's
                 out.append(WatchAttempt(t, stream, "list", outcome, relist_cause=cause))
             if outcome == "ok":
-                starts[int(record["watch_id"])] = t
+                starts[line.integer("watch_id")] = t
             out.append(WatchAttempt(t, stream, "watch", outcome, relist_cause=cause,
-                                    dur=float(record.get("duration_s") or 0.0)))  # fmt: skip
+                                    dur=line.number("duration_s")))  # fmt: skip
         elif event == "watch_event" and record.get("rv"):
-            out.append(WatchSeen(t, stream, int(str(record["rv"]))))
+            out.append(WatchSeen(t, stream, line.integer("rv")))
         elif event == "watch_end":
-            started = starts.pop(int(record["watch_id"]), t)
-            out.append(WatchEnd(t, stream, started, _how(record), events=int(record["events"])))
+            started = starts.pop(line.integer("watch_id"), t)
+            out.append(WatchEnd(t, stream, started, _how(line), events=line.integer("events")))
     return out
 
 
-def _how(end: dict[str, Any]) -> str:
+def _how(end: GoLine) -> str:
     """client-go tells a server's clean end from a cut no more than `closed`; a 410 as the
     daemon does; a stop of its own (a relist, the informer's exit) as `stopped`."""
-    status = end.get("error_status") or {}
+    status = end.fields.get("error_status") or {}
     if isinstance(status, dict) and status.get("code") == 410:
         return "gone"
-    return "stopped" if end.get("cause") == "stopped_by_client" else "closed"
+    return "stopped" if end.text("cause") == "stopped_by_client" else "closed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,11 +30,11 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from prober.core.models import LB, LogRecord
+from prober.core.truthlog import WatchEnded, WatchStarted
 from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
-from prober.lab.infra.truth import TruthError, truth_records
+from prober.lab.infra.truth import read_truth
 from prober.lab.judges.watchpairs import CLEAN, Joins, MeasuredWatch, TruthWatch, pair
 from prober.report.results.watches import watch_results
 from prober.report.verdicts.analysis import RunAnalysis
@@ -102,28 +102,23 @@ class WatchCheck:
 
 def read_truth_watches(path: Path, lease: str | None = None) -> list[TruthWatch]:
     """The real watches one apiserver's truth file records, on `lease`'s name if given."""
-    open_: dict[tuple[object, object], dict[str, Any]] = {}
+    open_: dict[tuple[int, int], WatchStarted] = {}
     done: list[TruthWatch] = []
-    for number, record in truth_records(path):
-        try:
-            event = record["event"]
-            if event == "watch_started" and (lease is None or lease in record["path"]):
-                open_[(record["conn"], record["stream"])] = record
-            elif event == "watch_ended" and (record["conn"], record["stream"]) in open_:
-                began = open_.pop((record["conn"], record["stream"]))
-                done.append(_truth(began, record))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TruthError(f"{path}:{number}: not a watch record: {exc!r}") from None
+    for record in read_truth(path):
+        if isinstance(record, WatchStarted) and (lease is None or lease in record.path):
+            open_[(record.conn, record.stream)] = record
+        elif isinstance(record, WatchEnded) and (record.conn, record.stream) in open_:
+            began = open_.pop((record.conn, record.stream))
+            done.append(_truth(began, record))
     return sorted(done + [_truth(r, None) for r in open_.values()], key=lambda w: w.start)
 
 
-def _truth(began: dict[str, Any], ended: dict[str, Any] | None) -> TruthWatch:
-    protocol = {"h1": "http1", "h2": "http2"}.get(str(began["protocol"]), str(began["protocol"]))
+def _truth(began: WatchStarted, ended: WatchEnded | None) -> TruthWatch:
+    protocol = {"h1": "http1", "h2": "http2"}.get(began.protocol, began.protocol)
     return TruthWatch(
-        str(began["apiserver"]), protocol, float(began["wall"]),
-        str(began["phase"]), None if ended is None else float(ended["wall"]),
-        "" if ended is None else str(ended["how"]),
-        0 if ended is None else int(str(ended["events"])), str(began.get("peer", "")),
+        began.apiserver, protocol, began.wall, str(began.phase),
+        None if ended is None else ended.wall, "" if ended is None else ended.how,
+        0 if ended is None else ended.events, began.peer,
     )  # fmt: skip
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,17 +9,24 @@ from types import SimpleNamespace
 import pytest
 
 from prober.core.models import LB, Connection
+from prober.core.truthlog import SIGNAL_TYPES, Listening, ShutdownInitiated, TruthRecord
 from prober.lab.infra.lbstate import ServerEvent
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.infra.truth import ShutdownTruth, expected_reaction, first_down, read_shutdowns
-from prober.lab.judges.compare import TOLERANCE, Row, ShutdownResult, findings, problems
+from prober.lab.judges.compare import Row, ShutdownResult, findings, problems
+from tests.support import truthfiles
+
+
+def record(kind: str) -> TruthRecord:
+    if kind == Listening.KIND:
+        return Listening(port=6443, holder="apiserver-x_1")
+    if kind == ShutdownInitiated.KIND:
+        return ShutdownInitiated(delay=70.0)
+    return SIGNAL_TYPES[kind]()
 
 
 def write_truth(path: Path, events: list[tuple[str, float]]) -> None:
-    lines = [
-        json.dumps({"event": e, "host": "master-0", "apiserver": "apiserver-x", "wall": w})
-        for e, w in events
-    ]
-    path.write_text("\n".join(lines) + "\n")
+    truthfiles.write_truth(path, [truthfiles.at(w, record(e)) for e, w in events])
 
 
 def test_each_shutdown_in_a_file_restarts_append_to(tmp_path: Path) -> None:

@@ -25,9 +25,11 @@ from prober.lab.infra.etcd import LabEtcd
 from prober.lab.infra.haproxy import free_port
 from prober.lab.infra.processes import ProcessGroup
 from prober.lab.infra.upstream import (
+    GoLine,
     Instance,
     audit_policy,
     binaries,
+    go_line,
     kube_apiserver_argv,
     lease_env,
     token_file,
@@ -48,26 +50,25 @@ class Lines:
     """The main's JSON lines as they come, by event name, and a wait for the next one."""
 
     def __init__(self) -> None:
-        self.seen: list[dict[str, object]] = []
+        self.seen: list[GoLine] = []
         self._changed = asyncio.Event()
 
-    def __call__(self, line: str) -> None:
-        try:
-            record = json.loads(line)
-        except ValueError:
+    def __call__(self, text: str) -> None:
+        line = go_line(text)
+        if line is None:
             return
-        self.seen.append(record)
+        self.seen.append(line)
         self._changed.set()
 
     def names(self) -> list[str]:
-        return [str(r["event"]) for r in self.seen]
+        return [line.event for line in self.seen]
 
-    async def wait(self, event: str, timeout: float = 60) -> dict[str, object]:
+    async def wait(self, event: str, timeout: float = 60) -> GoLine:
         async with asyncio.timeout(timeout):
             while True:
-                for record in self.seen:
-                    if record["event"] == event:
-                        return record
+                for line in self.seen:
+                    if line.event == event:
+                        return line
                 self._changed.clear()
                 await self._changed.wait()
 
@@ -133,7 +134,7 @@ async def test_upstream_shuts_down_as_the_reference_says(tmp_path: Path) -> None
         assert await server.wait(60) == 0
     # Upstream's order; signals that fire together are printed by goroutines of their own,
     # so two of them may come out a few microseconds apart either way.
-    walls = {str(r["event"]): float(str(r["wall"])) for r in reversed(lines.seen)}
+    walls = {line.event: line.wall for line in reversed(lines.seen)}
     assert set(ORDER) <= set(walls), lines.names()
     for earlier, later in itertools.pairwise(ORDER):
         assert walls[earlier] <= walls[later] + SKEW, (earlier, later, walls)

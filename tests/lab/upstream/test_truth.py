@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from prober.core.header import apiserver_id
+from prober.core.phase import ShutdownPhase
+from prober.core.truthlog import ShutdownInitiated, WatchEnded, of_kind
 from prober.lab.infra.endpoints import Follower, addresses
 from prober.lab.infra.instances import read_instances
-from prober.lab.infra.truth import read_shutdowns
-from prober.lab.infra.upstream import TruthWriter, with_hostname
+from prober.lab.infra.truth import read_shutdowns, read_truth
+from prober.lab.infra.upstream import TruthWriter, go_line, with_hostname
 from prober.lab.judges.watchcheck import read_truth_watches
 
 WALL = 1_796_530_000.0
+HOST = apiserver_id("master-0")
 
 
 def line(event: str, at: float, **fields: object) -> str:
@@ -23,7 +27,7 @@ def line(event: str, at: float, **fields: object) -> str:
 
 def test_the_mains_lines_become_the_fakes_records(tmp_path: Path) -> None:
     path = tmp_path / "truth.jsonl"
-    write = TruthWriter(path, "master-0", delay=10.0)
+    write = TruthWriter(path, "master-0", delay=10.0, port=6443)
     lease = "/apis/coordination.k8s.io/v1/namespaces/default/leases?watch=true"
     for text in (
         line("start", 0.0, pid=1),
@@ -41,8 +45,14 @@ def test_the_mains_lines_become_the_fakes_records(tmp_path: Path) -> None:
         "not json: klog goes to stderr, but a stray line is skipped",
     ):
         write(text)
-    records = [json.loads(x) for x in path.read_text().splitlines()]
-    assert [r["event"] for r in records][:4] == ["listening", "ready", "serving", "watch_started"]
+    records = read_truth(path)
+    assert [r.KIND for r in records][:4] == ["listening", "ready", "serving", "watch_started"]
+    (started,) = of_kind(records, ShutdownInitiated)
+    assert (started.host, started.apiserver, started.delay) == ("master-0", HOST, 10.0)
+    ended = of_kind(records, WatchEnded)
+    assert [(e.stream, e.seconds, e.phase) for e in ended] == [
+        (1, 19.5, ShutdownPhase.DELAY_EARLY), (2, 1.5, ShutdownPhase.AFTER)
+    ]  # fmt: skip
     (instance,) = read_instances(path)
     assert (instance.hostname, instance.holder) == ("master-0", "apiserver-x_1")
     assert (instance.listening, instance.ready) == (WALL + 1.0, WALL + 2.0)
@@ -56,6 +66,23 @@ def test_the_mains_lines_become_the_fakes_records(tmp_path: Path) -> None:
     )  # fmt: skip
     # begun in the delay's last 20 %, ended by the server as it drained
     assert (second.protocol, second.phase, second.how) == ("http2", "delay_late", "drained")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["not json", "[1]", '{"wall": 1.0}', '{"event": "x"}', '{"event": "x", "wall": true}',
+     '{"event": 1, "wall": 1.0}'],
+)  # fmt: skip
+def test_a_line_no_go_program_of_ours_printed_is_none(text: str) -> None:
+    assert go_line(text) is None
+
+
+def test_a_go_line_keeps_the_keys_beside_its_event() -> None:
+    found = go_line(line("watch_started", 1.0, stream=3, peer="198.18.0.2:1"))
+    assert found is not None
+    assert (found.event, found.wall, found.integer("stream"), found.text("peer")) == (
+        "watch_started", WALL + 1.0, 3, "198.18.0.2:1"
+    )  # fmt: skip
 
 
 def test_a_hostname_of_its_own_keeps_the_pid() -> None:
