@@ -1,11 +1,12 @@
-"""Short labs for every platform: real HAProxy, real fake apiservers, the real daemon.
+"""Short labs for every platform: real LBs, real fake apiservers, the real daemon.
 
-Each run takes one apiserver (master-0, the one localhost reaches) through a graceful
-shutdown at 1/20 of the platform's real durations, and holds what the daemon measured against
-the truth from the apiserver's own record and HAProxy's log: the truth must lie inside the
-bound the daemon gives (its sampling gaps), however busy the machine. Nothing here asserts how
-tight a bound is: that depends on how fast the machine is today (`make test-loaded` runs these
-beside two CPU-burning processes).
+Each platform's run takes one apiserver (master-0, the one localhost reaches) through a
+graceful shutdown at 1/20 of the platform's real durations, once per module (a module-scoped
+fixture), and each claim about it is a test of its own: a failure names the claim. What the
+daemon measured is held against the truth from the apiserver's own record and the LBs' logs:
+the truth must lie inside the bound the daemon gives (its sampling gaps), however busy the
+machine. Nothing here asserts how tight a bound is: that depends on how fast the machine is
+today (`make test-loaded` runs these beside two CPU-burning processes).
 """
 
 from __future__ import annotations
@@ -18,33 +19,44 @@ import signal
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from prober.common.exits import ExitCode
 from prober.core.models import LB, Connection, Replacement
+from prober.core.truthlog import LeaseWritten, Listening, of_kind
 from prober.lab.commands import report, verdict_line
+from prober.lab.infra.datapath import choose
 from prober.lab.infra.kernel.topology import CLIENT
+from prober.lab.infra.options import TOLERANCE
 from prober.lab.infra.platforms import PLATFORMS
 from prober.lab.infra.sessions import ADDRESS, LOG, NAT
-from prober.lab.judges.compare import TOLERANCE, Row
+from prober.lab.infra.truth import read_truth
+from prober.lab.judges.compare import Row
 from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 from prober.report.documents.age_tables import age_lines
 from prober.report.verdicts.budget_verdicts import LATE_MARK
 from prober.report.verdicts.identity import Case
 from prober.report.verdicts.verdicts import Status
 from tests.lab.kernel.leftovers import HostNetwork, network_namespaces
-from tests.lab.typed import ANALYZED, docs_commands, missing_outputs, typed_lab
+from tests.lab.typed import ANALYZED, Typed, docs_commands, missing_outputs, typed_lab
 from tests.support.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 SCALE = 0.05
+# `make test` holds aws (kernel L4, run as the README's user types it), gcp (with
+# OpenShift's 25 s watch grace: its servers answer 429 while their watches drain) and metal
+# (HAProxy); azure and none, the same kernel path with other health checks, are matrix runs.
+MATRIX_PLATFORMS = {"azure", "none"}
+WATCH_GRACE = {"gcp": 25.0}
 
 
 async def lab(
-    tmp_path: Path,
+    out: Path,
     platform: str,
     scenario: str = "rollout",
     *,
@@ -58,7 +70,61 @@ async def lab(
         tolerance=TOLERANCE,
         watch_grace=watch_grace,
     )
-    return await run_lab(options, tmp_path / "lab", say=None)
+    return await run_lab(options, out / "lab", say=None)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One platform's graceful run, with what the machine looked like around it."""
+
+    result: LabResult
+    namespaces: tuple[set[str], set[str]]  # before and after
+    host: tuple[HostNetwork, HostNetwork]  # before and after
+    typed: Typed | None = None  # aws: as the README's user types it
+    commands: dict[str, tuple[int, list[str]]] | None = None  # aws: docs/usage.md's
+
+
+def _graceful(platform: str, folder: Path) -> Run:
+    before, host = network_namespaces(), HostNetwork.now()
+    typed = commands = None
+    if platform == "aws":  # `make demo`'s platform, run as the README's user types it
+        with pytest.MonkeyPatch.context() as patch:
+            args = ("--time-scale", str(SCALE), "--shutdowns", "1", "--tolerance", str(TOLERANCE))
+            typed = asyncio.run(typed_lab(folder, patch, *args))
+            commands = docs_commands(typed)
+        result = typed.result
+    else:
+        result = asyncio.run(lab(folder, platform, watch_grace=WATCH_GRACE.get(platform)))
+    show(result)
+    return Run(result, (before, network_namespaces()), (host, HostNetwork.now()), typed, commands)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Run]]:
+    """Each platform's graceful run, made once for the module however many claims ask."""
+    made: dict[str, Run] = {}
+
+    def run(platform: str) -> Run:
+        if platform not in made:
+            made[platform] = _graceful(platform, tmp_path_factory.mktemp(platform))
+        return made[platform]
+
+    yield run
+    made.clear()
+
+
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(p, marks=[pytest.mark.matrix] if p in MATRIX_PLATFORMS else [])
+            for p in sorted(PLATFORMS)],
+)  # fmt: skip
+def graceful(request: pytest.FixtureRequest, runs: Callable[[str], Run]) -> Run:
+    return runs(request.param)
+
+
+@pytest.fixture(scope="module")
+def aws(runs: Callable[[str], Run]) -> Run:
+    return runs("aws")
 
 
 def rows(result: LabResult) -> list[Row]:
@@ -67,8 +133,12 @@ def rows(result: LabResult) -> list[Row]:
     return list(shutdown.rows)
 
 
+def by_key(result: LabResult) -> dict[tuple[LB, str, Connection], Row]:
+    return {(r.lb, r.protocol, r.connection): r for r in rows(result)}
+
+
 def show(result: LabResult) -> None:
-    for row in rows(result):
+    for row in result.results[0].rows if result.results else ():
         print(
             f"{row.lb:16} {row.protocol} {row.connection:6} measured {row.measured} "
             f"bound [{row.lo}, {row.hi}] truth {row.truth:.3f} late {row.late} "
@@ -79,75 +149,88 @@ def show(result: LabResult) -> None:
     print("\n".join(age_lines(result.analysis.summary.get("connection_ages"))))
 
 
-# `make test` holds aws (kernel L4), gcp (with a 25 s watch grace) and metal (HAProxy);
-# azure and none, the same kernel path with other health checks, are matrix runs.
-MATRIX_PLATFORMS = {"azure", "none"}
+# What every platform's graceful run shows.
 
 
-@pytest.mark.parametrize(
-    "platform",
-    [pytest.param(p, marks=[pytest.mark.matrix] if p in MATRIX_PLATFORMS else [])
-     for p in sorted(PLATFORMS)],
-)  # fmt: skip
-async def test_a_graceful_shutdown_is_measured_within_tolerance(
-    tmp_path: Path, platform: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    before, host = network_namespaces(), HostNetwork.now()
-    # GCP's run has OpenShift's 25 s watch grace: its servers answer 429 while their watches
-    # drain (one lab run for two tests' worth).
-    gcp = platform == "gcp"
-    if platform == "aws":  # `make demo`'s platform, run as the README's user types it
-        result = await as_typed(tmp_path, monkeypatch)
-    else:
-        result = await lab(tmp_path, platform, watch_grace=25.0 if gcp else None)
-    show(result)
-    if platform == "gcp":
-        retried_through_healthy_peers(result)
-    if platform == "aws":
-        # The run dropped every namespace it made and touched nothing of the host's network.
-        assert network_namespaces() <= before
-        assert HostNetwork.now() == host
-        audit_agrees(result, tmp_path / "results")
-        assert reads_from_the_watch_cache(result.out / "cluster")
-        # Pass-through: the apiserver sees the daemon's own address, and the LBs' checks
-        # come from the router's side of each master's link.
-        prober, others = source_addresses(result.out / "cluster")
-        assert prober == {CLIENT}
-        assert others == {f"198.18.{i + 1}.1" for i in range(3)}
-    assert result.problems == ()  # every truth, T0's included, inside its bound
-    # Every watch the daemon established was found in its server's truth, and judged.
+def test_every_truth_lies_inside_its_bound(graceful: Run) -> None:
+    assert graceful.result.problems == ()  # T0's included
+
+
+def test_the_run_leaves_no_namespace_and_the_hosts_network_as_it_was(graceful: Run) -> None:
+    before, after = graceful.namespaces
+    assert after <= before
+    assert graceful.host[0] == graceful.host[1]
+
+
+def test_every_watch_is_paired_by_its_connection_never_its_timing(graceful: Run) -> None:
+    """By its address, or an LB's log of it (HAProxy's, conntrack's)."""
+    watches = graceful.result.watches
+    assert watches is not None
+    by_time = [(r.stream, r.server, r.paired_by, r.unjoined) for r in watches.rows
+               if r.paired_by not in {ADDRESS, LOG, NAT}]  # fmt: skip
+    assert by_time == [], graceful.result.out
+
+
+def test_every_lb_watch_stream_is_judged_against_its_servers_truth(graceful: Run) -> None:
+    result = graceful.result
     assert result.watches is not None
     judged = {r.stream for r in result.watches.rows if r.truth_phase is not None}
-    # ... found by its connection: its address, or HAProxy's log of it, never its timing.
-    by_time = [(r.stream, r.server, r.paired_by, r.unjoined) for r in result.watches.rows
-               if r.paired_by not in {ADDRESS, LOG, NAT}]  # fmt: skip
-    assert by_time == [], result.out
     assert {s for s in judged if "localhost" not in s} == {
         f"kube-api-{p}-{lb.lb}-watch" for p in ("http1", "http2") for lb in result.platform.lbs
     }
-    storage_agrees(result.out / "cluster")
-    delay = result.platform.shutdown_delay
-    by_key = {(r.lb, r.protocol, r.connection): r for r in rows(result)}
+
+
+def test_each_start_holds_its_identity_lease_and_the_heartbeat_reached_etcd(
+    graceful: Run,
+) -> None:
+    storage_agrees(graceful.result.out / "cluster")
+
+
+def test_health_checked_lbs_stop_new_connections_within_half_the_delay(graceful: Run) -> None:
+    result = graceful.result
+    keyed = by_key(result)
     for lb in (LB.EXTERNAL, LB.INTERNAL):
         for protocol in ("http1", "http2"):
-            new = by_key[(lb, protocol, Connection.NEW)]
-            # Health-checked LBs take the server out long before its delay ends.
-            assert new.truth < delay / 2
-            reused = by_key[(lb, protocol, Connection.REUSED)]
-            if reused.lo is None:
-                continue  # this stream's connections were on other servers
-            if result.platform.lb(lb).reset_on_down:
-                assert reused.lo < delay / 2, "the LB should have reset the connection"
-            else:
-                assert reused.lo > delay / 2, "the LB should have kept the connection"
-    # Localhost reaches the server until it stops listening, whatever the LBs do.
-    localhost = by_key[(LB.LOCALHOST, "http1", Connection.NEW)]
+            assert keyed[(lb, protocol, Connection.NEW)].truth < result.platform.shutdown_delay / 2
+
+
+def kept(result: LabResult, *, reset: bool) -> list[Row]:
+    """The kept-connection rows of the LBs that reset flows on mark-down (or keep them),
+    where this stream's connections were on the server that shut down."""
+    keyed = by_key(result)
+    return [
+        keyed[(lb, protocol, Connection.REUSED)]
+        for lb in (LB.EXTERNAL, LB.INTERNAL)
+        if result.platform.lb(lb).reset_on_down is reset
+        for protocol in ("http1", "http2")
+        if keyed[(lb, protocol, Connection.REUSED)].lo is not None
+    ]
+
+
+def test_lbs_that_reset_flows_cut_kept_connections_within_half_the_delay(graceful: Run) -> None:
+    delay = graceful.result.platform.shutdown_delay
+    assert [r for r in kept(graceful.result, reset=True) if r.lo >= delay / 2] == []
+
+
+def test_lbs_that_keep_flows_keep_connections_past_half_the_delay(graceful: Run) -> None:
+    delay = graceful.result.platform.shutdown_delay
+    assert [r for r in kept(graceful.result, reset=False) if r.lo <= delay / 2] == []
+
+
+def test_localhost_reaches_the_server_until_it_stops_listening(graceful: Run) -> None:
+    localhost = by_key(graceful.result)[(LB.LOCALHOST, "http1", Connection.NEW)]
     assert localhost.lo is not None
-    assert localhost.lo > delay / 2
-    # The platform's LBs, as the lab builds them from its table, keep what they promise, but
-    # for what the lab LB's own lag (a late or slowed check, on a busy machine) cost.
-    assert unexplained_budget_failures(result) == []
-    # The run's last line says what it proved, in junit.xml's own counts.
+    assert localhost.lo > graceful.result.platform.shutdown_delay / 2
+
+
+def test_no_lb_budget_fails_but_by_the_lab_lbs_own_lag(graceful: Run) -> None:
+    """The platform's LBs, as the lab builds them from its table, keep what they promise, but
+    for what the lab LB's own lag (a late or slowed check, on a busy machine) cost."""
+    assert unexplained_budget_failures(graceful.result) == []
+
+
+def test_the_last_line_says_what_the_run_proved_in_junit_xmls_counts(graceful: Run) -> None:
+    result = graceful.result
     line = verdict_line(result)
     match = re.fullmatch(
         r"prober lab: measurement passed \((\d+) truths? inside their bounds\); LB verdicts: "
@@ -162,27 +245,208 @@ async def test_a_graceful_shutdown_is_measured_within_tolerance(
         int(suite.get(k, "")) for k in ("tests", "failures", "skipped")
     )
     assert int(match[1]) > 0
-    # Reported as `prober lab --check` reports it: no estimate of its outputs (its printed
-    # report and lab-result.json too) outside its bound (tests/lab/test_lab_bounds.py).
-    assert report(result, io.StringIO()) == ()
-    connection_ages_agree(result, cut_when_sent=platform == "aws")
 
 
-async def as_typed(folder: Path, monkeypatch: pytest.MonkeyPatch) -> LabResult:
-    """`prober lab --check` in a fresh folder, no --out (`tests.lab.typed`): exit 0, every
-    file the README's table lists, then docs/usage.md's commands on relative paths."""
-    typed = await typed_lab(folder, monkeypatch, "--time-scale", str(SCALE), "--shutdowns", "1",
-                            "--tolerance", str(TOLERANCE))  # fmt: skip
-    assert typed.code == 0, typed.stdout
-    # What the run proved is its last line, where the README shows it.
-    assert typed.stdout.splitlines()[-1] == verdict_line(typed.result)
-    assert str(typed.out).startswith("lab-out/")
-    assert missing_outputs(typed) == []
-    for line, (code, absent) in docs_commands(typed).items():
+def test_no_estimate_printed_or_written_lies_outside_its_bound(graceful: Run) -> None:
+    """Reported as `prober lab --check` reports it: its printed report and lab-result.json
+    (tests/lab/test_lab_bounds.py)."""
+    assert report(graceful.result, io.StringIO()) == ()
+
+
+def kept_before(result: LabResult, lb: LB) -> tuple[list[dict], Counter[str], Counter[str]]:
+    """The connection-age rows of `lb`'s connections kept from before T0, and their late and
+    cut (failed or resent) answers by phase."""
+    section = result.analysis.summary["connection_ages"]
+    rows_ = [r for r in section["rows"]
+             if (r["lb"], r["connection"], r["opened"]) == (lb, "reused", "before")]  # fmt: skip
+    late, cut = Counter[str](), Counter[str]()
+    for row in rows_:
+        late.update(row["late"])
+        cut.update(row["failed"])
+        cut.update(row["resent"])
+    return rows_, late, cut
+
+
+def phases(counts: Counter[str]) -> set[str]:
+    return {phase for key in counts for phase in key.split("|")}
+
+
+def lbs_that(result: LabResult, *, reset: bool) -> list[LB]:
+    """Of the health-checked LBs, those that reset flows on mark-down (or keep them), whose
+    kept connections met the server that shut down."""
+    found = [lb for lb in (LB.EXTERNAL, LB.INTERNAL)
+             if result.platform.lb(lb).reset_on_down is reset
+             and kept_before(result, lb)[1]]  # fmt: skip
+    if not found:
+        pytest.skip(f"no LB of {result.platform.name} {'resets' if reset else 'keeps'} flows "
+                    "with kept connections on the server that shut down")  # fmt: skip
+    return found
+
+
+def test_no_default_run_fails_the_twenty_percent_rule(graceful: Run) -> None:
+    """Where the rule breaks, the LB resets flows by its settings: skipped, saying why."""
+    verdicts = {v.name: v for v in graceful.result.analysis.verdicts}
+    for lb in (LB.EXTERNAL, LB.INTERNAL):
+        test = verdicts[Case.TWENTY_PERCENT.format(lb=lb)]
+        assert test.status is not Status.FAILED, test.message
+
+
+def test_a_resetting_lb_cuts_kept_connections_early_in_the_delay(graceful: Run) -> None:
+    """One that resets established flows (aws's NLB, metal's HAProxy) cuts a kept connection
+    opened before T0 at its detection: its late answers and its cut requests all come in
+    the delay's first 80 %; the rule's test is skipped, saying why."""
+    result = graceful.result
+    section = {f["lb"]: f for f in result.analysis.summary["connection_ages"]["findings"]}
+    verdicts = {v.name: v for v in result.analysis.verdicts}
+    for lb in lbs_that(result, reset=True):
+        _, late, cut = kept_before(result, lb)
+        assert phases(late) == {"delay_early"}, f"{lb}: late answers {dict(late)}"
+        assert phases(cut) <= {"delay_early"}
+        if section[lb]["rule"] == "broken":
+            assert (
+                "resets established connections"
+                in verdicts[Case.TWENTY_PERCENT.format(lb=lb)].message
+            )
+
+
+def test_on_the_kernel_path_a_reset_meets_the_clients_next_packet(graceful: Run) -> None:
+    """The kernel's LBs reset a flow when the client next sends on it: its next request
+    (failed or resent), or an ACK or WINDOW_UPDATE it sends after the last late answer,
+    which ends the connection idle (the next request says `closed`)."""
+    result = graceful.result
+    if not choose(result.platform.name, None)[0]:
+        pytest.skip(f"{result.platform.name}'s LBs are HAProxy, not the kernel's")
+    for lb in lbs_that(result, reset=True):
+        _, _, cut = kept_before(result, lb)
+        assert cut or idle_cuts(result, lb), f"{lb}: kept connections answered late, then uncut"
+
+
+def test_a_keeping_lb_leaves_kept_connections_into_the_delays_last_fifth(graceful: Run) -> None:
+    """One that keeps them (gcp, azure, none) leaves a kept connection on the server into the
+    delay's last 20 %, and none of them fails (past the delay the server may answer 429 with
+    Retry-After, which client-go retries): the 20 % rule held."""
+    result = graceful.result
+    findings = {f["lb"]: f for f in result.analysis.summary["connection_ages"]["findings"]}
+    for lb in lbs_that(result, reset=False):
+        rows_, late, _ = kept_before(result, lb)
+        assert "delay_late" in phases(late), f"{lb}: late answers {dict(late)}"
+        assert {e for row in rows_ for e in row["errors"]} <= {"retry_after"}, rows_
+        assert findings[lb]["rule"] == "held", findings[lb]["text"]
+
+
+# What aws's run shows, run as the README's user types it (`tests.lab.typed`).
+
+
+def test_prober_lab_check_as_typed_exits_0(aws: Run) -> None:
+    assert aws.typed is not None
+    assert aws.typed.code == 0, aws.typed.stdout
+
+
+def test_as_typed_its_last_line_is_what_the_run_proved(aws: Run) -> None:
+    assert aws.typed is not None
+    assert aws.typed.stdout.splitlines()[-1] == verdict_line(aws.typed.result)
+
+
+def test_as_typed_it_writes_under_lab_out_every_file_the_readme_lists(aws: Run) -> None:
+    assert aws.typed is not None
+    assert str(aws.typed.out).startswith("lab-out/")
+    assert missing_outputs(aws.typed) == []
+
+
+def test_docs_usage_commands_run_on_its_relative_paths(aws: Run) -> None:
+    assert aws.commands is not None
+    for line, (code, absent) in aws.commands.items():
         allowed = ANALYZED if line.startswith("analyze") else (ExitCode.OK,)
         assert code in allowed, line
         assert absent == [], line
-    return typed.result
+
+
+def test_the_audit_log_flags_the_probers_late_requests_by_lb(aws: Run) -> None:
+    """The second witness on the same run: the apiserver's audit log flags the prober's own
+    late requests (matched by Audit-ID), each through the LB that sent it, as
+    `prober audit summarize` summed them up (docs/usage.md's command)."""
+    assert aws.typed is not None
+    summary = json.loads((aws.typed.cwd / "results" / "audit-summary.json").read_text())
+    assert "master-0" in {entry["apiserver"] for entry in summary["late"]}
+    prober_late = {entry["lb"] for entry in summary["prober"]["late"]}
+    # Flagged late in the audit log (near the delay's end) only through an LB whose samples
+    # the server answered `shutdown=true`; localhost reaches it to the end.
+    answered_late = {str(s.lb) for s in aws.result.analysis.log.samples if s.late}
+    assert "localhost" in prober_late
+    assert prober_late <= answered_late
+    assert summary["bad_lines"] == 0
+
+
+def test_the_probers_requests_read_from_the_watch_cache(aws: Run) -> None:
+    assert reads_from_the_watch_cache(aws.result.out / "cluster")
+
+
+def test_pass_through_lbs_keep_the_probers_address(aws: Run) -> None:
+    """The apiserver sees the daemon's own address, and the LBs' checks come from the
+    router's side of each master's link."""
+    prober, others = source_addresses(aws.result.out / "cluster")
+    assert prober == {CLIENT}
+    assert others == {f"198.18.{i + 1}.1" for i in range(3)}
+
+
+# What gcp's run shows, with OpenShift's 25 s watch grace.
+
+
+def test_a_draining_servers_429s_are_retried_through_healthy_peers(
+    runs: Callable[[str], Run],
+) -> None:
+    """The draining server answered the kept connections 429 with Retry-After; client-go's
+    retry, five seconds on, went through the LB to a healthy peer: raw disruption, none
+    felt, every retry's outcome known (the lab sampled past the last one's wait)."""
+    summary = runs("gcp").result.analysis.summary
+    told = {name: entry for name, entry in summary["retry_after"].items()
+            if "-localhost-" not in name}  # fmt: skip
+    assert told, "no kept connection through an LB met the draining server's 429"
+    streams = {s["stream"]: s for s in summary["streams"]}
+    for name, entry in told.items():
+        assert entry["unresolved"] == 0, (name, entry)
+        assert entry["succeeded"] == entry["answers"], (name, entry)
+        assert streams[name]["disruption_seconds"] > 0
+        assert streams[name]["felt_disruption_seconds"] == 0.0, (name, streams[name])
+
+
+# A slow LB: gcp's external LB checks too slowly for the shutdown delay.
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> LabResult:
+    result = asyncio.run(lab(tmp_path_factory.mktemp("slow-lb"), "gcp", "slow-lb"))
+    show(result)
+    return result
+
+
+def test_a_slow_lb_run_holds_every_truth_inside_its_bound(slow: LabResult) -> None:
+    assert slow.problems == ()
+
+
+def test_the_slow_lb_lets_new_requests_fail_as_its_checks_predict(slow: LabResult) -> None:
+    late = [r for r in rows(slow) if r.lb is LB.EXTERNAL]
+    assert sum(r.failures for r in late) > 0
+    assert all(r.failures_expected for r in late if r.connection is Connection.NEW)
+
+
+def test_the_healthy_lb_beside_it_fails_no_new_request(slow: LabResult) -> None:
+    fine = [r for r in rows(slow) if r.lb is LB.INTERNAL and r.connection is Connection.NEW]
+    assert sum(r.failures for r in fine) == 0
+
+
+def test_the_slow_lb_fails_its_budget_and_the_delay_on_new_connections(slow: LabResult) -> None:
+    """The budgets are the scaled ones the daemon's run record carries: the table's 8 s
+    would pass a 4.5 s reaction."""
+    failed = [f for f in failed_budget_tests(slow) if "load-balancer/external-lb " in f]
+    assert failed, "the slow LB should fail its budget"
+    assert all("connection/new " in f for f in failed)
+    assert {"within its health-check budget" in f for f in failed} == {True, False}
+
+
+def test_no_other_lb_fails_a_budget_the_truth_does_not_explain(slow: LabResult) -> None:
+    others = [f for f in unexplained_budget_failures(slow) if "/external-lb " not in f]
+    assert others == []
 
 
 def idle_cuts(result: LabResult, lb: LB) -> list[float]:
@@ -197,66 +461,6 @@ def idle_cuts(result: LabResult, lb: LB) -> list[float]:
         and s.replaced is Replacement.CLOSED
         and any(t0 <= s.t <= end for t0, end in windows)
     ]
-
-
-def connection_ages_agree(result: LabResult, *, cut_when_sent: bool) -> None:
-    """The connection-age table differs as the LBs do. One that resets established flows
-    (aws's NLB, metal's HAProxy) cuts a kept connection opened before T0 at its detection:
-    its late answers all come in the delay's first 80 %, and on aws's kernel path, which
-    resets a flow when the client next sends on it (`cut_when_sent`), that request fails or
-    is resent there. One that keeps them (gcp, azure, none) leaves it on the server into the
-    delay's last 20 %, and none of them fails (past the delay the server may answer 429 with
-    Retry-After, which client-go retries): the 20 % rule held. No default run fails the
-    rule's test: where it breaks, the LB resets flows by its settings."""
-    section = result.analysis.summary["connection_ages"]
-    findings = {f["lb"]: f for f in section["findings"]}
-    verdicts = {v.name: v for v in result.analysis.verdicts}
-    for lb in (LB.EXTERNAL, LB.INTERNAL):
-        test = verdicts[Case.TWENTY_PERCENT.format(lb=lb)]
-        assert test.status is not Status.FAILED, test.message
-        kept = [r for r in section["rows"]
-                if (r["lb"], r["connection"], r["opened"]) == (lb, "reused", "before")]  # fmt: skip
-        late, cut = Counter[str](), Counter[str]()
-        for row in kept:
-            late.update(row["late"])
-            cut.update(row["failed"])
-            cut.update(row["resent"])
-        if not late:
-            continue  # its kept connections were all on other servers
-        met = {phase for key in late for phase in key.split("|")}
-        if result.platform.lb(lb).reset_on_down:
-            assert met == {"delay_early"}, f"{lb}: late answers {dict(late)}"
-            assert {phase for key in cut for phase in key.split("|")} <= {"delay_early"}
-            if cut_when_sent:
-                # The reset meets the client's next packet on the flow: its next request
-                # (failed or resent), or an ACK or WINDOW_UPDATE it sends after the last late
-                # answer, which ends the connection idle (the next request says `closed`).
-                assert cut or idle_cuts(result, lb), (
-                    f"{lb}: kept connections answered late, then nothing cut them"
-                )
-            if findings[lb]["rule"] == "broken":  # skipped, saying why
-                assert "resets established connections" in test.message
-        else:
-            assert "delay_late" in met, f"{lb}: late answers {dict(late)}"
-            # Only answers 429 with Retry-After past the delay, which client-go retries.
-            assert {e for row in kept for e in row["errors"]} <= {"retry_after"}, kept
-            assert findings[lb]["rule"] == "held", findings[lb]["text"]
-
-
-def retried_through_healthy_peers(result: LabResult) -> None:
-    """The draining server answered the kept connections 429 with Retry-After; client-go's
-    retry, five seconds on, went through the LB to a healthy peer: raw disruption, none
-    felt, every retry's outcome known (the lab sampled past the last one's wait)."""
-    summary = result.analysis.summary
-    told = {name: entry for name, entry in summary["retry_after"].items()
-            if "-localhost-" not in name}  # fmt: skip
-    assert told, "no kept connection through an LB met the draining server's 429"
-    streams = {s["stream"]: s for s in summary["streams"]}
-    for name, entry in told.items():
-        assert entry["unresolved"] == 0, (name, entry)
-        assert entry["succeeded"] == entry["answers"], (name, entry)
-        assert streams[name]["disruption_seconds"] > 0
-        assert streams[name]["felt_disruption_seconds"] == 0.0, (name, streams[name])
 
 
 def failed_budget_tests(result: LabResult) -> list[str]:
@@ -295,12 +499,12 @@ def storage_agrees(cluster: Path) -> None:
     the run."""
     heartbeats = 0
     for truth in sorted(cluster.glob("master-*/truth.jsonl")):
-        records = [json.loads(line) for line in truth.read_text().splitlines()]
-        writes = [r for r in records if r["event"] == "lease_written"]
-        holders = {r["holder"] for r in writes if r["verb"] == "identity"}
-        starts = sum(r["event"] == "listening" for r in records)
+        records = read_truth(truth)
+        writes = of_kind(records, LeaseWritten)
+        holders = {r.holder for r in writes if r.verb == "identity"}
+        starts = len(of_kind(records, Listening))
         assert len(holders) == starts, (truth, holders)
-        heartbeats += sum(r["verb"] != "identity" for r in writes)
+        heartbeats += sum(r.verb != "identity" for r in writes)
     assert heartbeats > 0, "the daemon's heartbeat never reached the store"
     assert (cluster / "etcd" / "member").is_dir()
     assert not processes_with(str(cluster / "etcd")), "the run's etcd outlived it"
@@ -345,26 +549,6 @@ def reads_from_the_watch_cache(cluster: Path) -> bool:
     return uris == {"/api/v1/namespaces/default?resourceVersion=0"}
 
 
-async def test_slow_lb_lets_requests_fail(tmp_path: Path) -> None:
-    result = await lab(tmp_path, "gcp", "slow-lb")
-    show(result)
-    assert result.problems == ()
-    slow = [r for r in rows(result) if r.lb is LB.EXTERNAL]
-    assert sum(r.failures for r in slow) > 0
-    assert all(r.failures_expected for r in slow if r.connection is Connection.NEW)
-    fine = [r for r in rows(result) if r.lb is LB.INTERNAL and r.connection is Connection.NEW]
-    assert sum(r.failures for r in fine) == 0
-    # The slow LB fails the budget its platform promises, and the delay: no other LB does.
-    # (The budgets are the scaled ones the daemon's run record carries: the table's 8 s
-    # would pass a 4.5 s reaction.)
-    failed = [f for f in failed_budget_tests(result) if "load-balancer/external-lb " in f]
-    assert failed, "the slow LB should fail its budget"
-    assert all("connection/new " in f for f in failed)
-    assert {"within its health-check budget" in f for f in failed} == {True, False}
-    others = [f for f in unexplained_budget_failures(result) if "/external-lb " not in f]
-    assert others == []
-
-
 @pytest.mark.matrix  # two labs at once: `make test-matrix`
 async def test_two_labs_side_by_side_each_see_their_crash(tmp_path: Path) -> None:
     """Two labs at once (free ports, their own admin sockets and files), each killing one of
@@ -386,22 +570,6 @@ async def test_an_output_directory_is_never_reused(tmp_path: Path) -> None:
     (tmp_path / "lab" / "events.jsonl").write_text("")
     with pytest.raises(LabError, match="not empty"):
         await lab(tmp_path, "aws")
-
-
-def audit_agrees(result: LabResult, out: Path) -> None:
-    """The second witness on the same run: the apiserver's audit log flags the prober's own
-    late requests (matched by Audit-ID), each through the LB that sent it (`out`: where
-    `prober audit summarize` wrote its summary of the run)."""
-    summary = json.loads((out / "audit-summary.json").read_text())
-    late = {entry["apiserver"] for entry in summary["late"]}
-    assert "master-0" in late
-    prober_late = {entry["lb"] for entry in summary["prober"]["late"]}
-    # Flagged late in the audit log (near the delay's end) only through an LB whose samples
-    # the server answered `shutdown=true`; localhost reaches it to the end.
-    answered_late = {str(s.lb) for s in result.analysis.log.samples if s.late}
-    assert "localhost" in prober_late
-    assert prober_late <= answered_late
-    assert summary["bad_lines"] == 0
 
 
 async def started_lab(out: Path) -> tuple[asyncio.subprocess.Process, list[int]]:
@@ -481,23 +649,53 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-async def test_a_vanished_node_disrupts_requests_and_opens_no_window(tmp_path: Path) -> None:
-    result = await lab(tmp_path, "aws", "node-loss")
-    assert result.problems == ()  # no window invented, no error class a silent node can't give
-    assert result.results == ()  # no graceful shutdown to compare
-    (loss,) = result.losses
-    by_key = {(r.lb, r.protocol, r.connection): r for r in loss.rows}
+async def test_a_node_vanishes_only_on_the_kernel_path(tmp_path: Path) -> None:
+    options = LabOptions(platform="aws", scenario="node-loss", lb="haproxy")
+    with pytest.raises(LabError, match=r"^--scenario node-loss: a node can vanish only on the"):
+        await run_lab(options, tmp_path / "lab", say=None)
+    assert not (tmp_path / "lab").exists()
+
+
+# A master vanishes: every packet to and from it dropped (aws, the kernel path).
+
+
+@pytest.fixture(scope="module")
+def vanished(tmp_path_factory: pytest.TempPathFactory) -> LabResult:
+    return asyncio.run(lab(tmp_path_factory.mktemp("node-loss"), "aws", "node-loss"))
+
+
+def test_a_vanished_node_opens_no_window_and_invents_no_error(vanished: LabResult) -> None:
+    assert vanished.problems == ()  # no error class a silent node can't give
+    assert vanished.results == ()  # no graceful shutdown to compare
+
+
+def test_on_the_direct_path_nobody_answers_and_nobody_refuses(vanished: LabResult) -> None:
+    (loss,) = vanished.losses
+    keyed = {(r.lb, r.protocol, r.connection): r for r in loss.rows}
     for protocol in ("http1", "http2"):
-        direct = by_key[(LB.LOCALHOST, protocol, Connection.NEW)]
-        assert direct.errors.keys() == {"timeout"}  # nobody answers, nobody refuses
+        direct = keyed[(LB.LOCALHOST, protocol, Connection.NEW)]
+        assert direct.errors.keys() == {"timeout"}
         assert direct.truth is None
-    for lb in (LB.EXTERNAL, LB.INTERNAL, LB.SERVICE_NETWORK):
-        row = by_key[(lb, "http1", Connection.NEW)]
-        assert row.truth is not None, f"{lb} never took the vanished node out"
-    intervals = result.analysis.replay.intervals
+
+
+def test_every_lb_takes_the_vanished_node_out(vanished: LabResult) -> None:
+    (loss,) = vanished.losses
+    keyed = {(r.lb, r.protocol, r.connection): r for r in loss.rows}
+    never = [lb for lb in (LB.EXTERNAL, LB.INTERNAL, LB.SERVICE_NETWORK)
+             if keyed[(lb, "http1", Connection.NEW)].truth is None]  # fmt: skip
+    assert never == []
+
+
+def test_a_vanished_node_disrupts_by_timeouts_and_resets_only(vanished: LabResult) -> None:
+    intervals = vanished.analysis.replay.intervals
     assert {i.lb for i in intervals} >= {LB.LOCALHOST}
-    assert all(i.error.value in {"timeout", "connection_reset"} for i in intervals)
-    # The watches, as the heartbeat measured them: every LB x protocol, how long blind.
+    assert {i.error.value for i in intervals} <= {"timeout", "connection_reset"}
+
+
+def test_the_heartbeat_measures_every_watch_stream_while_the_node_is_gone(
+    vanished: LabResult,
+) -> None:
+    (loss,) = vanished.losses
     watches = {(w.lb, w.protocol): w for w in loss.watches}
     assert watches.keys() == {(lb, p) for lb in LB for p in ("http1", "http2")}
     gone = loss.back - loss.lost
@@ -506,16 +704,14 @@ async def test_a_vanished_node_disrupts_requests_and_opens_no_window(tmp_path: P
         assert (w.noticed is None) == (w.spells == 0)
         assert w.noticed is None or w.noticed >= 0
         assert w.ended is None or 0 <= w.ended <= gone
-    # The direct path's watches sat on the silent node: HTTP/2's health check dropped its
-    # connection while the node was gone; HTTP/1.1 has none, and its watch just hung.
-    assert watches[(LB.LOCALHOST, "http2")].how == "ping"
-    assert watches[(LB.LOCALHOST, "http1")].ended is None
     assert loss.heartbeat is not None
     assert loss.heartbeat.failed <= loss.heartbeat.writes
 
 
-async def test_a_node_vanishes_only_on_the_kernel_path(tmp_path: Path) -> None:
-    options = LabOptions(platform="aws", scenario="node-loss", lb="haproxy")
-    with pytest.raises(LabError, match=r"^--scenario node-loss: a node can vanish only on the"):
-        await run_lab(options, tmp_path / "lab", say=None)
-    assert not (tmp_path / "lab").exists()
+def test_http2s_ping_drops_a_silent_connection_http1s_watch_hangs(vanished: LabResult) -> None:
+    """The direct path's watches sat on the silent node: HTTP/2's health check dropped its
+    connection while the node was gone; HTTP/1.1 has none, and its watch just hung."""
+    (loss,) = vanished.losses
+    watches = {(w.lb, w.protocol): w for w in loss.watches}
+    assert watches[(LB.LOCALHOST, "http2")].how == "ping"
+    assert watches[(LB.LOCALHOST, "http1")].ended is None
