@@ -12,6 +12,7 @@ Each claim of `deploy/README.md` ("What survives") is held here, measured on one
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import pytest
 
 from prober.core.models import LB
 from prober.lab.infra.options import TOLERANCE
-from prober.lab.run import LabError, LabOptions, run_lab
+from prober.lab.judges.survival import ContainerFate
+from prober.lab.run import LabError, LabOptions, LabResult, run_lab
 
 MAX_SIZE = 256 * 1024  # a small containerLogMaxSize, so that one lab run can pass it
 LINE = 8192  # longer than any line a daemon writes
@@ -31,37 +33,65 @@ def _rotations_fit(written: int, rotations: int) -> bool:
     return rotations * (MAX_SIZE - LINE) <= written < (rotations + 1) * MAX_SIZE
 
 
-@pytest.mark.matrix  # a minute of lab: `make test-matrix`
-async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None:
+MATRIX = pytest.mark.matrix  # a minute of lab: `make test-matrix`
+
+
+@pytest.fixture(scope="module")
+def upgraded(tmp_path_factory: pytest.TempPathFactory) -> LabResult:
     options = LabOptions(platform="gcp", scenario="upgrade", time_scale=0.05, log_max_size=MAX_SIZE)
-    result = await run_lab(options, tmp_path / "lab", say=None)
-    # Every shutdown a DaemonSet prober sampled is in gathered/, T0 and reactions inside their
-    # bounds; one none sampled (its LBs stopped routing there between two samples) is a finding.
-    assert result.problems == ()
-    seen = {(r.truth.hostname, r.truth.t0) for r in result.results if r.window is not None}
-    unsampled = [f for f in result.findings if "no DaemonSet prober sampled this shutdown" in f]
+    return asyncio.run(run_lab(options, tmp_path_factory.mktemp("upgrade") / "lab", say=None))
+
+
+def fates(result: LabResult) -> dict[tuple[str, int], ContainerFate]:
+    return {(f.pod, f.container): f for f in result.fates}
+
+
+@MATRIX
+def test_every_shutdown_a_daemonset_sampled_is_in_what_was_gathered(upgraded: LabResult) -> None:
+    """T0 and reactions inside their bounds; one none sampled (its LBs stopped routing there
+    between two samples) is a finding."""
+    assert upgraded.problems == ()
+    seen = {(r.truth.hostname, r.truth.t0) for r in upgraded.results if r.window is not None}
+    unsampled = [f for f in upgraded.findings if "no DaemonSet prober sampled this shutdown" in f]
     assert len(seen) + len(unsampled) >= 6  # 3 rolled, 3 rebooted: each in one or both
     assert len(seen) >= 3
 
-    fates = {(f.pod, f.container): f for f in result.fates}
-    daemonsets = [f for f in result.fates if f.workload == "DaemonSet"]
+
+@MATRIX
+def test_a_daemonset_loses_nothing_it_measured(upgraded: LabResult) -> None:
+    daemonsets = [f for f in upgraded.fates if f.workload == "DaemonSet"]
     assert all(f.gathered == f.measured for f in daemonsets)
-    before_reboot = fates["prober-master-1", 0]
+
+
+@MATRIX
+def test_a_reboot_leaves_the_container_before_it_to_oc_logs_previous(upgraded: LabResult) -> None:
+    before_reboot = fates(upgraded)["prober-master-1", 0]
     assert before_reboot.fate == "stopped by a reboot (oc logs --previous)"
     assert before_reboot.measured >= 1  # read through --previous
 
-    drained = fates["prober-deployment", 0]
+
+@MATRIX
+def test_a_drain_deletes_a_deployments_pod_with_its_windows(upgraded: LabResult) -> None:
+    drained = fates(upgraded)["prober-deployment", 0]
     assert drained.fate == "pod deleted by a drain"
     assert drained.measured >= 1  # it had windows to lose
     assert drained.gathered == 0
-    # The kubelet rotated each log as often as its size says (how much a container wrote
-    # depends on the machine's speed; bench/stdout_volume.py has the figures per mode).
-    for fate in result.fates:
-        assert _rotations_fit(fate.written, fate.rotations), fate
-    replacement = next(f for f in result.fates if f.workload == "Deployment" and f is not drained)
-    assert replacement.gathered <= replacement.measured
 
-    gathered = sorted(p.name for p in (result.out / "gathered" / "pods").iterdir())
+
+@MATRIX
+def test_the_kubelet_rotates_each_log_as_often_as_its_size_says(upgraded: LabResult) -> None:
+    """How much a container wrote depends on the machine's speed; bench/stdout_volume.py has
+    the figures per mode."""
+    for fate in upgraded.fates:
+        assert _rotations_fit(fate.written, fate.rotations), fate
+
+
+@MATRIX
+def test_the_gather_reads_each_pods_newest_and_previous_logs(upgraded: LabResult) -> None:
+    drained = fates(upgraded)["prober-deployment", 0]
+    replacement = next(f for f in upgraded.fates if f.workload == "Deployment" and f is not drained)
+    assert replacement.gathered <= replacement.measured
+    gathered = sorted(p.name for p in (upgraded.out / "gathered" / "pods").iterdir())
     assert gathered == [
         f"{replacement.pod}_prober.log",
         "prober-master-0_prober.log",
@@ -69,14 +99,17 @@ async def test_an_upgrade_loses_no_window_of_a_daemonset(tmp_path: Path) -> None
         "prober-master-1_prober.log",
         "prober-master-1_prober.previous.log",
     ]
-    # OpenShift CI's own files beside each run's summary.json, from what was gathered.
-    for summary in (result.out / "gathered" / "analysis").glob("*/summary.json"):
+    pods = json.loads((upgraded.out / "gathered" / "pods.json").read_text())
+    assert [p["deleted"] for p in pods] == [False, False, True, False]
+
+
+@MATRIX
+def test_openshift_cis_files_stand_beside_each_gathered_summary(upgraded: LabResult) -> None:
+    for summary in (upgraded.out / "gathered" / "analysis").glob("*/summary.json"):
         names = [p.name for p in summary.parent.iterdir()]
         assert any(n.startswith("backend-disruption_prober_") for n in names)
         assert any(n.startswith("e2e-timelines_prober_") for n in names)
-    pods = json.loads((result.out / "gathered" / "pods.json").read_text())
-    assert [p["deleted"] for p in pods] == [False, False, True, False]
-    assert result.tolerance == TOLERANCE
+    assert upgraded.tolerance == TOLERANCE
 
 
 async def test_another_scenarios_option_is_refused_before_anything_starts(

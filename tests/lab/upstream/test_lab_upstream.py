@@ -5,6 +5,7 @@ LB, the daemon held against upstream's own signals, client-go's informers beside
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -20,27 +21,34 @@ pytestmark = [pytest.mark.slow, pytest.mark.matrix, pytest.mark.timeout(600)]
 SCALE = 0.2  # the shutdown delay stays well above upstream's fixed timers (docs/usage.md)
 
 
-@pytest.mark.parametrize("platform", ["aws", "gcp", "metal"])
-async def test_upstream_is_measured_within_its_bounds(tmp_path: Path, platform: str) -> None:
-    options = LabOptions(platform=platform, time_scale=SCALE, apiserver="upstream")
-    result = await run_lab(options, tmp_path / "lab", say=None)
-    assert result.problems == ()
-    # Every T0 the daemon estimated lies within its bound of upstream's own ShutdownInitiated.
-    assert len(result.results) == 3
-    for shutdown in result.results:
+@pytest.fixture(scope="module", params=["aws", "gcp", "metal"])
+def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> LabResult:
+    options = LabOptions(platform=request.param, time_scale=SCALE, apiserver="upstream")
+    folder = tmp_path_factory.mktemp(request.param)
+    return asyncio.run(run_lab(options, folder / "lab", say=None))
+
+
+def test_every_truth_lies_inside_its_bound(upstream: LabResult) -> None:
+    assert upstream.problems == ()
+
+
+def test_every_t0_is_estimated_against_upstreams_shutdown_initiated(upstream: LabResult) -> None:
+    assert len(upstream.results) == 3
+    for shutdown in upstream.results:
         assert shutdown.window is not None
         assert shutdown.t0_error is not None
-    assert result.watches is not None
-    assert {r.paired_by for r in result.watches.rows} <= {ADDRESS, LOG, NAT}
-    informers_beside(result)
-    audited(result, tmp_path / "audit")
 
 
-def informers_beside(result: LabResult) -> None:
+def test_every_watch_is_paired_by_its_connection(upstream: LabResult) -> None:
+    assert upstream.watches is not None
+    assert {r.paired_by for r in upstream.watches.rows} <= {ADDRESS, LOG, NAT}
+
+
+def test_client_gos_informers_watch_beside_the_daemon(upstream: LabResult) -> None:
     """Each LB and protocol has the daemon's stream and both of client-go's informers, and
     every informer established its watches and saw the heartbeat."""
-    by = {(s.lb, str(s.protocol), s.who): s.result for s in result.informers}
-    for lb in {*(p.lb for p in result.platform.lbs), LB.LOCALHOST}:
+    by = {(s.lb, str(s.protocol), s.who): s.result for s in upstream.informers}
+    for lb in {*(p.lb for p in upstream.platform.lbs), LB.LOCALHOST}:
         for protocol in ("http1", "http2"):
             for who in ("informer watch-list", "informer list"):
                 found = by[(lb, protocol, who)]
@@ -48,11 +56,13 @@ def informers_beside(result: LabResult) -> None:
                 assert found.lags, (lb, protocol, who)
 
 
-def audited(result: LabResult, out: Path) -> None:
-    """upstream's audit logs, summarised by `prober audit`: the prober's late requests per
-    LB, by user agent."""
-    code = main(["audit", "summarize", str(result.out / "cluster"), "--events",
-                 str(result.out / "events.jsonl"), "--out", str(out)])  # fmt: skip
+def test_prober_audit_finds_the_probers_late_requests_in_upstreams_audit_logs(
+    upstream: LabResult, tmp_path: Path
+) -> None:
+    """Per LB, by user agent."""
+    out = tmp_path / "audit"
+    code = main(["audit", "summarize", str(upstream.out / "cluster"), "--events",
+                 str(upstream.out / "events.jsonl"), "--out", str(out)])  # fmt: skip
     assert code == 0
     summary = json.loads((out / "audit-summary.json").read_text())
     assert summary["bad_lines"] == 0
