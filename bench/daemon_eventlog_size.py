@@ -29,6 +29,7 @@ from prober.core.eventlog import encode
 from prober.core.header import ShutdownHeader
 from prober.core.models import (
     LB,
+    REQUEST,
     Connection,
     ErrorClass,
     Protocol,
@@ -98,7 +99,9 @@ def run(path: Path, hours: float, *, failing: bool = False) -> tuple[int, int, i
     """Feed a run through the pipeline into the writer; (samples, records, bytes on disk)."""
     config = Config()
     names = streams()
-    header = RunRecord("bench", rfc3339(WALL0), "aws", tuple(s.name for s in names), "bench")
+    header = RunRecord(
+        "bench", rfc3339(WALL0), "aws", "bench", {REQUEST: tuple(s.name for s in names)}
+    )
     writer = EventLogWriter(str(path), config.event_log_max_size, header)
     writer.open()
     pipeline = SampleFeed(names, [writer], wall_start=WALL0)

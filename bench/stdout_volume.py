@@ -24,7 +24,7 @@ from daemon_eventlog_size import WALL0, feed, shutdowns, streams
 
 from prober.common.logs import configure_logging
 from prober.config.model import Config
-from prober.core.models import RunRecord, rfc3339
+from prober.core.models import REQUEST, RunRecord, rfc3339
 from prober.core.pace import PaceTracker
 from prober.daemon.echo import RecordEcho
 from prober.daemon.logs import LogSink
@@ -49,7 +49,9 @@ def run(hours: float) -> tuple[int, int, int, int]:
     """(samples, windows, bytes with `all`, bytes with `compact`), log lines in both."""
     config = Config()
     names = streams()
-    header = RunRecord("bench", rfc3339(WALL0), "aws", tuple(s.name for s in names), "bench")
+    header = RunRecord(
+        "bench", rfc3339(WALL0), "aws", "bench", {REQUEST: tuple(s.name for s in names)}
+    )
     full, compact, logs = Counter(), Counter(), Counter()
     configure_logging("json", "info", logs)
     sinks = [RecordEcho(header, full), RecordEcho(header, compact, samples=False), LogSink()]

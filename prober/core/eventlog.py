@@ -22,7 +22,15 @@ from enum import Enum
 from typing import Any
 
 from prober.core import strictjson
-from prober.core.models import RECORD_TYPES, LogRecord, Record, StreamId, StreamNameError
+from prober.core.models import (
+    RECORD_TYPES,
+    REQUEST,
+    LogRecord,
+    Record,
+    RunRecord,
+    StreamId,
+    StreamNameError,
+)
 
 SCHEMA_VERSION = 1
 MAX_PROBLEMS_KEPT = 100
@@ -94,7 +102,23 @@ def decode(line: str | bytes, types: Mapping[str, type[LogRecord]] = _BY_KIND) -
     kind = obj.get("kind")
     if not isinstance(kind, str) or kind not in types:
         raise UnknownKind(f"unknown kind {kind!r}")
+    if kind == RunRecord.KIND and "streams" in obj:
+        obj = _run_as_written_before(obj)
     return typing.cast(AnyRecord, _from_json(types[kind], obj, kind))
+
+
+def _run_as_written_before(obj: dict[str, Any]) -> dict[str, Any]:
+    """A run record as logs before 2026-12-06 wrote it: the request streams in a list of
+    their own (`streams`), every other kind's in `kind_streams`. Read as one mapping, so that
+    those logs analyze as they always did."""
+    body = dict(obj)
+    requests = body.pop("streams")
+    _expect(isinstance(requests, list), "run.streams", "a list", requests)
+    others = body.get("kind_streams", {})
+    if not isinstance(others, dict):
+        return obj  # wrong as written: the decoder names the field
+    body["kind_streams"] = ({REQUEST: requests} if requests else {}) | others
+    return body
 
 
 def _from_json(tp: Any, value: Any, where: str) -> Any:

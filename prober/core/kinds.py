@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from prober.core.connection_age import ConnectionAges
 from prober.core.instances import Instance
 from prober.core.models import (
+    REQUEST,
     Interval,
     LBSettings,
     PaceChange,
@@ -25,7 +26,6 @@ from prober.core.models import (
 from prober.core.streamkind import KindSpec, KindTable
 from prober.core.watch import WATCHES
 
-REQUEST = "request"
 REQUESTS = KindSpec(
     REQUEST,
     records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges, Instance),
@@ -49,17 +49,13 @@ def run_record(
     early_for: float | None = None,
     watch_limits: WatchLimits | None = None,
 ) -> RunRecord:
-    """The run record for the streams of each kind, by kind: the request streams where every
-    schema-1 reader looks for them (`streams`), the others beside them (`kind_streams`), so a
-    reader that knows only requests still reads a log that holds other kinds."""
-    others = {kind: tuple(names) for kind, names in streams.items() if kind != REQUEST}
+    """The run record for the streams of each kind, by kind (a kind with none is left out)."""
     return RunRecord(
         run_id=run_id,
         ts=ts,
         platform=platform,
-        streams=tuple(streams.get(REQUEST, ())),
         version=version,
-        kind_streams={kind: names for kind, names in others.items() if names},
+        kind_streams={kind: tuple(names) for kind, names in streams.items() if names},
         lb_settings=lb_settings,
         node=node,
         early_for=early_for,

@@ -254,17 +254,19 @@ class LBSettings:
     lbs: Mapping[LB, CheckSettings] = field(default_factory=dict)
 
 
+REQUEST = "request"  # the request kind, by its name in a run record
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     KIND: ClassVar[str] = "run"
     run_id: str
     ts: str
     platform: str
-    # The request streams: a schema-1 reader parses every name here as one.
-    streams: tuple[str, ...]
     version: str
-    # The streams of every other kind (`core.streamkind`), by kind; where older readers
-    # look for none.
+    # The streams of each kind (`core.streamkind`), by kind: the request kind's under
+    # "request". Logs written before kept those apart, in a `streams` list, which the codec
+    # reads into this (`core.eventlog`).
     kind_streams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Left out while None: a run without them keeps its bytes, and older readers skip it.
     lb_settings: LBSettings | None = field(default=None, metadata=OMIT_EMPTY)
@@ -276,6 +278,9 @@ class RunRecord:
     early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
     # What the watch tests allow, from the daemon's timers; None in logs written before.
     watch_limits: WatchLimits | None = field(default=None, metadata=OMIT_EMPTY)
+
+    def streams_of(self, kind: str) -> tuple[str, ...]:
+        return tuple(self.kind_streams.get(kind, ()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,7 @@ async def compare_watch_grace(
 def stream_rows(analysis: RunAnalysis) -> tuple[StreamRow, ...]:
     """Every watch stream the run record names, in LB x protocol order, from the summary's
     watches section, the watch attempts and the request samples answered 429."""
-    names = analysis.log.run.kind_streams.get(WATCH, ())
+    names = analysis.log.run.streams_of(WATCH)
     streams = sorted((KindStreamId.parse(n, WATCH) for n in names), key=lambda s: s.key)
     section = analysis.summary.get("watches", {})
     entries = {e["stream"]: e for e in section.get("streams", [])}

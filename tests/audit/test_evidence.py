@@ -10,7 +10,7 @@ import pytest
 
 from prober.audit.evidence import read_prober_logs, read_shutdown_events, segments
 from prober.audit.files import InputError
-from prober.core.models import ClosedBy, ErrorClass, RunRecord, Window, rfc3339
+from prober.core.models import REQUEST, ClosedBy, ErrorClass, RunRecord, Window, rfc3339
 from prober.daemon.eventlog import EventLogWriter
 from tests.factories import STREAM, sample
 from tests.support.auditlog import T0
@@ -36,7 +36,9 @@ def test_an_event_log_rotated_by_the_daemon_is_read_whole(tmp_path: Path):
     start = T0 - 100.0
     path = tmp_path / "events.jsonl"
     writer = EventLogWriter(
-        str(path), 1500, RunRecord("run-7", rfc3339(start), "gcp", (STREAM.name,), "0.1.0")
+        str(path),
+        1500,
+        RunRecord("run-7", rfc3339(start), "gcp", "0.1.0", {REQUEST: (STREAM.name,)}),
     )
     writer.open()
     ids = []

@@ -16,7 +16,7 @@ from prober.audit.files import discover
 from prober.audit.summary import summarize
 from prober.core.eventlog import encode
 from prober.core.header import apiserver_id
-from prober.core.models import ClosedBy, ErrorClass, RunRecord, Window, rfc3339
+from prober.core.models import REQUEST, ClosedBy, ErrorClass, RunRecord, Window, rfc3339
 from tests.audit.cli import run as main
 from tests.factories import STREAM, sample
 from tests.support.auditlog import (
@@ -204,7 +204,7 @@ def _event_log(path: Path, late_ids: list[str], failed_id: str, node: str | None
     """A prober run that started at T0 - 100 s (wall), saw master-0 shut down at run second
     110 (T0 + 10) until 150 (T0 + 50), in two rotated segments and the live file."""
     start = T0 - 100.0
-    run = RunRecord("run-1", rfc3339(start), "aws", (STREAM.name,), "0.1.0")
+    run = RunRecord("run-1", rfc3339(start), "aws", "0.1.0", {REQUEST: (STREAM.name,)})
 
     def at(t: float, audit_id: str, **kw) -> str:
         s = dataclasses.replace(sample(t, **kw), ts=rfc3339(start + t), audit_id=audit_id)

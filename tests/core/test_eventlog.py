@@ -9,6 +9,7 @@ import pytest
 
 from prober.core.eventlog import EventLogError, EventLogReader, UnsupportedVersion, decode, encode
 from prober.core.models import (
+    REQUEST,
     ClosedBy,
     ErrorClass,
     Interval,
@@ -20,7 +21,7 @@ from prober.core.models import (
 )
 from tests.factories import STREAM, sample
 
-RUN = RunRecord("run-1", "2026-11-30T00:00:00.000000Z", "aws", (STREAM.name,), "0.1.0")
+RUN = RunRecord("run-1", "2026-11-30T00:00:00.000000Z", "aws", "0.1.0", {REQUEST: (STREAM.name,)})
 LATE = sample(10.25, host="apiserver-x", late=True, elapsed=3, delay=129)
 INTERVAL = Interval(
     STREAM,

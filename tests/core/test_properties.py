@@ -174,7 +174,14 @@ window_streams = st.builds(
     counts,
 )
 records = st.one_of(
-    st.builds(RunRecord, text, text, text, st.lists(text).map(tuple), text),
+    st.builds(
+        RunRecord,
+        text,
+        text,
+        text,
+        text,
+        st.dictionaries(text, st.lists(text, min_size=1).map(tuple), max_size=3),
+    ),
     samples,
     st.builds(
         Interval,

@@ -109,7 +109,7 @@ def test_a_reader_not_given_a_kind_skips_its_records_as_unknown() -> None:
     assert [r.KIND for r in given] == ["beat", "sample"]
 
 
-def test_the_run_record_keeps_request_streams_where_schema_1_readers_look() -> None:
+def test_the_run_record_holds_every_kinds_streams_by_kind() -> None:
     record = run_record(
         run_id="r",
         ts="x",
@@ -117,9 +117,25 @@ def test_the_run_record_keeps_request_streams_where_schema_1_readers_look() -> N
         version="1",
         streams={REQUEST: [STREAM.name], "beat": [WATCH.name], "idle": []},
     )
-    assert record.streams == (STREAM.name,)
-    assert record.kind_streams == {"beat": (WATCH.name,)}
+    assert record.kind_streams == {REQUEST: (STREAM.name,), "beat": (WATCH.name,)}
+    assert record.streams_of(REQUEST) == (STREAM.name,)
     assert decode(encode(record)) == record
-    # A run record written before there were other kinds reads as one without them.
-    old = '{"v":1,"kind":"run","run_id":"r","ts":"x","platform":"aws","streams":[],"version":"1"}'
-    assert decode(old) == RunRecord("r", "x", "aws", (), "1")
+    assert '"streams"' not in encode(record)
+
+
+@pytest.mark.parametrize(
+    ("written", "kinds"),
+    [
+        ('"streams":[]', {}),
+        (f'"streams":["{STREAM.name}"]', {REQUEST: (STREAM.name,)}),
+        (f'"streams":["{STREAM.name}"],"kind_streams":{{"beat":["{WATCH.name}"]}}',
+         {REQUEST: (STREAM.name,), "beat": (WATCH.name,)}),
+    ],
+    ids=["no streams", "requests", "requests and another kind"],
+)  # fmt: skip
+def test_a_run_record_written_before_reads_its_request_streams_by_kind(
+    written: str, kinds: dict[str, tuple[str, ...]]
+) -> None:
+    """Logs written before 2026-12-06 kept the request streams in a list of their own."""
+    old = f'{{"v":1,"kind":"run","run_id":"r","ts":"x","platform":"aws",{written},"version":"1"}}'
+    assert decode(old) == RunRecord("r", "x", "aws", "1", kinds)

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from prober.config import load_config
 from prober.core.header import format_shutdown_header
-from prober.core.models import Interval, RunRecord, Summary, Window
+from prober.core.models import REQUEST, Interval, RunRecord, Summary, Window
 from prober.daemon.app import Daemon
 from tests.support.certs import Certs
 from tests.support.promtool import promtool_problems
@@ -94,7 +94,7 @@ async def test_the_daemon_measures_a_disruption_and_a_shutdown_window(
     log = read_log(events)
     run = log.of(RunRecord)[0]
     assert log.records[0] == run
-    assert len(run.streams) == 4
+    assert len(run.streams_of(REQUEST)) == 4
     assert run.platform == "aws"
     intervals, windows = replay(log)
     assert intervals == log.of(Interval)

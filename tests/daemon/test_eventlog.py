@@ -11,13 +11,17 @@ import pytest
 
 from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, decode
-from prober.core.models import RunRecord, StreamCounters, Summary
+from prober.core.models import REQUEST, RunRecord, StreamCounters, Summary
 from prober.daemon import eventlog
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.retention import KEEP_RUNS
 
 HEADER = RunRecord(
-    "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"
+    "run-1",
+    "2026-11-30T00:00:00.000000Z",
+    "aws",
+    "0",
+    {REQUEST: ("a-http1-localhost-new-connections",)},
 )
 
 

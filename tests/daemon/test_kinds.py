@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from prober.common.segments import read_lines
 from prober.config import load_config
 from prober.core.eventlog import EventLogReader
-from prober.core.models import Interval, RunRecord, Sample, Window
+from prober.core.models import REQUEST, Interval, RunRecord, Sample, Window
 from prober.daemon.app import Daemon
 from prober.daemon.kinds import KindRegistry
 from prober.daemon.registry import default_kinds
@@ -80,7 +80,7 @@ async def test_a_kind_registered_through_the_seam_reaches_log_metrics_and_replay
     records = read_all(events, kinds)
     run = records[0]
     assert isinstance(run, RunRecord)
-    assert (run.streams, run.kind_streams) == ((), {TICK: tuple(names)})
+    assert run.kind_streams == {TICK: tuple(names)}
     ticks = [r for r in records if isinstance(r, Tick)]
     assert sorted((t.stream, t.n) for t in ticks) == [
         (name, n) for name in names for n in range(1, TICKS + 1)
@@ -134,8 +134,8 @@ async def test_requests_measure_as_ever_beside_another_kind(
 
     records = read_all(events, kinds)
     run = records[0]
-    assert len(run.streams) == 4
-    assert all(n.endswith("-connections") for n in run.streams)
+    assert len(run.streams_of(REQUEST)) == 4
+    assert all(n.endswith("-connections") for n in run.streams_of(REQUEST))
     assert len(run.kind_streams[TICK]) == 2
     assert any(isinstance(r, Tick) for r in records)
     runs, _ = load_runs([events], kinds=kinds.table)

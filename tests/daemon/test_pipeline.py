@@ -15,6 +15,7 @@ from prober.core.connection_age import ConnectionAges
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
     LB,
+    REQUEST,
     Connection,
     ErrorClass,
     Interval,
@@ -43,7 +44,9 @@ def run_pipeline(tmp_path: Path, samples, end: float):
     metrics.register_streams([*STREAMS, IDLE])
     names = tuple(s.name for s in (*STREAMS, IDLE))
     writer = EventLogWriter(
-        str(tmp_path / "events.jsonl"), 1 << 20, RunRecord("r", "x", "aws", names, "1.2.3")
+        str(tmp_path / "events.jsonl"),
+        1 << 20,
+        RunRecord("r", "x", "aws", "1.2.3", {REQUEST: names}),
     )
     writer.open()
     pipeline = SampleFeed([*STREAMS, IDLE], [metrics, writer, LogSink()], wall_start=0)
@@ -136,7 +139,7 @@ def test_the_felt_disruption_leaves_out_what_client_gos_retries_got_through(
 def test_the_event_log_replays_to_the_same_intervals_and_windows(tmp_path: Path) -> None:
     _, _, final, pipeline = run_pipeline(tmp_path, story(), end=40.0)
     log = read_log(tmp_path / "events.jsonl")
-    assert log.records[0].streams[-1] == IDLE.name
+    assert log.records[0].streams_of(REQUEST)[-1] == IDLE.name
     intervals, windows = replay(log)
     assert intervals == log.of(Interval)
     assert windows == log.of(Window)

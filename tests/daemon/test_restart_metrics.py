@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from prober.core.instances import AddBack, Instance
 from prober.core.kinds import standard_kinds
-from prober.core.models import LB, RunRecord
+from prober.core.models import LB, REQUEST, RunRecord
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.metrics import Metrics
 from prober.daemon.requests.samples import SampleFeed
@@ -45,7 +45,9 @@ def test_a_restart_with_early_failures_as_the_pipeline_counts_it(tmp_path: Path)
     registry, made = metrics()
     names = (STREAM.name, OTHER.name)
     writer = EventLogWriter(
-        str(tmp_path / "events.jsonl"), 1 << 20, RunRecord("r", "x", "aws", names, "1.2.3")
+        str(tmp_path / "events.jsonl"),
+        1 << 20,
+        RunRecord("r", "x", "aws", "1.2.3", {REQUEST: names}),
     )
     writer.open()
     feed = SampleFeed([STREAM, OTHER], [made, writer], wall_start=0)

@@ -13,14 +13,18 @@ from structlog.testing import capture_logs
 from prober.common.segments import read_lines
 from prober.config.model import Config
 from prober.core.eventlog import EventLogReader
-from prober.core.models import RunRecord, rfc3339
+from prober.core.models import REQUEST, RunRecord, rfc3339
 from prober.daemon import retention
 from prober.daemon.eventlog import EventLogWriter
 from prober.daemon.retention import MARKER, Aside, Retention, plan
 
 NOW = time.time()
 EARLIER = RunRecord(
-    "earlier-run-0000", rfc3339(NOW - 600), "aws", ("a-http1-localhost-new-connections",), "0"
+    "earlier-run-0000",
+    rfc3339(NOW - 600),
+    "aws",
+    "0",
+    {REQUEST: ("a-http1-localhost-new-connections",)},
 )
 THIS = dataclasses.replace(EARLIER, run_id="this-run-0000", ts=rfc3339(NOW))
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from prober.core.models import LB, Connection, StreamId, Window
+from prober.core.models import LB, REQUEST, Connection, StreamId, Window
 from prober.core.phase import LATE_FRACTION
 from prober.report.documents.timeline import WIDTH, StreamMarks, View, lb_timeline, stream_marks
 from prober.report.format.page import SVG_CSS
@@ -53,7 +53,7 @@ class Run:
         """The new-connection rows of one LB, in the report's order."""
         names = [
             name
-            for name in self.log.run.streams
+            for name in self.log.run.streams_of(REQUEST)
             if (s := StreamId.parse(name)).lb is lb and s.connection is Connection.NEW
         ]
         rows = stream_marks(names, self.log.samples, self.replay.intervals).values()

@@ -14,13 +14,17 @@ from structlog.testing import capture_logs
 
 from prober.common.segments import read_lines, segment_paths
 from prober.core.eventlog import EventLogReader, encode
-from prober.core.models import RunRecord, StreamCounters, Summary
+from prober.core.models import REQUEST, RunRecord, StreamCounters, Summary
 from prober.daemon import eventlog, retention
 from prober.daemon.eventlog import EventLogWriter
 from tests.support.mounts import fill, needs_root, small_tmpfs
 
 HEADER = RunRecord(
-    "run-1", "2026-11-30T00:00:00.000000Z", "aws", ("a-http1-localhost-new-connections",), "0"
+    "run-1",
+    "2026-11-30T00:00:00.000000Z",
+    "aws",
+    "0",
+    {REQUEST: ("a-http1-localhost-new-connections",)},
 )
 
 

@@ -20,6 +20,7 @@ from prober.core import kinds
 from prober.core.connection_age import ConnectionAges
 from prober.core.instances import Instance
 from prober.core.models import (
+    REQUEST,
     ApiserverNode,
     Interval,
     RunEnd,
@@ -95,7 +96,7 @@ def write_daemon_log(
     writer = EventLogWriter(str(path), rotate_bytes or sys.maxsize, run, clock=clock)
     live = LiveOutput()
     pipeline = Pipeline([live, writer], run_start=clock.now, clock=clock)
-    streams = [StreamId.parse(name) for name in run.streams]
+    streams = [StreamId.parse(name) for name in run.streams_of(REQUEST)]
     node_of = nodes.get if nodes else None
     feed = SampleFeed(
         streams, [pipeline.out], wall_start=clock.wall(), node_of=node_of, placement=placement

@@ -12,7 +12,7 @@ import pytest
 
 from prober.cli import main
 from prober.common.segments import read_lines
-from prober.core.models import RunRecord, Summary
+from prober.core.models import REQUEST, RunRecord, Summary
 from prober.daemon.echo import RecordEcho
 from prober.report.replay.podlogs import RecordLines
 
@@ -82,7 +82,7 @@ def test_the_echo_names_its_run_again_before_every_summary() -> None:
     """The kubelet rotates container logs and `oc logs` gives the newest file only: the run
     record comes again before each summary, so any stretch holding one names its run."""
     out = io.StringIO()
-    header = RunRecord("run-1", "2026-12-01T10:00:00Z", "aws", ("s",), "0.1.0")
+    header = RunRecord("run-1", "2026-12-01T10:00:00Z", "aws", "0.1.0", {REQUEST: ("s",)})
     echo = RecordEcho(header, out)
     for t in (60.0, 120.0):
         echo.event(Summary(ts="2026-12-01T10:01:00Z", t=t, streams=()))
@@ -112,7 +112,7 @@ def test_a_compact_pod_log_gives_the_same_measurements(rollout_log, tmp_path: Pa
 
 def test_the_compact_echo_writes_no_sample(rollout_samples) -> None:
     out = io.StringIO()
-    header = RunRecord("run-1", "2026-12-01T10:00:00Z", "aws", ("s",), "0.1.0")
+    header = RunRecord("run-1", "2026-12-01T10:00:00Z", "aws", "0.1.0", {REQUEST: ("s",)})
     echo = RecordEcho(header, out, samples=False)
     for sample in rollout_samples[:50]:
         echo.keep(sample)

@@ -10,6 +10,7 @@ from pathlib import Path
 from prober.common.segments import read_lines
 from prober.core.eventlog import EventLogReader
 from prober.core.models import (
+    REQUEST,
     Interval,
     LogRecord,
     Record,
@@ -47,7 +48,7 @@ def replay(log: Log) -> tuple[list[Interval], list[Window]]:
     """The intervals and windows the logged samples give, closed at the final summary."""
     run = log.of(RunRecord)[0]
     nodes = {w.host: w.node for w in log.of(Window)}
-    trackers = Trackers(map(StreamId.parse, run.streams), node_of=nodes.get)
+    trackers = Trackers(map(StreamId.parse, run.streams_of(REQUEST)), node_of=nodes.get)
     records = [e for sample in log.of(Sample) for e in trackers.feed(sample)]
     final = log.of(Summary)[-1]
     records += trackers.close(final.t, final.ts)

@@ -67,7 +67,7 @@ class Watched:
 
 
 def watched(replay: Replay, summary: SummaryDocument) -> Watched:
-    names = replay.run.kind_streams.get(WATCH, ())
+    names = replay.run.streams_of(WATCH)
     streams = [KindStreamId.parse(name, WATCH) for name in names]
     section = summary.get("watches", {})
     blind = {

@@ -25,6 +25,7 @@ from prober.core.budgets import slow_starts
 from prober.core.connection_age import ConnectionAges
 from prober.core.instances import DEFAULT_EARLY_FOR, Instance
 from prober.core.models import (
+    REQUEST,
     Interval,
     LogRecord,
     RunRecord,
@@ -89,7 +90,7 @@ class Replay:
 
 def replay(log: RunLog) -> Replay:
     streams = []
-    for name in log.run.streams:
+    for name in log.run.streams_of(REQUEST):
         try:
             streams.append(StreamId.parse(name))
         except StreamNameError as exc:

@@ -23,6 +23,7 @@ from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.instances import Instance
 from prober.core.kinds import standard_kinds
 from prober.core.models import (
+    REQUEST,
     ApiserverNode,
     IdentitySeen,
     Interval,
@@ -235,7 +236,7 @@ def _bad_stream_name(record: AnyRecord) -> str | None:
     elif isinstance(record, PaceChange):
         names = () if record.stream is None else (record.stream,)
     elif isinstance(record, RunRecord):
-        names = record.streams
+        names = record.streams_of(REQUEST)
     else:  # Window, Summary
         names = (s.stream for s in record.streams)
     for name in names:

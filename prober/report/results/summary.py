@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, Final, cast
 
-from prober.core.models import Interval, LogRecord, StreamId, Window
+from prober.core.models import REQUEST, Interval, LogRecord, StreamId, Window
 from prober.core.numbers import micro_floats
 from prober.core.perceived import Retried
 from prober.core.watch import WATCH
@@ -239,7 +239,7 @@ def _ids(stream: StreamId) -> StreamFields:
 
 def _stream_ids(log: RunLog, result: Replay) -> list[StreamId]:
     """The run record's streams, then any other stream the log has samples of."""
-    names = dict.fromkeys(log.run.streams)
+    names = dict.fromkeys(log.run.streams_of(REQUEST))
     ids = {StreamId.parse(name): None for name in names}
     ids.update(dict.fromkeys(s.stream_id for s in log.samples))
     ids.update(dict.fromkeys(i.stream_id for i in result.intervals))
