@@ -6,7 +6,6 @@ reconciler (upstream's) or the lab's stand-in for it (the fake's)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from prober.lab.infra.etcd import LabEtcd
 from prober.lab.infra.kernel.netns import Namespace
 from prober.lab.infra.kernel.topology import master_address
 from prober.lab.infra.platforms import Platform
-from prober.lab.infra.processes import LineHandler, ManagedProcess
+from prober.lab.infra.processes import LineHandler, ManagedProcess, announces
 
 BACKENDS = ("fake", "upstream")
 # kube-apiserver's periods, scaled with the run: bookmarks, etcd compaction (the fake's)
@@ -133,7 +132,7 @@ class Fake:
             *self._storage_flags(cluster),
             *(cluster.restart_flags if server.starts > 1 else ()),
         ]  # fmt: skip
-        return Launch(argv, _event_is("ready"))
+        return Launch(argv, announces("ready"))
 
     @staticmethod
     def _storage_flags(cluster: Cluster) -> list[str]:
@@ -201,7 +200,7 @@ class Upstream:
             server.truth_path, server.hostname, platform.shutdown_delay, server.port
         )
         return Launch(
-            argv, upstream.announces(upstream.READY), upstream.lease_env(cluster.identity_renew),
+            argv, announces(upstream.READY), upstream.lease_env(cluster.identity_renew),
             truth,
         )  # fmt: skip
 
@@ -211,16 +210,3 @@ def backend(name: str) -> ApiserverBackend:
     if name == "upstream":
         return Upstream()
     return Fake()
-
-
-def _event_is(name: str) -> Callable[[str], bool]:
-    """Whether a line is the fake's stdout line of that name (`fakeapiserver/__main__.py`:
-    `{"event": "ready", "holder": ...}`, a line of its own, not of the truth log)."""
-
-    def wanted(line: str) -> bool:
-        try:
-            return bool(json.loads(line).get("event") == name)
-        except (ValueError, AttributeError):
-            return False
-
-    return wanted

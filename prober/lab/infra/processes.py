@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -25,6 +26,19 @@ from prober.lab.infra.waiters import Waiters
 LineHandler = Callable[[str], None]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 EXIT_AFTER_EOF = 2.0  # seconds a process that closed its stdout is given to exit, for its code
+
+
+def announces(event: str) -> Callable[[str], bool]:
+    """Whether a line is a child's JSON line of that `event` (`{"event": ..., ...}`): the
+    fake apiserver's and the kernel checker's "ready", upstream's main's "identity_lease"."""
+
+    def wanted(line: str) -> bool:
+        try:
+            return bool(json.loads(line).get("event") == event)
+        except (ValueError, AttributeError):
+            return False
+
+    return wanted
 
 
 def _die_with_the_lab() -> Callable[[], None] | None:

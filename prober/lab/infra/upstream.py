@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,16 +184,6 @@ def go_line(text: str) -> GoLine | None:
     if not isinstance(event, str) or isinstance(wall, bool) or not isinstance(wall, int | float):
         return None
     return GoLine(event, float(wall), found)
-
-
-def announces(event: str) -> Callable[[str], bool]:
-    """Whether a line is the Go program's line of that event."""
-
-    def wanted(text: str) -> bool:
-        line = go_line(text)
-        return line is not None and line.event == event
-
-    return wanted
 
 
 def with_hostname(hostname: str, argv: Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from prober.lab.infra.kernel.nftables import Dispatch
 from prober.lab.infra.kernel.topology import API_PORT, CLUSTER_IP, SERVICE_PORT, VIPS, LabNetwork
 from prober.lab.infra.lbstate import ServerEvent, StateChanges
 from prober.lab.infra.platforms import LBProfile
-from prober.lab.infra.processes import ProcessError, ProcessGroup
+from prober.lab.infra.processes import ProcessError, ProcessGroup, announces
 
 START_TIMEOUT = 20.0
 CHECKER_NICE = -10  # root: the kernel path needs it anyway
@@ -104,7 +104,7 @@ class KernelLB:
         # for want of a core. nice execs, as nsenter does: the pid stays the checker's.
         argv = self.router.enter(["nice", "-n", str(CHECKER_NICE), *checker])
         proc = await group.start(f"checker-{self.name}", argv, on_line=self._on_line)
-        await proc.wait_for_line(_is("ready"), START_TIMEOUT)
+        await proc.wait_for_line(announces("ready"), START_TIMEOUT)
 
     def _on_line(self, line: str) -> None:
         try:
@@ -208,13 +208,3 @@ def kernel_lb(
     if profile.lb is LB.SERVICE_NETWORK:
         return KernelService.make(profile, targets, network.client)
     return KernelLB.make(profile, targets, network.router, workdir)
-
-
-def _is(event: str) -> Callable[[str], bool]:
-    def wanted(line: str) -> bool:
-        try:
-            return bool(json.loads(line).get("event") == event)
-        except (ValueError, AttributeError):
-            return False
-
-    return wanted
