@@ -17,8 +17,10 @@ from prober.common.errors import UserError
 from prober.common.values import duration, flag, non_negative_float, positive_float, positive_int
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from prober.lab.infra.options import LabOptions
-    from prober.lab.registry import Option
+    from prober.lab.registry import Option, Scenario
 
 EXAMPLE = """\
 examples:
@@ -178,15 +180,14 @@ class _Scenario(argparse.Action):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.revealed, self.group = revealed, group
+        self.scenarios: Mapping[str, Scenario] = kwargs["choices"]
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:  # fmt: skip
-        from prober.lab.registry import SCENARIOS  # noqa: PLC0415
-
         setattr(namespace, self.dest, values)
         self.group.title = f"options of --scenario {values}"
         for option, action in self.revealed.items():
-            shown = option in SCENARIOS[values].options
+            shown = option in self.scenarios[values].options
             action.help = option.help if shown else argparse.SUPPRESS
 
 

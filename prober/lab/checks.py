@@ -8,10 +8,10 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from prober.common.errors import UserError
 from prober.core.watch import WATCH
 from prober.lab.infra.daemons import daemon_logs
 from prober.lab.infra.instances import all_instances
+from prober.lab.infra.options import LabError
 from prober.lab.judges import nodeloss
 from prober.lab.judges.answered import check_answered
 from prober.lab.judges.compare import compare, findings, problems, wall_offset
@@ -28,10 +28,6 @@ from prober.report.analyze import analyze_runs
 
 Reader = Callable[[Judging], LabResult]
 Check = Callable[[Judging, LabResult], LabResult]
-
-
-class LabError(UserError, RuntimeError):
-    """The lab cannot run as asked."""
 
 
 def event_log(judging: Judging, *, lb_fails: bool = False) -> LabResult:
@@ -116,8 +112,7 @@ def gathered(j: Judging) -> LabResult:
 
 def watch_streams(j: Judging, r: LabResult) -> LabResult:
     """Every watch the daemon established, found in its server's truth and judged there."""
-    offset = wall_offset(r.analysis.log)
-    watches = check_run(j.truths, r.analysis, offset, j.options.tolerance,
+    watches = check_run(j.truths, r.analysis, r.offset, j.options.tolerance,
                         joins=joins(j.cluster), cuts=cuts(j.cluster, j.lbs))  # fmt: skip
     return dataclasses.replace(r.adding(watches.problems, watches.findings), watches=watches)
 
@@ -125,8 +120,8 @@ def watch_streams(j: Judging, r: LabResult) -> LabResult:
 def informers(j: Judging, r: LabResult) -> LabResult:
     """Upstream's: the daemon's watch streams beside client-go's informers."""
     replay = r.analysis.replay
-    sides = judge_informers(j.informers, j.out / "logs", replay.of_kind(WATCH),
-                            wall_offset(r.analysis.log), replay.end_t)  # fmt: skip
+    sides = judge_informers(j.informers, j.out / "logs", replay.of_kind(WATCH), r.offset,
+                            replay.end_t)  # fmt: skip
     return dataclasses.replace(r.adding(findings=differences(sides)), informers=tuple(sides))
 
 
@@ -139,7 +134,7 @@ def disrupted(j: Judging, r: LabResult) -> LabResult:
 
 def node_losses(j: Judging, r: LabResult) -> LabResult:
     """What each stream saw while a node was gone, against when each LB marked it down."""
-    log, replay, offset = r.analysis.log, r.analysis.replay, wall_offset(r.analysis.log)
+    log, replay, offset = r.analysis.log, r.analysis.replay, r.offset
     seen = watched(replay, r.analysis.summary)
     losses = [
         nodeloss.judge(
@@ -158,7 +153,7 @@ def node_losses(j: Judging, r: LabResult) -> LabResult:
 
 def answered(j: Judging, r: LabResult) -> LabResult:
     """No sample recorded as failed that a server had answered."""
-    offset = wall_offset(r.analysis.log)
+    offset = r.offset
     resetting = {kind for kind, lb in j.cluster.lbs.items() if lb.profile.reset_on_down}
     crashes = [wall - offset for _, wall in j.cluster.crashes]
     gone = [(o.lost - offset, (o.back or o.lost) - offset) for o in j.cluster.outages
@@ -178,7 +173,7 @@ def restarts(j: Judging, r: LabResult) -> LabResult:
         j.lbs,
         replay.instances,
         r.analysis.log.samples,
-        offset=wall_offset(r.analysis.log),
+        offset=r.offset,
         end_t=replay.end_t,
         tolerance=j.options.tolerance,
     )

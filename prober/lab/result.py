@@ -16,7 +16,7 @@ from prober.lab.infra.options import TOLERANCE, LabOptions
 from prober.lab.infra.platforms import Platform
 from prober.lab.infra.truth import LbTruth, ShutdownTruth
 from prober.lab.judges.answered import AnsweredCheck
-from prober.lab.judges.compare import ShutdownResult
+from prober.lab.judges.compare import ShutdownResult, wall_offset
 from prober.lab.judges.informers import Side
 from prober.lab.judges.nodeloss import NodeLoss
 from prober.lab.judges.onnode import NodeResult
@@ -50,6 +50,11 @@ class LabResult:
     lb_truth: tuple[LbTruth, ...] = ()  # each LB's state changes
     restarts: RestartCheck | None = None  # T1, add-back and early against the truth
     informers: tuple[Side, ...] = ()  # upstream's: the daemon's watches beside client-go's
+
+    @property
+    def offset(self) -> float:
+        """The run's wall offset: a wall time in the truth minus it is the daemon's run time."""
+        return wall_offset(self.analysis.log)
 
     def adding(
         self,

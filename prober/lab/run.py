@@ -12,12 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from prober.lab.checks import LabError
 from prober.lab.companions import NodeProber
 from prober.lab.infra.backends import ApiserverBackend, backend
 from prober.lab.infra.cluster import LabCluster
 from prober.lab.infra.datapath import choose
-from prober.lab.infra.options import LabOptions
+from prober.lab.infra.options import LabError, LabOptions
 from prober.lab.infra.platforms import PLATFORMS, Platform, as_built
 from prober.lab.infra.processes import ProcessGroup
 from prober.lab.infra.truth import lab_truth

@@ -45,7 +45,7 @@ def run_record(
 ) -> RunRecord:
     names = [s.name for s in streams]
     return kinds.run_record(
-        run_id=run_id, ts=START, platform=platform, version="0.1.0", streams={kinds.REQUEST: names}
+        run_id=run_id, ts=START, platform=platform, version="0.1.0", streams={REQUEST: names}
     )
 
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prober.common.errors import UserError
 from prober.core.models import LB
 
 TOLERANCE = 0.1
 """Seconds the truth may lie outside the daemon's bound: the three clocks (the daemon's, each
 apiserver's record, HAProxy's log) and the LB's own processing, never the sampling, which the
 bound already accounts for."""
+
+
+class LabError(UserError, RuntimeError):
+    """The lab cannot run as asked."""
 
 
 @dataclass(frozen=True, slots=True)
