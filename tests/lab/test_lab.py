@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -194,17 +195,25 @@ def test_health_checked_lbs_stop_new_connections_within_half_the_delay(graceful:
             assert keyed[(lb, protocol, Connection.NEW)].truth < result.platform.shutdown_delay / 2
 
 
+def no_lb_that(result: LabResult, *, reset: bool) -> NoReturn:
+    pytest.skip(f"no LB of {result.platform.name} {'resets' if reset else 'keeps'} flows with "
+                "kept connections on the server that shut down")  # fmt: skip
+
+
 def kept(result: LabResult, *, reset: bool) -> list[Row]:
     """The kept-connection rows of the LBs that reset flows on mark-down (or keep them),
     where this stream's connections were on the server that shut down."""
     keyed = by_key(result)
-    return [
+    found = [
         keyed[(lb, protocol, Connection.REUSED)]
         for lb in (LB.EXTERNAL, LB.INTERNAL)
         if result.platform.lb(lb).reset_on_down is reset
         for protocol in ("http1", "http2")
         if keyed[(lb, protocol, Connection.REUSED)].lo is not None
     ]
+    if not found:
+        no_lb_that(result, reset=reset)
+    return found
 
 
 def test_lbs_that_reset_flows_cut_kept_connections_within_half_the_delay(graceful: Run) -> None:
@@ -278,8 +287,7 @@ def lbs_that(result: LabResult, *, reset: bool) -> list[LB]:
              if result.platform.lb(lb).reset_on_down is reset
              and kept_before(result, lb)[1]]  # fmt: skip
     if not found:
-        pytest.skip(f"no LB of {result.platform.name} {'resets' if reset else 'keeps'} flows "
-                    "with kept connections on the server that shut down")  # fmt: skip
+        no_lb_that(result, reset=reset)
     return found
 
 
