@@ -327,7 +327,11 @@ class LabCluster:
 
     def close(self) -> None:
         """Remove what the cluster keeps outside its work directory: the admin sockets, the
-        network namespaces (with every link, address and nftables table in them)."""
+        network namespaces (with every link, address and nftables table in them). A change
+        still scheduled (an interrupted run settles none) is cancelled: it would meet a
+        namespace already gone."""
+        for task in self._pending:
+            task.cancel()
         if self._sockets is not None:
             self._sockets.cleanup()
             self._sockets = None
