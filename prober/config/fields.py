@@ -74,6 +74,20 @@ def stdout_records(value: object) -> str:
         raise Invalid(f"{shown(value)} is not one of {', '.join(STDOUT_RECORDS)}") from None
 
 
+WATCH_SYNCS = ("watch-list", "list", "off")
+
+
+def watch_sync(value: object) -> str:
+    """`watches`: how a watch stream syncs (client-go 1.35's watch-list, or LIST then WATCH)
+    or off; a boolean as before (true: watch-list)."""
+    if value in WATCH_SYNCS:
+        return str(value)
+    try:
+        return "watch-list" if boolean(value) else "off"
+    except Invalid:
+        raise Invalid(f"{shown(value)} is not one of {', '.join(WATCH_SYNCS)}") from None
+
+
 def text(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid(f"expected a non-empty string, got {shown(value)}")

@@ -194,7 +194,8 @@ KEYS: tuple[Key, ...] = (
         "apart from the LB's"),
     Key("log_format", f.choice(FORMATS), f"{' or '.join(FORMATS)}"),
     Key("log_level", f.choice(tuple(LEVELS)), ", ".join(LEVELS)),
-    Key("watches", f.boolean, "watch the heartbeat Lease through every LB, as informers do"),
+    Key("watches", f.watch_sync, "watch the heartbeat Lease through every LB, as informers "
+        "do: watch-list (client-go 1.35's sync), list (LIST then WATCH) or off"),
     Key("heartbeat", f.text, "NAMESPACE/NAME of the heartbeat Lease (default: $POD_NAMESPACE/"
         "$POD_NAME, else default/prober-<hostname>)"),
     Key("heartbeat_interval", f.duration(minimum=0.01), "how often the heartbeat is renewed",

@@ -82,7 +82,8 @@ class Config:
     log_level: str = "info"
     # Watch streams (`daemon.watches.kind`): one per LB x protocol on the heartbeat Lease, run as
     # client-go's reflector does; every constant client-go's by default.
-    watches: bool = True
+    # How they sync: "watch-list" (client-go 1.35's default, KEP-3157), "list" or "off".
+    watches: str = "watch-list"
     heartbeat: str = ""  # NAMESPACE/NAME; "": $POD_NAMESPACE/$POD_NAME, else default/prober-<host>
     heartbeat_interval: float = 1.0
     watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
@@ -95,6 +96,11 @@ class Config:
     def watch_min_timeout(self) -> float:
         """A watch's timeoutSeconds lies in [this, 2x this), as client-go's reflector's."""
         return timer("watch_min_timeout", self.time_scale)
+
+    @property
+    def watch_list_stall(self) -> float:
+        """A watch-list whose end marker has not come this long after its request stalls."""
+        return timer("watch_list_stall", self.time_scale)
 
     @property
     def watch_backoff(self) -> BackoffPolicy:

@@ -30,6 +30,9 @@ TIMERS: Mapping[str, tuple[float, float]] = {
     "http2_read_idle_timeout": (30.0, 0.5),
     "http2_ping_timeout": (15.0, 0.25),
     "identity_renew_interval": (10.0, 0.0),
+    # initialEventsEndBookmarkTicker: "awaiting required bookmark event" each 10 s (a stall);
+    # never under 1 s, which a sync's connection and round trip may take unscaled
+    "watch_list_stall": (10.0, 1.0),
 }
 TCP_KEEPALIVE = 30.0  # client-go's dialer: how a watch's dead flow is found on HTTP/1.1; unscaled
 

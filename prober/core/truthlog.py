@@ -258,6 +258,19 @@ class WatchEnded(TruthRecord):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InitialEventsEnd(TruthRecord):
+    """A watch-list's initial events were sent (`mono`: then): its end marker with them, at
+    `revision`, or `withheld` (`--withhold-initial-events-end`): then none ever comes."""
+
+    KIND: ClassVar[str] = "initial_events_end"
+    conn: int
+    stream: int
+    events: int  # initial ADDED events
+    revision: int
+    withheld: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SyntheticWatchesEnded(TruthRecord):
     """The informers' stand-ins a process held (`fakeapiserver/watches.py`), summed up."""
 
@@ -297,7 +310,7 @@ class RetryAfterTotal(TruthRecord):
 _OTHER_TYPES: tuple[type[TruthRecord], ...] = (
     Listening, Ready, Serving, ConnectionOpened, ConnectionClosed, GoawaySent, ProtocolError,
     PeerGoaway, LateConnection, EarlyAnswered, WatchStarted, WatchEnded, SyntheticWatchesEnded,
-    LeaseWritten, Compacted, RetryAfterTotal,
+    LeaseWritten, Compacted, RetryAfterTotal, InitialEventsEnd,
 )  # fmt: skip
 # Every kind of the truth log, for its reader (`core.eventlog.EventLogReader(types=...)`).
 TRUTH_TYPES: Mapping[str, type[TruthRecord]] = {

@@ -32,6 +32,7 @@ from prober.core.clientgo import timer
 from prober.core.models import OMIT_NONE, WatchLimits
 from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
+from prober.core.watchsync import SyncResult, WatchSync
 
 WATCH = "watch"  # the kind's name: streams are `<target>-<protocol>-<lb>-watch`
 # The daemon stopped: how an established watch ended, the outcome of a LIST or WATCH the stop
@@ -52,6 +53,9 @@ END_HOWS = (
 )
 
 
+WATCH_STEPS = ("watch", "watch_list")  # the steps that open a watch (`core.reflector.Step`)
+
+
 def _identity() -> dict[str, object]:
     return kind_identity(WATCH)
 
@@ -61,7 +65,7 @@ class WatchAttempt:
     KIND: ClassVar[str] = "watch_attempt"
     t: float  # run time the request was sent
     stream_id: KindStreamId = field(metadata=_identity())
-    step: str  # "list" or "watch"
+    step: str  # "list", "watch" or "watch_list" (`core.reflector.Step`)
     outcome: str  # core.reflector.Outcome, or STOPPED: cut by the daemon's stop
     status: int | None = None
     server: str | None = None  # the APIServerID of the shutdown header
@@ -82,7 +86,7 @@ class WatchAttempt:
 
     @property
     def doomed(self) -> bool:
-        return self.step == "watch" and self.outcome == "ok" and bool(self.shutdown)
+        return self.step in WATCH_STEPS and self.outcome == "ok" and bool(self.shutdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +132,7 @@ class Heartbeat:
     blind_after: float = 0.0  # the daemon's threshold, so that a replay judges the same
 
 
-WATCHES = KindSpec(WATCH, records=(WatchAttempt, WatchEnd, WatchSeen, Heartbeat))
+WATCHES = KindSpec(WATCH, records=(WatchAttempt, WatchEnd, WatchSeen, Heartbeat, WatchSync))
 
 
 class Doomed(NamedTuple):
@@ -160,6 +164,7 @@ class WatchResult:
     doomed_at: list[Doomed] = field(default_factory=list)
     # At the run's end: seconds since an end no watch followed (None: every end was followed).
     unrestored: float | None = None
+    syncs: SyncResult = field(default_factory=SyncResult)  # `core.watchsync`
 
     @property
     def blind_seconds(self) -> float:
@@ -204,7 +209,7 @@ class WatchTracker:
     def stream(self, name: str) -> WatchResult:
         return self._of(name).result
 
-    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
+    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat | WatchSync) -> None:
         if isinstance(record, Heartbeat):
             if math.isinf(self.blind_after) and record.blind_after > 0:
                 self.blind_after = record.blind_after
@@ -215,6 +220,8 @@ class WatchTracker:
         result = state.result
         if isinstance(record, WatchAttempt):
             self._attempt(state, record)
+        elif isinstance(record, WatchSync):
+            result.syncs.add(record)
         elif isinstance(record, WatchEnd):
             result.ends[record.how] += 1
             result.ended.append(record)
@@ -232,7 +239,9 @@ class WatchTracker:
             state.local, state.opened = record.local, record.t
         if record.step == "list" and record.relist_cause:
             result.relists[record.relist_cause] += 1
-        if record.step == "watch" and record.outcome == "ok":
+        if record.step == "list" and record.outcome == "ok":
+            result.syncs.listed_ok(record.relist_cause)
+        if record.step in WATCH_STEPS and record.outcome == "ok":
             result.established += 1
             result.doomed += record.doomed
             result.spans.append((record.t + record.dur, None))

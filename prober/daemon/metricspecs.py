@@ -335,6 +335,20 @@ WATCH_BLIND = MetricSpec(
     "Seconds a watch saw no heartbeat past the blind threshold after its write.",
     WATCH_LABELS,
 )
+WATCH_SYNC = MetricSpec(
+    Histogram,
+    "prober_watch_sync_seconds",
+    "Watch-list syncs: from the request to the initial-events-end marker.",
+    WATCH_LABELS,
+    LAG_BUCKETS,
+)
+WATCH_STALLS = MetricSpec(
+    Counter,
+    "prober_watch_sync_stalls_total",
+    "Watch-lists whose end marker had not come 10 s (scaled) after the request, by whether "
+    "it came at all.",
+    (*WATCH_LABELS, "synced"),
+)
 HEARTBEATS = MetricSpec(
     Counter,
     "prober_heartbeat_writes_total",
@@ -348,5 +362,7 @@ WATCH_METRICS: tuple[MetricSpec[Any], ...] = (
     WATCH_DOOMED,
     WATCH_LAG,
     WATCH_BLIND,
+    WATCH_SYNC,
+    WATCH_STALLS,
     HEARTBEATS,
 )

@@ -5,6 +5,14 @@ resolve them. RBAC is out of scope: whoever authenticates may do everything.
 Reads of `resourceVersion=0` and every watch are served by the watch cache, other reads by
 etcd, as kube-apiserver does. A watch is an `ApiAnswer` with a `start`: the connection calls it
 once the response headers are out, with a `WatchSink` to write events into.
+
+A watch-list (KEP-3157: `sendInitialEvents=true`, which needs `resourceVersionMatch=
+NotOlderThan` and bookmarks) is served as kube-apiserver 1.37's cacher serves it: once the
+cache is at least as fresh as the version asked for (with none, as a consistent read of etcd
+now), the state as ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`
+at the cache's revision, sent even when nothing matched; then the watch goes on. A cache that
+does not get that fresh within `FRESH_WITHIN` answers 504, as the cacher's "Too large resource
+version". `withhold_end` (the lab's `--withhold-initial-events-end`) never sends the marker.
 """
 
 from __future__ import annotations
@@ -21,6 +29,12 @@ from prober.fakeapiserver.store import LEASES, Kind, Store, StoreError
 from prober.fakeapiserver.watchcache import CacheEvent, Gone, Match, WatchCache, Watcher
 
 MAX_BODY = 3 << 20  # kube-apiserver's limit on a request body (3 MiB)
+FRESH_WITHIN = 3.0  # the cacher's wait for a fresh enough cache (waitUntilFreshAndBlock)
+END_MARKER = "k8s.io/initial-events-end"
+WATCH_LIST_NEEDS = (
+    "sendInitialEvents is allowed only with resourceVersionMatch=NotOlderThan and "
+    "allowWatchBookmarks=true"
+)
 KINDS = {(LEASES.group, "v1", LEASES.resource): LEASES}
 
 
@@ -31,8 +45,15 @@ class WatchSink(Protocol):
 
     def finish(self, how: str) -> None: ...
 
+    @property
+    def ident(self) -> tuple[int, int]:
+        """(connection, stream): what names the watch in the truth log."""
+        ...
+
 
 WatchStart = Callable[[WatchSink], Callable[[], None]]  # returns what stops the watch
+# A watch-list's initial events were sent (events, the marker's revision, whether withheld).
+InitialEventsEnd = Callable[[WatchSink, int, int, bool], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +127,14 @@ class Api:
         *,
         bookmark_interval: float,
         on_write: Callable[[str, dict[str, Any]], None],
+        on_initial_events: InitialEventsEnd = lambda sink, events, revision, withheld: None,
+        withhold_end: bool = False,
     ) -> None:
         self.store, self.cache = store, cache
         self.bookmark_interval = bookmark_interval
         self._on_write = on_write
+        self._on_initial_events = on_initial_events
+        self.withhold_end = withhold_end
 
     @staticmethod
     def serves(info: RequestInfo) -> bool:
@@ -125,6 +150,8 @@ class Api:
         namespace, name = ref.namespace, ref.name
         try:
             match = selector(query)
+            if info.verb == "watch" and _true(query.get("sendInitialEvents", "")):
+                return await self._watch_list(kind, namespace, name, query, match)
             if info.verb == "watch":
                 return self._watch(kind, namespace, name, query, match)
             if info.verb == "list":
@@ -230,6 +257,50 @@ class Api:
 
         return ApiAnswer(200, b"", start)
 
+    async def _watch_list(
+        self,
+        kind: Kind,
+        namespace: str | None,
+        name: str | None,
+        query: Mapping[str, str],
+        match: Match,
+    ) -> ApiAnswer:
+        bookmarks = _true(query.get("allowWatchBookmarks", ""))
+        if query.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks:
+            return _status(422, "Invalid", WATCH_LIST_NEEDS)
+        version = query.get("resourceVersion", "")
+        if version and not version.isdigit():
+            raise BadRequest(f"invalid resourceVersion: {version!r}")
+        if version != "0":  # "": as fresh as etcd now (a consistent read); N: at least N
+            wanted = int(version) if version else (await self.store.items(kind, namespace))[1]
+            if not await self.cache.fresh(wanted, FRESH_WITHIN):
+                return _status(504, "Timeout", f"Too large resource version: {wanted}, "
+                               f"current: {self.cache.revision}")  # fmt: skip
+        if name is not None:
+            by_name, match = match, lambda o: o["metadata"].get("name") == name and by_name(o)
+        prefix = kind.prefix(namespace)
+
+        def start(sink: WatchSink) -> Callable[[], None]:
+            watcher = Watcher(
+                prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("relisted")
+            )
+            self.cache.watch(watcher, None)  # the state, as ADDED events
+            initial, revision = watcher.sent, self.cache.revision
+            if not self.withhold_end:
+                marker = _bookmark(kind, revision)
+                marker["metadata"]["annotations"] = {END_MARKER: "true"}
+                sink.write(CacheEvent("BOOKMARK", b"", marker, 0).line())
+            self._on_initial_events(sink, initial, revision, self.withhold_end)
+            timer = self._bookmarks(kind, sink)
+
+            def stop() -> None:
+                self.cache.stop(watcher)
+                timer.cancel()
+
+            return stop
+
+        return ApiAnswer(200, b"", start)
+
     def _bookmarks(self, kind: Kind, sink: WatchSink) -> _Cancel:
         """kube-apiserver sends a watcher a BOOKMARK about once a minute."""
         loop = asyncio.get_running_loop()
@@ -261,6 +332,10 @@ def _bookmark(kind: Kind, revision: int) -> dict[str, Any]:
         "metadata": {"resourceVersion": str(revision), "creationTimestamp": None},
         "spec": {},
     }
+
+
+def _true(value: str) -> bool:
+    return value.lower() in ("true", "1")
 
 
 def _error_event(code: int, reason: str, message: str) -> bytes:

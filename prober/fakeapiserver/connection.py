@@ -75,6 +75,10 @@ class Watch:
     def finish(self, how: str) -> None:
         self.end(how)
 
+    @property
+    def ident(self) -> tuple[int, int]:
+        return self.exchange.conn.id, self.exchange.stream_id
+
 
 class ConnectionOwner(Protocol):
     """What a connection needs of the server that accepted it (`server.ApiServer`): named

@@ -70,6 +70,7 @@ class ApiServerOptions:
     synthetic_watches: int = 0  # informer watches counted in the drain, without a client
     watch_cache_size: int = 10000
     bookmark_interval: float = 60.0
+    withhold_initial_events_end: bool = False  # a watch-list's end marker is never sent
     compaction_interval: float = 300.0
     identity_renew_interval: float = 10.0
     post_start_hooks: float = 0.0  # after listening, /readyz fails this long (see Startup)
@@ -322,6 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often a watch that allows bookmarks gets one (default 1m0s)",
     )
     add(
+        "--withhold-initial-events-end",
+        action="store_true",
+        help="never send a watch-list's initial-events-end bookmark: its clients stall "
+        "(the lab's; a real one always sends it)",
+    )
+    add(
         "--etcd-compaction-interval",
         type=_duration,
         default=300.0,
@@ -403,6 +410,7 @@ def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
         synthetic_watches=args.synthetic_watches,
         watch_cache_size=args.watch_cache_size,
         bookmark_interval=args.watch_bookmark_interval,
+        withhold_initial_events_end=args.withhold_initial_events_end,
         compaction_interval=args.etcd_compaction_interval,
         identity_renew_interval=args.identity_lease_renew_interval,
         post_start_hooks=args.post_start_hooks_duration,

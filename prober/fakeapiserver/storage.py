@@ -11,8 +11,8 @@ from typing import Any
 
 from prober.common.clock import Clock
 from prober.core.models import rfc3339
-from prober.core.truthlog import Compacted, LeaseWritten
-from prober.fakeapiserver.api import Api
+from prober.core.truthlog import Compacted, InitialEventsEnd, LeaseWritten
+from prober.fakeapiserver.api import Api, WatchSink
 from prober.fakeapiserver.controllers import Compactor, IdentityLease
 from prober.fakeapiserver.etcd import EtcdClient
 from prober.fakeapiserver.options import ApiServerOptions
@@ -37,6 +37,8 @@ class Storage:
             self.cache,
             bookmark_interval=options.bookmark_interval,
             on_write=self._written,
+            on_initial_events=self._initial_events,
+            withhold_end=options.withhold_initial_events_end,
         )
         self.compactor = Compactor(self.etcd, options.compaction_interval, clock)
         self.identity = IdentityLease(
@@ -48,6 +50,11 @@ class Storage:
             on_write=self._identity_written,
             holder=holder,
         )
+
+    def _initial_events(self, sink: WatchSink, events: int, revision: int, withheld: bool) -> None:
+        conn, stream = sink.ident
+        self.truth.write(InitialEventsEnd(conn=conn, stream=stream, events=events,
+                                          revision=revision, withheld=withheld))  # fmt: skip
 
     async def wait_ready(self, timeout: float) -> bool:
         """Whether the watch cache has its first LIST within `timeout` seconds."""

@@ -88,6 +88,7 @@ class WatchCache:
     _events: deque[CacheEvent] = field(default_factory=deque)
     _watchers: set[Watcher] = field(default_factory=set)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _moved: asyncio.Event = field(default_factory=asyncio.Event)  # set as the revision moves
 
     async def run(self) -> None:
         """LIST, then follow etcd from there; reconnect from the last revision seen while
@@ -119,7 +120,13 @@ class WatchCache:
         self._watchers.clear()
         self._events.clear()
         self.revision = self.floor = revision
+        self._advanced()
         self.ready.set()
+
+    def _advanced(self) -> None:
+        """Wake whoever waits for the revision to move (`fresh`)."""
+        self._moved.set()
+        self._moved = asyncio.Event()
 
     async def _follow(self) -> bool:
         """Apply etcd's events from the next revision on; False when etcd compacted past it."""
@@ -134,6 +141,7 @@ class WatchCache:
     def _apply(self, event: WatchEvent) -> None:
         kv, revision = event.kv, event.kv.mod_revision
         self.revision = max(self.revision, revision)
+        self._advanced()
         if kv.key == COMPACT_KEY:
             # The compactor's first round writes 0: nothing compacted yet.
             if event.kind != "DELETE" and kv.value.isdigit() and int(kv.value) > 0:
@@ -167,6 +175,17 @@ class WatchCache:
             self._events.popleft()
 
     # -- what requests ask -----------------------------------------------------------
+    async def fresh(self, revision: int, within: float) -> bool:
+        """Whether the cache reaches `revision` within `within` seconds (the cacher's
+        waitUntilFreshAndBlock, before a watch-list's initial events)."""
+        try:
+            async with asyncio.timeout(within):
+                while self.revision < revision:
+                    await self._moved.wait()
+        except TimeoutError:
+            return False
+        return True
+
     def snapshot(self, prefix: bytes, match: Match) -> list[dict[str, Any]]:
         return [o for k, o in sorted(self.objects.items()) if k.startswith(prefix) and match(o)]
 

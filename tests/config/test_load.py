@@ -247,6 +247,7 @@ INVALID = [
      "prober runs as a cluster's clients do; the lab never changed it"),
     ("insecure_skip_tls_verify: maybe", "insecure_skip_tls_verify: expected true or false"),
     ("event_log_stdout: samples", "event_log_stdout: 'samples' is not one of off, all, compact"),
+    ("watches: informer", "watches: 'informer' is not one of watch-list, list, off"),
     ("log_format: xml", "log_format: 'xml' is not one of json, console"),
     ("event_loop: asyncio", "event_loop: no longer a setting: the daemon runs on uvloop, "
      "about a third less CPU than asyncio's loop (bench/daemon_cpu.py)"),
@@ -416,6 +417,21 @@ def test_event_records_on_stdout_all_compact_or_off(tmp_path: Path, value: str, 
     assert load_config(path, env={}).event_log_stdout == mode
     flagged = load_config(write(tmp_path, MINIMAL), env={}, flags={"event_log_stdout": value})
     assert flagged.event_log_stdout == mode
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [("true", "watch-list"), ("false", "off"), ("watch-list", "watch-list"),
+     ("list", "list"), ("off", "off")],
+)  # fmt: skip
+def test_watches_sync_by_watch_list_or_list_or_are_off(
+    tmp_path: Path, value: str, mode: str
+) -> None:
+    assert load_config(write(tmp_path, MINIMAL), env={}).watches == "watch-list"
+    path = write(tmp_path, MINIMAL + f"watches: {value}\n")
+    assert load_config(path, env={}).watches == mode
+    flagged = load_config(write(tmp_path, MINIMAL), env={"PROBER_WATCHES": value})
+    assert flagged.watches == mode
 
 
 def test_an_ipv6_service_address_as_a_pod_spells_it_is_bracketed(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from prober.core.truthlog import (
     EarlyAnswered,
     EarlyRequest,
     GoawaySent,
+    InitialEventsEnd,
     LateConnection,
     LeaseWritten,
     Listening,
@@ -60,6 +61,7 @@ OTHERS: list[TruthRecord] = [
                  holder=None, renew_time="2026-11-30T00:00:00.000000Z"),
     Compacted(revision=42),
     RetryAfterTotal(codes={"429": 4}),
+    InitialEventsEnd(conn=1, stream=5, events=1, revision=42, withheld=True),
 ]  # fmt: skip
 EXAMPLES = [
     *OTHERS,

@@ -58,6 +58,7 @@ def watch_config(running: Running, certs: LabCerts, token: Path, log: Path) -> A
             # client-go's timers at 1/300: timeoutSeconds 1, a watch ends every second or so
             "time_scale": "0.00334",
             "watch_blind_after": "1s",
+            "watches": "list",  # LIST then WATCH; watch-list syncs: tests/lab/test_watch_list.py
         },
     )
 
@@ -213,7 +214,7 @@ async def test_on_a_fake_clock_a_watch_stream_backs_off_and_lists_again(
         "targets": [{"lb": "internal-lb", "url": f"https://localhost:{port}"}],
         "protocols": "http1", "ca_file": str(certs.ca), "token_file": str(token_file),
         "listen": "127.0.0.1:0", "event_log": str(log), "platform": "aws",
-        "heartbeat": "default/prober-test", "drain_timeout": "1s",
+        "heartbeat": "default/prober-test", "drain_timeout": "1s", "watches": "list",
     })  # fmt: skip
     daemon = Daemon(config, registry=CollectorRegistry(), clock=clock, install_signals=False,
                     kinds=KindRegistry([WatchKind()]))  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from prober.core.watch import STOPPED, Heartbeat, WatchAttempt, WatchEnd, WatchSeen, WatchTracker
+from prober.core.watchsync import WatchSync
 from prober.daemon.metrics import WatchMetrics
 from prober.daemon.metricspecs import (
     WATCH_ATTEMPTS,
@@ -16,19 +17,21 @@ from prober.daemon.metricspecs import (
     WATCH_DOOMED,
     WATCH_ENDS,
     WATCH_LAG,
+    WATCH_STALLS,
+    WATCH_SYNC,
 )
 from prober.daemon.pipeline import Event, Observed, Sink
 
 
 class WatchFeed:
-    records: ClassVar[tuple[type, ...]] = (WatchAttempt, WatchEnd, WatchSeen, Heartbeat)
+    records: ClassVar[tuple[type, ...]] = (WatchAttempt, WatchEnd, WatchSeen, Heartbeat, WatchSync)
 
     def __init__(self, blind_after: float, out: Sink) -> None:
         self.tracker = WatchTracker(blind_after)
         self._out = out
         self._produced: set[str] = set()
 
-    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat) -> None:
+    def feed(self, record: WatchAttempt | WatchEnd | WatchSeen | Heartbeat | WatchSync) -> None:
         self.tracker.feed(record)
         if not isinstance(record, Heartbeat):
             self._produced.add(record.stream)
@@ -67,10 +70,15 @@ class WatchSink:
             cut = event.detail == STOPPED
             m.heartbeat("ok" if event.ack is not None else STOPPED if cut else "failed")
             return
-        if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen):
+        if not isinstance(event, WatchAttempt | WatchEnd | WatchSeen | WatchSync):
             return
         key = (str(event.stream_id.lb), str(event.stream_id.protocol))
-        if isinstance(event, WatchAttempt):
+        if isinstance(event, WatchSync):
+            if event.synced:
+                m.child(WATCH_SYNC, *key).observe(event.length)
+            if event.stalled:
+                m.child(WATCH_STALLS, *key, str(event.synced).lower()).inc()
+        elif isinstance(event, WatchAttempt):
             m.child(WATCH_ATTEMPTS, *key, event.step, event.outcome).inc()
             if event.doomed:
                 m.child(WATCH_DOOMED, *key).inc()

@@ -41,10 +41,12 @@ from prober.core.watch import (
     WatchEnd,
     WatchSeen,
 )
+from prober.core.watchsync import is_end_marker
 from prober.daemon.kinds import KindContext
 from prober.daemon.metrics import WatchMetrics
 from prober.daemon.pipeline import Sink
 from prober.daemon.watches.feed import WatchFeed, WatchSink
+from prober.daemon.watches.sync import PendingSync, watch_query
 from prober.probe.credentials import TokenFile, client_context
 from prober.probe.watcher import Answered, WatchClient, WatchTarget
 from prober.probe.wire.stream import StreamLimits
@@ -70,7 +72,7 @@ class WatchKind:
     spec: KindSpec = WATCHES
 
     def streams(self, config: Config) -> tuple[KindStreamId, ...]:
-        if not config.watches:
+        if config.watches == "off":
             return ()
         return tuple(
             KindStreamId(target.name, protocol, target.lb, WATCH)
@@ -153,7 +155,8 @@ class WatchRun:
     def _runner(self, stream: KindStreamId, client: WatchClient) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             config = self._context.config
-            reflector = Reflector(self._rng.random, config.watch_backoff, config.watch_min_timeout)
+            reflector = Reflector(self._rng.random, config.watch_backoff, config.watch_min_timeout,
+                                  watch_list=config.watches == "watch-list")  # fmt: skip
             step = reflector.first()
             while not self._stopping:
                 if step.wait:
@@ -190,28 +193,32 @@ class WatchRun:
     async def _watch(
         self, stream: KindStreamId, client: WatchClient, reflector: Reflector, step: Next
     ) -> Next:
+        """A WATCH, or a WATCH_LIST read on past its end marker as the same watch."""
         context = self._context
         started = context.now()
-        query = (
-            f"allowWatchBookmarks=true&resourceVersion={step.version}"
-            f"&timeoutSeconds={int(step.timeout)}&watch=true"
-        )
         opened: list[Answered] = []
+        syncs: list[PendingSync] = []
+        kind, cause = str(step.step), step.relist_cause
 
         def on_start(answered: Answered) -> None:
             opened.append(answered)
-            self._attempt(started, stream, "watch", answered, version=step.version, cause="")
+            self._attempt(started, stream, kind, answered, version=step.version, cause=cause)
+            if answered.outcome is Outcome.OK and step.step is Step.WATCH_LIST:
+                server = answered.shutdown.host if answered.shutdown else None
+                syncs.append(PendingSync(stream, started, context.now() - started,
+                                         context.config.watch_list_stall, server))  # fmt: skip
 
         def on_line(line: bytes) -> str:
-            return self._event(stream, reflector, line)
+            return self._event(stream, reflector, line, syncs[0] if syncs else None)
 
         self.sent += 1
         try:
-            ended = await client.watch(self._path(query), on_start, on_line)
+            ended = await client.watch(self._path(watch_query(step)), on_start, on_line)
         except asyncio.CancelledError:
             if not opened:  # sent, not answered yet
-                self._cut(started, stream, "watch", version=step.version, cause="")
+                self._cut(started, stream, kind, version=step.version, cause=cause)
             elif opened[0].outcome is Outcome.OK:
+                self._unsynced(syncs, STOPPED)
                 server = opened[0].shutdown.host if opened[0].shutdown else None
                 context.emit(WatchEnd(context.now(), stream, started, STOPPED, server))
             raise
@@ -219,6 +226,7 @@ class WatchRun:
         if ended is None:
             return reflector.watched(opened[0].outcome if opened else Outcome.FAILED,
                                      events=0, lasted=0.0, now=now)  # fmt: skip
+        self._unsynced(syncs, ended.how)
         server = opened[0].shutdown.host if opened and opened[0].shutdown else None
         context.emit(WatchEnd(context.now(), stream, started, ended.how, server, ended.events,
                               ended.detail))  # fmt: skip
@@ -229,7 +237,19 @@ class WatchRun:
         lasted = context.now() - started
         return reflector.watched(outcome, events=ended.events, lasted=lasted, now=now)
 
-    def _event(self, stream: KindStreamId, reflector: Reflector, line: bytes) -> str:
+    def _unsynced(self, syncs: list[PendingSync], how: str) -> None:
+        """The watch-list ended before its marker: the sync's record, its stall logged."""
+        if not syncs or syncs[0].done:
+            return
+        sync = syncs[0].ended(self._context.now(), how)
+        self._context.emit(sync)
+        if sync.stalled:  # client-go's "awaiting required bookmark event"
+            log.warning("watch_list_stalled", stream=sync.stream, how=how,
+                        seconds=round(sync.length, 3))  # fmt: skip
+
+    def _event(
+        self, stream: KindStreamId, reflector: Reflector, line: bytes, sync: PendingSync | None
+    ) -> str:
         """One watch event: "" to read on, or how the watch ends."""
         try:
             event = json.loads(line)
@@ -240,6 +260,12 @@ class WatchRun:
         if kind == "ERROR":
             return "gone" if event["object"].get("code") == 410 else "error"
         version = str(metadata.get("resourceVersion", ""))
+        if sync is not None and not sync.done:
+            if is_end_marker(event):
+                self._context.emit(sync.marker(self._context.now()))
+                reflector.synced(version)
+            else:
+                sync.events += 1
         reflector.note(version)
         seen = decimal_or_none(version)
         if kind in ("ADDED", "MODIFIED") and seen is not None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from prober.core.models import LB, LogRecord
 from prober.core.streamkind import KindStreamId
-from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
+from prober.core.watch import WATCH, WATCH_STEPS, Heartbeat, WatchAttempt, WatchEnd
 from prober.lab.infra.truth import LbTruth
 from prober.report.replay.replay import Replay
 from prober.report.schema.types import SummaryDocument
@@ -111,7 +111,7 @@ def _watch_loss(stream: KindStreamId, span: Span, records: Watched) -> WatchLoss
                 for r in records.records
                 if isinstance(r, WatchAttempt)
                 and r.stream == stream.name
-                and r.step == "watch"
+                and r.step in WATCH_STEPS
                 and r.outcome == "ok"
                 and r.t >= first.t
             ),

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from prober.core.models import LB, LogRecord
 from prober.core.truthlog import WatchEnded, WatchStarted
-from prober.core.watch import WATCH, Heartbeat, WatchAttempt, WatchEnd
+from prober.core.watch import WATCH, WATCH_STEPS, Heartbeat, WatchAttempt, WatchEnd
 from prober.lab.infra.truth import read_truth
 from prober.lab.judges.watchpairs import CLEAN, Joins, MeasuredWatch, TruthWatch, pair
 from prober.report.results.watches import watch_results
@@ -127,7 +127,7 @@ def measured_watches(records: Iterable[LogRecord]) -> list[MeasuredWatch]:
     out: list[MeasuredWatch] = []
     current: dict[str, MeasuredWatch] = {}
     for r in records:
-        if isinstance(r, WatchAttempt) and r.step == "watch" and r.outcome == "ok" and r.server:
+        if isinstance(r, WatchAttempt) and r.step in WATCH_STEPS and r.outcome == "ok" and r.server:
             watch = MeasuredWatch(r.stream, str(r.stream_id.protocol), r.server, r.t,
                                   r.t + r.dur, r.doomed, lb=r.stream_id.lb,
                                   local=r.local)  # fmt: skip

@@ -23,6 +23,8 @@ from prober.core.watch import (
     WatchSeen,
     WatchTracker,
 )
+from prober.core.watchsync import WatchSync
+from prober.report.results.watch_syncs import stall_after, syncs_entry
 
 
 def watch_results(
@@ -37,6 +39,8 @@ def watch_results(
             tracker.feed(record)
         elif isinstance(record, WatchAttempt | WatchEnd | WatchSeen):
             streams.setdefault(record.stream, record)
+            tracker.feed(record)
+        elif isinstance(record, WatchSync):
             tracker.feed(record)
     return tracker, tracker.close(end), streams
 
@@ -65,6 +69,7 @@ def watches_section(
     return {
         "blind_deadline": None if math.isinf(tracker.blind_after) else tracker.blind_after,
         "heartbeat": {"writes": len(beats), "failed": sum(b.ack is None for b in beats)},
+        "stall_after": stall_after(records),
         "streams": [_entry(streams[n], results[n], windows, end) for n in sorted(streams)],
     }
 
@@ -108,6 +113,7 @@ def _entry(
         "blind_at_end": bool(result.blind) and result.blind[-1][1] >= end,
         "doomed_at": [_doomed(d) for d in result.doomed_at],
         "unrestored": None if result.unrestored is None else round(result.unrestored, 6),
+        "syncs": syncs_entry(result.syncs),
     }
 
 
