@@ -19,6 +19,7 @@ from prober.lab.judges.informers import differences, judge_informers
 from prober.lab.judges.lossblind import watched
 from prober.lab.judges.podlogs import PodLogJudgement, judge_pod_logs, write_reports
 from prober.lab.judges.restartcheck import check_restarts, junit_problems
+from prober.lab.judges.stallcheck import check_stalls
 from prober.lab.judges.survival import problems as survival_problems
 from prober.lab.judges.survival import sampled_by_any, survival, unsampled_findings
 from prober.lab.judges.watchcheck import check_run
@@ -115,6 +116,12 @@ def watch_streams(j: Judging, r: LabResult) -> LabResult:
     watches = check_run(j.truths, r.analysis, r.offset, j.options.tolerance,
                         joins=joins(j.cluster), cuts=cuts(j.cluster, j.lbs))  # fmt: skip
     return dataclasses.replace(r.adding(watches.problems, watches.findings), watches=watches)
+
+
+def watch_stalls(j: Judging, r: LabResult) -> LabResult:
+    """Each watch-list stall the daemon measured against its server's record of the watch."""
+    stalls = check_stalls(j.truths, r.analysis, r.offset, j.options.tolerance, joins(j.cluster))
+    return r.adding(stalls.problems, stalls.findings)
 
 
 def informers(j: Judging, r: LabResult) -> LabResult:

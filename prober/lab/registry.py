@@ -149,6 +149,7 @@ class Scenario:
     kernel_only: str | None = None  # why it needs network namespaces
     shape: Callable[[Platform, LabOptions], Platform] = _unchanged  # the platform it plays on
     restart_flags: Callable[[LabOptions, Platform], tuple[str, ...]] = _no_flags
+    start_flags: tuple[str, ...] = ()  # apiserver flags for every start (fake only)
     announce: Callable[[Platform, LabOptions], str | None] = _silent  # said before it starts
 
 
@@ -182,6 +183,10 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("evict", "a rollout, the daemon killed inside the first window and replaced "
                  "as a drain evicts it; judged by its pod logs", checks.pod_logs,
                  measure=evicted_daemon, fake_only=True),
+        Scenario("no-marker", "a rollout whose apiservers never send a watch-list's "
+                 "initial-events-end bookmark: every watch stream's sync stalls until its "
+                 "watch ends", checks.event_log, (checks.watch_stalls,), fake_only=True,
+                 start_flags=("--withhold-initial-events-end",)),
     )
 }  # fmt: skip
 OPTIONS: tuple[Option, ...] = tuple(dict.fromkeys(o for s in SCENARIOS.values() for o in s.options))

@@ -77,6 +77,7 @@ async def run_lab(
             options.goaway_chance,
             kernel=kernel,
             restart_flags=scenario.restart_flags(options, platform),
+            start_flags=scenario.start_flags,
             backend=apiservers,
         )
         stage = Stage(options, cluster, group, out, lambda text: _say(say, text),

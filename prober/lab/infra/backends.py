@@ -85,6 +85,8 @@ class Cluster(Protocol):
     @property
     def restart_flags(self) -> tuple[str, ...]: ...
     @property
+    def start_flags(self) -> tuple[str, ...]: ...
+    @property
     def identity_renew(self) -> float: ...
 
 
@@ -131,6 +133,7 @@ class Fake:
             format_go_duration(POST_START_HOOKS * platform.time_scale),
             *self._storage_flags(cluster),
             *(cluster.restart_flags if server.starts > 1 else ()),
+            *cluster.start_flags,
         ]  # fmt: skip
         return Launch(argv, announces("ready"))
 

@@ -66,6 +66,7 @@ class LabCluster:
     outages: list[Outage] = field(default_factory=list)  # each node that vanished
     nat_logs: list[NatLog] = field(default_factory=list)  # the kernel path's NATs' flows
     restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
+    start_flags: tuple[str, ...] = ()  # apiserver flags for every start (the scenario's)
     backend: ApiserverBackend = field(default_factory=Fake)  # its apiservers (`lab.infra.backends`)
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
