@@ -32,7 +32,7 @@ from prober.core.clientgo import timer
 from prober.core.models import OMIT_NONE, WatchLimits
 from prober.core.stats import percentile_cont
 from prober.core.streamkind import KindSpec, KindStreamId, kind_identity
-from prober.core.watchsync import SyncResult, WatchSync
+from prober.core.watchsync import SyncResult, WatchSync, not_ready
 
 WATCH = "watch"  # the kind's name: streams are `<target>-<protocol>-<lb>-watch`
 # The daemon stopped: how an established watch ended, the outcome of a LIST or WATCH the stop
@@ -241,6 +241,7 @@ class WatchTracker:
             result.relists[record.relist_cause] += 1
         if record.step == "list" and record.outcome == "ok":
             result.syncs.listed_ok(record.relist_cause)
+        result.syncs.not_ready += not_ready(record.outcome, record.shutdown)
         if record.step in WATCH_STEPS and record.outcome == "ok":
             result.established += 1
             result.doomed += record.doomed

@@ -14,6 +14,10 @@ came, or when the watch ended (or the daemon's stop cut it) before the marker di
   response's head came back by then) and its end came back no earlier than the server sent
   it, so the server's own length lies in [length - head, length] (`Stall.lo`, `Stall.hi`).
 
+A restarted server answers LIST and WATCH 429 until its watch cache is ready (KEP-4568):
+client-go backs off and retries; such an answer from a server not shutting down is counted
+apart (`not_ready`), never as a failure of the watch.
+
 `SyncResult` is what a stream's records add up to; `core.watch.WatchTracker` keeps one per
 stream, fed the `WatchSync` records and the LISTs (a sync by LIST: the fallback, or list mode).
 """
@@ -81,6 +85,9 @@ class SyncResult:
     fallbacks: Counter[str] = field(default_factory=Counter)  # fallback LISTs by cause
     unsynced: Counter[str] = field(default_factory=Counter)  # watch-lists ended markerless
     stalls: list[Stall] = field(default_factory=list)
+    # LISTs and WATCHes answered 429 by a server not shutting down: a restarted server's
+    # cache not ready yet (KEP-4568), expected and retried; never a failure of the watch
+    not_ready: int = 0
 
     @property
     def watch_listed(self) -> int:
@@ -103,6 +110,12 @@ class SyncResult:
         self.listed += 1
         if relist_cause.startswith(FALLBACK):
             self.fallbacks[relist_cause.removeprefix(FALLBACK)] += 1
+
+
+def not_ready(outcome: str, shutdown: bool | None) -> bool:
+    """Whether an attempt's answer is a cache's 429 (KEP-4568), not a shutdown's: 429 from a
+    server whose header did not say `shutdown=true`."""
+    return outcome == "too_many" and shutdown is not True
 
 
 def is_end_marker(event: object) -> bool:

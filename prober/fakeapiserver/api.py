@@ -61,6 +61,7 @@ class ApiAnswer:
     status: int
     body: bytes
     start: WatchStart | None = None
+    retry_after: int | None = None  # seconds, sent as Retry-After
 
 
 class BadRequest(Exception):
@@ -129,12 +130,14 @@ class Api:
         on_write: Callable[[str, dict[str, Any]], None],
         on_initial_events: InitialEventsEnd = lambda sink, events, revision, withheld: None,
         withhold_end: bool = False,
+        initializing: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store, self.cache = store, cache
         self.bookmark_interval = bookmark_interval
         self._on_write = on_write
         self._on_initial_events = on_initial_events
         self.withhold_end = withhold_end
+        self._initializing = initializing
 
     @staticmethod
     def serves(info: RequestInfo) -> bool:
@@ -148,6 +151,11 @@ class Api:
         assert ref is not None
         kind = KINDS[(ref.api_group, ref.api_version, ref.resource)]
         namespace, name = ref.namespace, ref.name
+        if info.verb in ("list", "watch") and self._initializing():
+            # KEP-4568: a cacher not ready rejects LIST and WATCH (`cacher.go`), Retry-After 1
+            # for a downtime this short (`calculateRetryAfterForUnreadyCache`)
+            answer = _status(429, "TooManyRequests", "storage is (re)initializing")
+            return ApiAnswer(429, answer.body, retry_after=1)
         try:
             match = selector(query)
             if info.verb == "watch" and _true(query.get("sendInitialEvents", "")):

@@ -232,6 +232,8 @@ class Application:
 
     def _answer(self, exchange: Exchange, answer: ApiAnswer) -> Response:
         response = Response(answer.status, [("Content-Type", resources.JSON)], answer.body)
+        if answer.retry_after is not None:
+            response.headers.append(("Retry-After", str(answer.retry_after)))
         if answer.start is not None:
             response.watch_timeout = self._watch_timeout(exchange)
             response.start = answer.start

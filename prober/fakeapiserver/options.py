@@ -71,6 +71,7 @@ class ApiServerOptions:
     watch_cache_size: int = 10000
     bookmark_interval: float = 60.0
     withhold_initial_events_end: bool = False  # a watch-list's end marker is never sent
+    watch_cache_init: float = 0.0  # LIST and WATCH answer 429 this long after listening
     compaction_interval: float = 300.0
     identity_renew_interval: float = 10.0
     post_start_hooks: float = 0.0  # after listening, /readyz fails this long (see Startup)
@@ -323,6 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often a watch that allows bookmarks gets one (default 1m0s)",
     )
     add(
+        "--watch-cache-init-duration",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="KEP-4568: LIST and WATCH answer 429 (storage is (re)initializing, Retry-After "
+        "1) this long after the server listens, as a restarted kube-apiserver's watch cache "
+        "does until it is ready (default 0s: off)",
+    )
+    add(
         "--withhold-initial-events-end",
         action="store_true",
         help="never send a watch-list's initial-events-end bookmark: its clients stall "
@@ -411,6 +421,7 @@ def options_from_args(argv: Sequence[str] | None = None) -> ApiServerOptions:
         watch_cache_size=args.watch_cache_size,
         bookmark_interval=args.watch_bookmark_interval,
         withhold_initial_events_end=args.withhold_initial_events_end,
+        watch_cache_init=args.watch_cache_init_duration,
         compaction_interval=args.etcd_compaction_interval,
         identity_renew_interval=args.identity_lease_renew_interval,
         post_start_hooks=args.post_start_hooks_duration,

@@ -170,6 +170,8 @@ class ApiServer:
             )
         )
         self.startup.listening()
+        if self.storage is not None:
+            self.storage.listening(self.clock.monotonic())
         hooks = None
         if self.storage is not None:
             for name, loop in self.storage.controllers():

@@ -27,6 +27,9 @@ class Storage:
     ) -> None:
         assert options.etcd_servers is not None
         self.truth = truth
+        # Until then LIST and WATCH get 429 (KEP-4568): set as the server listens (`listening`)
+        self.initialized_at = 0.0
+        self._cache_init = options.watch_cache_init
         self.identity_written = asyncio.Event()  # the identity Lease's first write is done
         self.etcd = EtcdClient(options.etcd_servers)
         # metav1.Time is whole seconds
@@ -39,6 +42,7 @@ class Storage:
             on_write=self._written,
             on_initial_events=self._initial_events,
             withhold_end=options.withhold_initial_events_end,
+            initializing=lambda: clock.monotonic() < self.initialized_at,
         )
         self.compactor = Compactor(self.etcd, options.compaction_interval, clock)
         self.identity = IdentityLease(
@@ -55,6 +59,11 @@ class Storage:
         conn, stream = sink.ident
         self.truth.write(InitialEventsEnd(conn=conn, stream=stream, events=events,
                                           revision=revision, withheld=withheld))  # fmt: skip
+
+    def listening(self, now: float) -> None:
+        """The server listens at monotonic `now`: its cache counts as initializing for
+        `--watch-cache-init-duration` from here, as a restarted kube-apiserver's does."""
+        self.initialized_at = now + self._cache_init
 
     async def wait_ready(self, timeout: float) -> bool:
         """Whether the watch cache has its first LIST within `timeout` seconds."""

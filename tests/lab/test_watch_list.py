@@ -132,3 +132,30 @@ async def test_a_marker_never_sent_stalls_each_sync_as_long_as_the_server_held_i
         checked += 1
     assert checked >= 2
     assert total(registry, "prober_watch_sync_stalls_total", synced="false") >= 3
+
+
+async def test_a_fresh_servers_429s_are_retried_as_expected_never_a_fallback(
+    start_server: StartServer, etcd: LabEtcd, certs: LabCerts, token_file: Path, tmp_path: Path
+) -> None:
+    """KEP-4568: a server whose watch cache is not ready answers LIST and WATCH 429; client-go
+    backs off and sends the watch-list again, and the report counts those 429s apart."""
+    running = await start_server(etcd_servers=etcd.endpoint, watch_cache_init=2.0)
+    log = tmp_path / "events.jsonl"
+    await run_until(
+        list_config(running, certs, token_file, log),
+        lambda r: total(r, "prober_watch_sync_seconds_count") >= 2,
+        "watch-list syncs once the cache is ready",
+    )
+    attempts = events(log, "watch_attempt")
+    refused = [a for a in attempts if a["outcome"] == "too_many"]
+    assert refused
+    assert {(a["step"], a["status"], a["shutdown"]) for a in refused} == {
+        ("watch_list", 429, False)
+    }
+    assert {a["step"] for a in attempts} <= {"watch_list", "watch"}  # no fallback LIST
+    runs, _ = load_runs([log])
+    summary, _ = build_summary(runs[0], replay(runs[0]), "aws")
+    for entry in summary["watches"]["streams"]:
+        assert entry["syncs"]["cache_not_ready"] >= 1
+        assert entry["syncs"]["fallbacks"] == {}
+        assert entry["syncs"]["watch_list"] == 1

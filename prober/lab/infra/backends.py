@@ -33,6 +33,14 @@ SYNTHETIC_WATCHES = 2000  # informer watches each fake apiserver holds (`apiserv
 POST_START_HOOKS = 5.0
 
 
+def _cache_init(platform: Platform) -> tuple[str, ...]:
+    """A restarted server's watch cache initializes while its post-start hooks run: LIST and
+    WATCH meanwhile get 429 (KEP-4568), which only clients that reach it before /readyz does
+    (localhost) meet, as in a cluster."""
+    return ("--watch-cache-init-duration",
+            format_go_duration(POST_START_HOOKS * platform.time_scale))  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     argv: list[str]
@@ -133,6 +141,7 @@ class Fake:
             format_go_duration(POST_START_HOOKS * platform.time_scale),
             *self._storage_flags(cluster),
             *(cluster.restart_flags if server.starts > 1 else ()),
+            *(_cache_init(platform) if server.starts > 1 else ()),
             *cluster.start_flags,
         ]  # fmt: skip
         return Launch(argv, announces("ready"))

@@ -11,6 +11,7 @@ from prober.report.documents.age_tables import age_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
 from prober.report.format.tables import bounded, fold, seconds, table
+from prober.report.results.watch_syncs import syncs_text
 from prober.report.verdicts.analysis import RunAnalysis
 from prober.report.verdicts.counts import counts_text
 from prober.report.verdicts.identity import Case
@@ -129,11 +130,12 @@ def watch_lines(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
                 str(entry["doomed"]),
                 seconds(entry["reestablish"]["max"]),
                 seconds(entry["blind_seconds"]),
+                syncs_text(entry.get("syncs")),
                 "/".join(mine) or "-",
             ]
         )
     headers = ["lb", "protocol", "watches", "ends", "doomed", "re-establish max", "blind",
-               "re-establish/not doomed/not blind"]  # fmt: skip
+               "syncs", "re-establish/not doomed/not blind"]  # fmt: skip
     return ["", *table(headers, rows)]
 
 

@@ -19,6 +19,7 @@ from prober.core.watch import WatchResult
 from prober.report.format.page import status_cell
 from prober.report.format.svg import FAILURE, LATE, Scale, esc
 from prober.report.format.tables import seconds
+from prober.report.results.watch_syncs import syncs_text
 from prober.report.results.watches import WatchStreams
 from prober.report.verdicts.verdicts import Verdict
 
@@ -102,6 +103,7 @@ def watch_table(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
             esc(entry["lb"]), esc(entry["protocol"]), str(entry["established"]), esc(ends),
             str(entry["doomed"]), f"{seconds(r['p50'])} / {seconds(r['max'])}",
             f"{seconds(lag['p50'], 3)} / {seconds(lag['p99'], 3)}", seconds(entry["blind_seconds"]),
+            esc(syncs_text(entry.get("syncs"))),
         ]  # fmt: skip
         rows.append(
             "<tr>" + "".join(f"<td>{c}</td>" for c in cells)
@@ -110,7 +112,7 @@ def watch_table(section: Mapping[str, Any] | None, verdicts: Sequence[Verdict]) 
     head = (
         "<tr><th>load balancer</th><th>protocol</th><th>watches</th><th>ends</th>"
         "<th>doomed</th><th>re-establish p50 / max</th><th>heartbeat lag p50 / p99</th>"
-        "<th>blind</th><th>should re-establish in time</th>"
+        "<th>blind</th><th>syncs (p50 / max)</th><th>should re-establish in time</th>"
         "<th>should not land on a shutting-down apiserver</th><th>should not be blind</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"

@@ -27,6 +27,7 @@ def syncs_entry(syncs: SyncResult) -> dict[str, Any]:
         "listed": syncs.listed,
         "fallbacks": dict(sorted(syncs.fallbacks.items())),
         "unsynced": dict(sorted(syncs.unsynced.items())),
+        "cache_not_ready": syncs.not_ready,
         "stalled": len(syncs.stalls),
         "stalls": [
             {
@@ -41,3 +42,21 @@ def syncs_entry(syncs: SyncResult) -> dict[str, Any]:
             for s in syncs.stalls
         ],
     }
+
+
+def syncs_text(entry: dict[str, Any] | None) -> str:
+    """One cell: the syncs by watch-list with their p50 / max, by LIST, and the stalls."""
+    if not entry:
+        return "-"
+    said = []
+    if entry["watch_list"]:
+        said.append(f"watch-list {entry['watch_list']} ({entry['p50']:.2f} / {entry['max']:.2f} s)")
+    if entry["listed"]:
+        fallbacks = sum(entry["fallbacks"].values())
+        said.append(f"LIST {entry['listed']}" + (f" ({fallbacks} fallback)" if fallbacks else ""))
+    if entry.get("cache_not_ready"):
+        said.append(f"{entry['cache_not_ready']} x 429 cache not ready")
+    if entry["stalled"]:
+        longest = max(s["length"] for s in entry["stalls"])
+        said.append(f"{entry['stalled']} stalled (longest {longest:.2f} s)")
+    return ", ".join(said) or "-"
