@@ -143,6 +143,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     assert doc["watches"] == {
         "blind_deadline": None,
         "heartbeat": {"writes": 0, "failed": 0},
+        "stall_after": None,
         "streams": [],
     }  # a run without watch streams
     assert list(doc["windows"][0]) == [
