@@ -120,7 +120,8 @@ def watch_streams(j: Judging, r: LabResult) -> LabResult:
 
 def watch_stalls(j: Judging, r: LabResult) -> LabResult:
     """Each watch-list stall the daemon measured against its server's record of the watch."""
-    stalls = check_stalls(j.truths, r.analysis, r.offset, j.options.tolerance, joins(j.cluster))
+    stalls = check_stalls(j.truths, r.analysis, r.offset, j.options.tolerance,
+                          joins=joins(j.cluster), cuts=cuts(j.cluster, j.lbs))  # fmt: skip
     return r.adding(stalls.problems, stalls.findings)
 
 

@@ -44,6 +44,18 @@ def test_every_watch_is_paired_by_its_connection(upstream: LabResult) -> None:
     assert {r.paired_by for r in upstream.watches.rows} <= {ADDRESS, LOG, NAT}
 
 
+def test_the_daemon_syncs_by_watch_list_against_upstream(upstream: LabResult) -> None:
+    """Upstream serves watch-list for real: every watch stream of the daemon synced by it,
+    each sync timed, never by a LIST."""
+    streams = upstream.analysis.summary["watches"]["streams"]
+    assert streams
+    for entry in streams:
+        syncs = entry["syncs"]
+        assert syncs["watch_list"] >= 1, entry["stream"]
+        assert syncs["max"] is not None
+        assert syncs["listed"] == 0, entry["stream"]
+
+
 def test_client_gos_informers_watch_beside_the_daemon(upstream: LabResult) -> None:
     """Each LB and protocol has the daemon's stream and both of client-go's informers, and
     every informer established its watches and saw the heartbeat."""
