@@ -2,9 +2,10 @@
 (`core.reflector`) over the prober's heartbeat Lease, and one writer that renews the Lease
 every `heartbeat_interval` so that a watch's blindness is measurable (`core.watch`).
 
-What each stream records: every LIST and WATCH sent (`WatchAttempt`, with the apiserver that
-answered and its shutdown state), every end of an established watch and how (`WatchEnd`),
-every version of the heartbeat it saw (`WatchSeen`); the writer each write (`Heartbeat`).
+What each stream records: every LIST, WATCH and WATCH_LIST sent (`WatchAttempt`, with the
+apiserver that answered and its shutdown state), every end of an established watch and how
+(`WatchEnd`), each watch-list's sync or stall (`WatchSync`, `daemon.watches.sync`), every
+version of the heartbeat it saw (`WatchSeen`); the writer each write (`Heartbeat`).
 Their feed runs the `WatchTracker`; the metrics are `daemon.metrics.WatchMetrics`.
 
 The Lease is the pod's own (`heartbeat`: `$POD_NAMESPACE/$POD_NAME` in a cluster, with an
