@@ -6,6 +6,8 @@ three seconds inside the first window, the missed ticks skipped as `behind`) fai
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -24,8 +26,10 @@ PAUSE = (40.0, 43.0)  # inside the first window (T0 30 s): the daemon stopped, t
 SAMPLED = Case.SAMPLED.format(lb="internal-lb", protocol="http1", connection="new")
 
 
-def analyze(tmp_path: Path, *, paused: bool, schedule: float | None = GAP) -> tuple[dict, dict]:
-    samples = rollout(end=80.0).samples()
+def analyze(
+    tmp_path: Path, *, paused: bool, schedule: float | None = GAP
+) -> tuple[dict, dict, str]:
+    samples = rollout(end=140.0).samples()  # two of its shutdowns
     skips = []
     if paused:  # each stream's ticks in the pause skipped as the scheduler woke at its end
         missed = Counter(s.stream for s in samples if PAUSE[0] < s.t < PAUSE[1])
@@ -36,16 +40,17 @@ def analyze(tmp_path: Path, *, paused: bool, schedule: float | None = GAP) -> tu
         log, run_record(streams()), samples, nodes=NODES, schedule=schedule, skips=skips
     )
     out = tmp_path / "out"
-    main(["analyze", str(log), "--out", str(out)])
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        main(["analyze", str(log), "--out", str(out)])
     summary = json.loads((out / "summary.json").read_text())
     cases = {
         case.name: case for suite in JUnitXml.fromfile(str(out / "junit.xml")) for case in suite
     }
-    return summary, cases
+    return summary, cases, printed.getvalue()
 
 
 def test_a_whole_run_is_covered_and_passes(tmp_path: Path) -> None:
-    summary, cases = analyze(tmp_path, paused=False)
+    summary, cases, _ = analyze(tmp_path, paused=False)
     section = summary["coverage"]
     assert section["limit_factor"] == GAP_LIMIT
     for total in section["streams"]:  # every tick sent, every request counted
@@ -66,7 +71,7 @@ def test_a_whole_run_is_covered_and_passes(tmp_path: Path) -> None:
 
 
 def test_a_paused_daemon_fails_with_the_gaps_length_and_place(tmp_path: Path) -> None:
-    summary, cases = analyze(tmp_path, paused=True)
+    summary, cases, printed = analyze(tmp_path, paused=True)
     first = summary["coverage"]["windows"][0]
     mine = next(s for s in first["streams"] if s["stream"].startswith("kube-api-http1-internal"))
     assert mine["skipped"] == 11  # 40.25 s .. 42.75 s
@@ -81,12 +86,20 @@ def test_a_paused_daemon_fails_with_the_gaps_length_and_place(tmp_path: Path) ->
     assert f"({START[:11]}10:00:{mine['gap_start']:09.6f}Z" in failure.message  # wall time
     assert "shutdown window of master-0 #1 (apiserver apiserver-aaaa, T0 " in failure.message
     assert f"limit 1.000 s: {GAP_LIMIT:g} x the scheduled 0.250 s" in failure.message
-    later = summary["coverage"]["windows"][1:]  # the other windows were whole
-    assert all(s["within"] for w in later for s in w["streams"])
+    row = (  # printed per window and stream
+        f"master-0 #1  internal-lb  http1     new         {mine['due']}  {mine['taken']}  "
+    )
+    assert row in printed
+    assert "3.000 s    40.000..43.000 s  1.000 s  NO" in printed
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert html.count('<tr class="failed">') == len(streams())  # the first window's rows
+    [later] = summary["coverage"]["windows"][1:]  # the other window was whole
+    assert [s["within"] for s in later["streams"]] == [True] * len(streams())
 
 
 def test_a_log_before_coverage_has_none_and_no_such_test(tmp_path: Path) -> None:
-    summary, cases = analyze(tmp_path, paused=False, schedule=None)
+    summary, cases, printed = analyze(tmp_path, paused=False, schedule=None)
+    assert "coverage per shutdown window" not in printed
     assert "coverage" not in summary
     assert "windows" in summary  # analysed as ever
     assert not [name for name in cases if "should have sampled" in name]
