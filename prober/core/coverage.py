@@ -36,7 +36,9 @@ from typing import ClassVar
 from prober.core.models import WITHOUT_TARGET, OfStream, StreamId, Window
 
 GAP_LIMIT = 4.0  # times the scheduled mean gap: see the module's docstring for why 4
-KEEP = 60.0  # seconds of ticks kept before the oldest open window's first sight (its T0)
+# Seconds of ticks kept before the oldest window's T0 (a window opened at its first sight, its
+# T0 up to a quiet gap and the request horizon before it), or, with none, before the newest.
+KEEP = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,8 @@ class CoverageTracker:
             return []
         bisect.insort(state.sends, t)
         self._newest = max(self._newest, t)
+        if not self._pending and not self._open and state.sends[0] < self._newest - 2 * KEEP:
+            self._prune()  # no window to count: keep the last KEEP seconds, once a KEEP
         return self._settle(self._newest - self._horizon)
 
     def skipped(self, stream: str, t: float, count: int) -> None:
@@ -126,8 +130,8 @@ class CoverageTracker:
 
     def window(self, window: Window) -> list[Coverage]:
         """A closed window; same-node windows repeat an LB window's host and are left out."""
-        self._open.pop(window.host, None)
         if not window.same_node:
+            self._open.pop(window.host, None)
             self._pending.append(window)
         return self._settle(self._newest - self._horizon)
 

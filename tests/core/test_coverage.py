@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from prober.core.coverage import GAP_LIMIT, Coverage, CoverageTracker
+from prober.core.coverage import GAP_LIMIT, KEEP, Coverage, CoverageTracker
 from prober.core.models import ClosedBy, StreamId, Window
 
 STREAM = StreamId.parse("kube-api-http1-internal-lb-new-connections")
@@ -125,3 +125,20 @@ def test_a_same_node_window_is_not_counted_twice() -> None:
     same = Window("master-0", None, 20.0, 0.0, 0.0, 0.0, 0.0, ClosedBy.END, 2.0, (), True)
     assert tracker.window(same) == []
     assert tracker.close(3.0) == []
+
+
+def test_a_long_quiet_run_keeps_only_the_recent_ticks() -> None:
+    """With no window open, what lies more than KEEP behind the newest send is let go; a
+    window opened later is still counted whole."""
+    tracker = CoverageTracker([STREAM], HORIZON)
+    tracker.scheduled(STREAM.name, 0.0, 1.0)
+    for t in range(3600):
+        tracker.sent(STREAM.name, float(t))
+    kept = tracker._streams[STREAM.name].sends
+    assert kept[0] >= 3599 - 2 * KEEP
+    tracker.opened("master-0", 3600.0)
+    for t in range(3600, 3700):
+        tracker.sent(STREAM.name, float(t))
+    [record] = tracker.window(window(3600.0, 3650.0)) + tracker.close(3700.0)
+    [stream] = record.streams
+    assert (stream.due, stream.taken, stream.gap) == (51, 51, 1.0)

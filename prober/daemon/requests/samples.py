@@ -24,8 +24,9 @@ pace, the planner and the gap statistics pass over it (`Sample.stopped`): it is 
 With `schedule` (the mean gap the pacer asks of a stream now) and `now` (run time), the feed
 also proves its completeness (`core.coverage`): every ticked sample's send time, every skipped
 tick and every pace change go to a `CoverageTracker`, and its `Coverage` record per closed
-window goes to the sinks like a tracker's event. With `ticks` (per stream, the ticks due and the
-requests started: the schedulers'), the summary records carry them beside the samples counted.
+window goes to the sinks like a tracker's event. Given `count_ticks` (per stream, the ticks due
+and the requests started: the schedulers'), the summary records carry them beside the samples
+counted.
 
 `SampleFeed` is a `daemon.pipeline.Feed`: the daemon attaches it to its pipeline (the request
 kind does, `daemon.requests.kind`); a test or a benchmark may feed it samples directly.
