@@ -6,7 +6,8 @@ had a hole. origin's sampler loses its last samples at shutdown and nobody can t
 #30771). So the daemon counts, live, every tick of each stream: taken (a request sent on the
 schedule, counted as a sample once it ended, whether or not the event log keeps it) or skipped
 (`daemon.requests.scheduler`: busy, max_in_flight, behind). A window's `due` is the ticks that
-fell inside it, `taken` those sent, and its coverage `taken / due`.
+fell inside it, `taken` those sent, and its coverage `taken / due`. A skipped tick is placed
+when the scheduler skipped it: ticks missed while it was `behind`, when it woke.
 
 The worst gap is judged against an independent limit: `GAP_LIMIT` times the mean gap the
 schedule asked of the stream at that time (`scheduled`: the window gap, interval / workers, or
