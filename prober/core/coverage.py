@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -143,7 +143,8 @@ class CoverageTracker:
     def _settle(self, frontier: float, until: float | None = None) -> list[Coverage]:
         done = [w for w in self._pending if w.end_t < frontier]
         self._pending = [w for w in self._pending if w.end_t >= frontier]
-        records = [self._coverage(w, min(frontier, until or frontier)) for w in done]
+        now = frontier if until is None else min(frontier, until)  # an open gap's end
+        records = [self._coverage(w, now) for w in done]
         if done:
             self._prune()
         return records
@@ -194,8 +195,3 @@ def _of_stream(state: _Stream, window: Window, now: float) -> CoverageStream:
 
 def _longer(a: float | None, b: float | None) -> float | None:
     return max((x for x in (a, b) if x is not None), default=None)
-
-
-def by_host(records: Iterable[Coverage]) -> Mapping[tuple[str, float], Coverage]:
-    """The records by (host, t0): how a reader finds a window's coverage."""
-    return {(r.host, round(r.t0, 6)): r for r in records}
