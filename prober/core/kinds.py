@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from prober.core.connection_age import ConnectionAges
+from prober.core.coverage import Coverage
 from prober.core.instances import Instance
 from prober.core.models import (
     REQUEST,
@@ -28,7 +29,7 @@ from prober.core.watch import WATCHES
 
 REQUESTS = KindSpec(
     REQUEST,
-    records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges, Instance),
+    records=(Sample, Interval, Window, Summary, PaceChange, ConnectionAges, Instance, Coverage),
 )
 
 

@@ -505,6 +505,10 @@ class StreamCounters:
     skipped: Mapping[str, int] = field(default_factory=dict)
     # How many of `samples` were same-node (`core.samenode`); left out of the line while 0.
     same_node: int = field(default=0, metadata=OMIT_EMPTY)
+    # Proof of completeness (`core.coverage`): the ticks the schedule made due and the requests
+    # started (witness bursts too); `samples` is what was counted. None in older logs.
+    due: int | None = field(default=None, metadata=OMIT_NONE)
+    started: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from prober.core.connection_age import ConnectionAges
+from prober.core.coverage import Coverage
 from prober.core.disruption import DisruptionStarted
 from prober.core.models import Interval, PaceChange, Sample, Summary, Window
 from prober.core.shutdown import WindowOpened
@@ -64,6 +65,8 @@ class LogSink:
             )
         elif isinstance(event, Window):
             self._window_closed(event)
+        elif isinstance(event, Coverage):
+            self._coverage(event)
         elif isinstance(event, ConnectionAges):
             self._connection_ages(event)
         elif isinstance(event, Summary):
@@ -74,6 +77,28 @@ class LogSink:
                 failures=sum(s.failures for s in event.streams),
                 late=sum(s.late for s in event.streams),
             )
+
+    def _coverage(self, coverage: Coverage) -> None:
+        """A closed window's coverage: one line, and a warning per stream whose worst gap
+        passed its limit (`core.coverage`), with its place."""
+        self._log.info(
+            "window_coverage",
+            host=coverage.host,
+            t0=coverage.t0,
+            due=sum(s.due for s in coverage.streams),
+            taken=sum(s.taken for s in coverage.streams),
+        )
+        for s in coverage.streams:
+            if s.gap is not None and s.limit is not None and s.gap > s.limit:
+                self._log.warning(
+                    "window_gap_past_limit",
+                    stream=s.stream,
+                    host=coverage.host,
+                    gap=s.gap,
+                    start_t=s.gap_start,
+                    end_t=s.gap_end,
+                    limit=round(s.limit, 6),
+                )
 
     def _disruption(self, name: str, of: DisruptionStarted | Interval, **numbers: Any) -> None:
         """A disruption's start or end: its stream and error, then that moment's numbers."""

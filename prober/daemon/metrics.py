@@ -21,6 +21,7 @@ from prober.core.models import (
     PaceChange,
     Sample,
     StreamId,
+    Summary,
     Window,
 )
 from prober.core.perceived import Felt, Retried
@@ -31,9 +32,11 @@ from prober.daemon.metricspecs import (
     APISERVERS_REFUSED,
     BUILD_INFO,
     BURSTS,
+    COUNTED,
     DAEMON_METRICS,
     DISRUPTION_INTERVALS,
     DISRUPTION_SECONDS,
+    DUE,
     DURATION,
     EARLY,
     EVENT_LOG_DROPPED,
@@ -53,6 +56,7 @@ from prober.daemon.metricspecs import (
     SHUTTING_DOWN,
     SKIP_REASONS,
     SKIPPED,
+    STARTED,
     TASKS,
     UNATTRIBUTED,
     VIOLATION_BOUND,
@@ -88,6 +92,7 @@ class Metrics:
         self._stream_keys: dict[str, tuple[str, str, str]] = {}
         self._gaps: dict[Pace, float] = {}
         self._open_windows: collections.Counter[str] = collections.Counter()  # per host
+        self._ticks: dict[str, tuple[int, int, int]] = {}  # per stream: as last summarised
         self._metrics.child(BUILD_INFO, version).set(1)
         self._metrics.child(RESTARTS)  # at zero: an alert can watch it from the start
         for kind in record_kinds:  # exported at zero, so an alert can watch it from the start
@@ -111,6 +116,8 @@ class Metrics:
                 self._metrics.child(SAME_NODE, *key)
             for reason in SKIP_REASONS:
                 self._metrics.child(SKIPPED, *key, reason)
+            for spec in (DUE, STARTED, COUNTED):
+                self._metrics.child(spec, *key)
 
     def pace_gaps(self, *, window: float, quiet: float, pace: Pace, rise: float = 1.0) -> None:
         """The gaps of each pace, and the pace at the start."""
@@ -198,8 +205,24 @@ class Metrics:
             self._perceived(event)
         elif isinstance(event, Instance):
             self._instance(event)
+        elif isinstance(event, Summary):
+            self._completeness(event)
         elif isinstance(event, DisruptionStarted):
             pass  # counted when it closes, with its length
+
+    def _completeness(self, summary: Summary) -> None:
+        """Ticks due, requests started and samples counted, by what grew since the last
+        summary (a summary's counts are cumulative)."""
+        for counters in summary.streams:
+            key = self._stream_keys.get(counters.stream)
+            if key is None or counters.due is None or counters.started is None:
+                continue
+            now = (counters.due, counters.started, counters.samples)
+            was = self._ticks.get(counters.stream, (0, 0, 0))
+            self._ticks[counters.stream] = now
+            for spec, new, old in zip((DUE, STARTED, COUNTED), now, was, strict=True):
+                if new > old:
+                    self._metrics.child(spec, *key).inc(new - old)
 
     def _perceived(self, event: Felt | Retried) -> None:
         """What a client felt: of an interval, or of an answer with Retry-After."""

@@ -188,6 +188,27 @@ SKIPPED = MetricSpec(
     "max_in_flight, behind (the event loop fell behind).",
     (*STREAM_LABELS, "reason"),
 )
+# Proof of completeness (`core.coverage`), advanced at each summary record from its counts.
+DUE = MetricSpec(
+    Counter,
+    "prober_requests_due_total",
+    "Ticks the schedule made due: sent, or skipped (prober_skipped_ticks_total). Advanced at "
+    "each summary record.",
+    STREAM_LABELS,
+)
+STARTED = MetricSpec(
+    Counter,
+    "prober_requests_started_total",
+    "Requests sent, on ticks and in witness bursts. Advanced at each summary record.",
+    STREAM_LABELS,
+)
+COUNTED = MetricSpec(
+    Counter,
+    "prober_requests_counted_total",
+    "Requests ended and counted as samples, whether or not the event log kept them: all those "
+    "started, once none is in flight. Advanced at each summary record.",
+    STREAM_LABELS,
+)
 REPLACED = MetricSpec(
     Counter,
     "prober_replaced_connections_total",
@@ -288,6 +309,9 @@ DAEMON_METRICS: tuple[MetricSpec[Any], ...] = (
     UNATTRIBUTED,
     GAPS,
     SKIPPED,
+    DUE,
+    STARTED,
+    COUNTED,
     REPLACED,
     RETRIED,
     BURSTS,

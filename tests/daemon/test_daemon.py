@@ -11,8 +11,10 @@ import httpx
 from prometheus_client import CollectorRegistry
 
 from prober.config import load_config
+from prober.core.coverage import Coverage
 from prober.core.header import format_shutdown_header
-from prober.core.models import REQUEST, Interval, RunRecord, Summary, Window
+from prober.core.kinds import standard_kinds
+from prober.core.models import REQUEST, Interval, RunEnd, RunRecord, Summary, Window
 from prober.daemon.app import Daemon
 from tests.support.certs import Certs
 from tests.support.promtool import promtool_problems
@@ -91,7 +93,7 @@ async def test_the_daemon_measures_a_disruption_and_a_shutdown_window(
     daemon.stop()
     assert await asyncio.wait_for(task, 15) == 0
 
-    log = read_log(events)
+    log = read_log(events, types=standard_kinds().record_types)
     run = log.of(RunRecord)[0]
     assert log.records[0] == run
     assert len(run.streams_of(REQUEST)) == 4
@@ -107,8 +109,20 @@ async def test_the_daemon_measures_a_disruption_and_a_shutdown_window(
     assert window.t0_lo <= window.t0 <= window.t0_hi
     assert all(s.late > 0 and s.reaction is not None for s in window.streams)
     final = log.of(Summary)[-1]
-    assert log.records[-1] == final
+    assert log.records[-2:] == [final, *log.of(RunEnd)]
     assert sum(s.samples for s in final.streams) == daemon.pipeline.fed
+    for counters in final.streams:  # every tick sent or skipped, every request counted
+        assert counters.started == counters.samples
+        assert counters.due == counters.started + sum(counters.skipped.values())
+    (coverage,) = log.of(Coverage)  # per window, per stream: what was due and taken
+    assert (coverage.host, coverage.t0, coverage.end_t) == (window.host, window.t0, window.end_t)
+    assert {c.stream for c in coverage.streams} == set(run.streams_of(REQUEST))
+    for taken in coverage.streams:
+        assert 0 < taken.taken <= taken.due
+        assert taken.gap is not None
+        assert taken.gap_start is not None
+        assert taken.gap_start < window.end_t
+        assert taken.gap_start + taken.gap > window.t0
 
     assert any(r.headers.get("authorization") == f"Bearer {TOKEN}" for r in tls_server.requests)
     assert TOKEN not in log_output.getvalue()

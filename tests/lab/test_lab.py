@@ -29,7 +29,7 @@ import pytest
 from prober.common.exits import ExitCode
 from prober.core.models import LB, Connection, Replacement
 from prober.core.truthlog import LeaseWritten, Listening, of_kind
-from prober.lab.commands import report, verdict_line
+from prober.lab.commands import printed, report, verdict_line
 from prober.lab.infra.datapath import choose
 from prober.lab.infra.kernel.topology import CLIENT
 from prober.lab.infra.options import TOLERANCE
@@ -260,6 +260,31 @@ def test_no_estimate_printed_or_written_lies_outside_its_bound(graceful: Run) ->
     """Reported as `prober lab --check` reports it: its printed report and lab-result.json
     (tests/lab/test_lab_bounds.py)."""
     assert report(graceful.result, io.StringIO()) == ()
+
+
+def test_every_default_run_prints_its_coverage_per_stream_and_window(graceful: Run) -> None:
+    """The proof of completeness on each default run: every request stream's ticks due and
+    taken in the window, its worst gap, printed and judged (whether it passes depends on how
+    busy the machine is: a starved daemon fails it, and says so)."""
+    result = graceful.result
+    section = result.analysis.summary["coverage"]
+    (window,) = section["windows"]
+    streams = [s.stream for s in result.streams]
+    assert [s["stream"] for s in window["streams"]] == streams
+    text = printed(result)
+    assert "coverage per shutdown window and stream" in text
+    for entry in window["streams"]:
+        assert entry["due"] == entry["taken"] + entry["skipped"]
+        assert entry["taken"] > 0
+        assert entry["gap"] is not None
+        cells = (window["instance"], entry["lb"], entry["protocol"], entry["connection"],
+                 entry["due"], entry["taken"])  # fmt: skip
+        assert re.search(r"\s+".join(re.escape(str(c)) for c in cells), text), cells
+    for total in section["streams"]:  # every request started was counted
+        assert total["started"] == total["counted"]
+    judged = [v for v in result.analysis.verdicts if v.id.case is Case.SAMPLED]
+    assert len(judged) == len(streams)
+    assert all(v.status in (Status.PASSED, Status.FAILED) for v in judged)
 
 
 def kept_before(result: LabResult, lb: LB) -> tuple[list[dict], Counter[str], Counter[str]]:

@@ -16,9 +16,15 @@ def rollout_samples() -> list[Sample]:
 
 @pytest.fixture
 def rollout_log(tmp_path: Path, rollout_samples: list[Sample]) -> tuple[Path, LiveOutput]:
-    """The standard rollout as the daemon logs it, rotated into a few gzipped segments."""
+    """The standard rollout as the daemon logs it, rotated into a few gzipped segments,
+    with its completeness counted (`core.coverage`: every stream's gap is 0.25 s)."""
     path = tmp_path / "events.jsonl"
     live = write_daemon_log(
-        path, run_record(streams()), rollout_samples, nodes=NODES, rotate_bytes=60_000
+        path,
+        run_record(streams()),
+        rollout_samples,
+        nodes=NODES,
+        rotate_bytes=60_000,
+        schedule=0.25,
     )
     return path, live

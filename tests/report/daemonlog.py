@@ -12,6 +12,7 @@ can hold a replay of the log against it.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +89,15 @@ def write_daemon_log(
     rotate_bytes: int | None = None,
     clean_end: bool = True,
     placement: Placement | None = None,
+    schedule: float | None = None,
+    skips: Iterable[tuple[float, StreamId, int]] = (),
 ) -> LiveOutput:
     """Feed `samples` (in completion order) as the daemon does and write its event log;
     `nodes`: the apiservers' nodes the daemon knows; `placement`: a prober that knows its node
-    labels its samples (`core.samenode`); `clean_end` False: the daemon was killed."""
+    labels its samples (`core.samenode`); `clean_end` False: the daemon was killed.
+    `schedule`: every stream's mean gap, which makes the daemon count its completeness
+    (`core.coverage`): then `skips` are ticks the scheduler skipped (`behind`), each at its
+    run time, and every sample is a tick's request (None: a daemon before coverage)."""
     clock = FakeClock(0.0, parse_rfc3339(run.ts))  # run time 0 is the run record's ts
     writer = EventLogWriter(str(path), rotate_bytes or sys.maxsize, run, clock=clock)
     live = LiveOutput()
@@ -99,8 +105,19 @@ def write_daemon_log(
     streams = [StreamId.parse(name) for name in run.streams_of(REQUEST)]
     node_of = nodes.get if nodes else None
     feed = SampleFeed(
-        streams, [pipeline.out], wall_start=clock.wall(), node_of=node_of, placement=placement
+        streams,
+        [pipeline.out],
+        wall_start=clock.wall(),
+        node_of=node_of,
+        placement=placement,
+        schedule=None if schedule is None else (lambda _name: schedule),
+        now=lambda: clock.now,
     )
+    ticks: Counter[str] = Counter()  # per stream: ticks due, the started ones counted below
+    started: Counter[str] = Counter()
+    if schedule is not None:
+        feed.count_ticks(lambda name: (ticks[name], started[name]))
+    pending_skips = sorted(skips, key=lambda skip: skip[0])
     pipeline.attach(feed)
     writer.open()
     for host, node in (nodes or {}).items():
@@ -111,6 +128,13 @@ def write_daemon_log(
         while clock.now >= next_summary:  # the summary task woke first
             pipeline.summary(next_summary)
             next_summary += summary_every
+        while pending_skips and pending_skips[0][0] <= sample.end:
+            at, stream, count = pending_skips.pop(0)
+            clock.now = max(clock.now, at)  # the scheduler skips as it wakes
+            ticks[stream.name] += count
+            feed.skipped(stream, "behind", count)
+        ticks[sample.stream] += 1
+        started[sample.stream] += 1
         pipeline.feed(sample)
     if clean_end:
         clock.now = end_t if end_t is not None else clock.now + 0.5

@@ -118,13 +118,14 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "connection_ages", "apiservers", "same_node", "restarts", "verdicts",
+        "retry_after", "connection_ages", "coverage", "apiservers", "same_node", "restarts",
+        "verdicts",
         "explained", "counts",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.
     assert doc["same_node"] == {"node": None, "hairpins": [], "windows": [], "streams": []}
-    assert len(doc["verdicts"]) == 35  # every test junit.xml reports
+    assert len(doc["verdicts"]) == 43  # every test junit.xml reports
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert doc["counts"] == {
         "tests": int(junit.get("tests")),
@@ -225,6 +226,10 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         (doc["connection_ages"]["rows"][0], documents.AgeRowEntry),
         (doc["connection_ages"]["findings"][0], documents.AgeFindingEntry),
         (doc["same_node"], documents.SameNodeEntry),
+        (doc["coverage"], documents.CoverageSection),
+        (doc["coverage"]["streams"][0], documents.CoverageTotalEntry),
+        (doc["coverage"]["windows"][0], documents.CoverageWindowEntry),
+        (doc["coverage"]["windows"][0]["streams"][0], documents.CoverageStreamEntry),
     ]:
         assert set(entry) == shape.__required_keys__ | shape.__optional_keys__, shape.__name__
     facts = load_run_facts(tmp_path / "out" / "summary.json")
@@ -244,8 +249,8 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     # 2 of the 20 % rule (one per LB), 2 of the add-back edge (one per LB: none routed to an
     # apiserver before it could serve), 2 of the LBs' resets (one per LB), and the run's
     # own: recorded to its stop
-    assert len(cases) == 35
-    assert suites[0].tests == 35
+    assert len(cases) == 43
+    assert suites[0].tests == 43
     budget = cases[Case.WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new")]
     assert not budget.result  # 7.94 s [7.91, 10.93] against the NLB's 30 s
     assert not cases[WHOLE_RUN.name].result  # passed: the log ends with its run_end record

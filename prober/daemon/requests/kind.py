@@ -85,6 +85,8 @@ class RequestRun:
             exact_delay=config.lb_settings.shutdown_delay if config.lb_settings else None,
             early_for=config.early_for,
             slow_start=slow_starts(config.platform_name, config.lb_settings),
+            schedule=lambda name: self._pacer.gap(name, window_gap),
+            now=context.now,
         )
         self._probers: dict[StreamId, list[Prober]] = {}
         self._contexts: dict[tuple[str | None, Protocol], ssl.SSLContext] = {}
@@ -108,6 +110,8 @@ class RequestRun:
             )
             for stream in self.streams
         ]
+        by_name = {s.stream.name: s for s in self._schedulers}
+        self.feed.count_ticks(lambda name: _ticks(by_name.get(name)))
         if self.feed.bursts is not None:
             self._bursts = BurstSender(
                 self.feed.bursts,
@@ -217,6 +221,11 @@ def placement(config: Config, apiservers: Mapping[str, str]) -> Placement | None
         return None
     lbs = hairpins(config.platform_name, config.lb_settings)
     return Placement(config.node, apiservers, lbs)
+
+
+def _ticks(scheduler: StreamScheduler | None) -> tuple[int, int] | None:
+    """A stream's ticks due and requests started, for the summaries."""
+    return None if scheduler is None else (scheduler.due, scheduler.started)
 
 
 def _token_event(event: str, detail: str) -> None:

@@ -21,6 +21,13 @@ A sample the daemon's stop cut (`ErrorClass.STOPPED`) is counted (samples, `resu
 logged like any other, so that every request started is a sample recorded; the trackers, the
 pace, the planner and the gap statistics pass over it (`Sample.stopped`): it is no failure.
 
+With `schedule` (the mean gap the pacer asks of a stream now) and `now` (run time), the feed
+also proves its completeness (`core.coverage`): every ticked sample's send time, every skipped
+tick and every pace change go to a `CoverageTracker`, and its `Coverage` record per closed
+window goes to the sinks like a tracker's event. Given `count_ticks` (per stream, the ticks due
+and the requests started: the schedulers'), the summary records carry them beside the samples
+counted.
+
 `SampleFeed` is a `daemon.pipeline.Feed`: the daemon attaches it to its pipeline (the request
 kind does, `daemon.requests.kind`); a test or a benchmark may feed it samples directly.
 """
@@ -34,6 +41,7 @@ from typing import ClassVar
 
 from prober.core.burst import Burst, BurstPlanner
 from prober.core.compaction import Compactors
+from prober.core.coverage import CoverageTracker
 from prober.core.gaps import GapStats
 from prober.core.instances import DEFAULT_EARLY_FOR
 from prober.core.models import (
@@ -45,6 +53,7 @@ from prober.core.models import (
     StreamCounters,
     StreamId,
     Summary,
+    Window,
     rfc3339,
 )
 from prober.core.pace import PaceTracker
@@ -86,6 +95,8 @@ class SampleFeed:
         exact_delay: float | None = None,
         early_for: float = DEFAULT_EARLY_FOR,
         slow_start: Collection[LB] = (),
+        schedule: Callable[[str], float] | None = None,
+        now: Callable[[], float] | None = None,
     ) -> None:
         """`pace`: adaptive sampling (None: one fixed rate), `rise` with it: an LB's fresh
         streams faster while its reaction is open; `bursts`: witness bursts, for `on_burst`;
@@ -118,6 +129,18 @@ class SampleFeed:
         self._counts = {s.name: self._new_counts() for s in streams}
         self.fed = 0
         self.final: Summary | None = None  # the last summary, once closed
+        self._schedule = schedule
+        self._now = now or (lambda: 0.0)
+        self.coverage: CoverageTracker | None = None
+        if schedule is not None:
+            self.coverage = CoverageTracker(streams, gap_horizon)
+            for stream in streams:
+                self.coverage.scheduled(stream.name, 0.0, schedule(stream.name))
+        self._ticks: Callable[[str], tuple[int, int] | None] = lambda _name: None
+
+    def count_ticks(self, ticks: Callable[[str], tuple[int, int] | None]) -> None:
+        """Where the summaries read each stream's ticks due and requests started."""
+        self._ticks = ticks
 
     def feed(self, record: Sample | IdentitySeen | ReadyzAnswer) -> None:
         if isinstance(record, IdentitySeen | ReadyzAnswer):
@@ -137,6 +160,7 @@ class SampleFeed:
             self._sinks.keep(written)
         for event in events:
             self._emit(event)
+        self._cover(sample, events)
         if self._pace is not None:
             self._pace_after(sample, events)
         if self.bursts is not None:
@@ -150,7 +174,23 @@ class SampleFeed:
         if counts is None:
             counts = self._counts[stream.name] = self._new_counts()
         counts.skipped[reason] += count
+        if self.coverage is not None:
+            self.coverage.skipped(stream.name, self._now(), count)
         self._emit(Skipped(stream, reason, count))
+
+    def _cover(self, sample: Sample, events: Sequence[object]) -> None:
+        coverage = self.coverage
+        if coverage is None:
+            return
+        for event in events:
+            if isinstance(event, WindowOpened) and not event.same_node:
+                coverage.opened(event.host, event.first_seen_t - event.elapsed)
+            elif isinstance(event, Window):
+                for record in coverage.window(event):
+                    self._emit(record)
+        if sample.burst is None and not sample.stopped:  # a tick's request, not an extra
+            for record in coverage.sent(sample.stream, sample.t):
+                self._emit(record)
 
     def _pace_after(self, sample: Sample, events: Sequence[object]) -> None:
         assert self._pace is not None
@@ -167,6 +207,10 @@ class SampleFeed:
         for change in changes:
             self._on_pace(change)
             self._emit(change)
+            if self.coverage is not None and self._schedule is not None:
+                names = self._counts if change.stream is None else [change.stream]
+                for name in names:
+                    self.coverage.scheduled(name, change.t, self._schedule(name))
 
     @property
     def restarting(self) -> bool:
@@ -187,11 +231,17 @@ class SampleFeed:
         """End of run at run time `t`: close what is open, then the final summary."""
         for record in self.trackers.close(t, rfc3339(self._wall_start + t)):
             self._emit(record)
+            if isinstance(record, Window) and self.coverage is not None:
+                for coverage in self.coverage.window(record):
+                    self._emit(coverage)
+        for coverage in self.coverage.close(t) if self.coverage is not None else []:
+            self._emit(coverage)
         self.final = self.summary(t)
         return self.final
 
     def _counters(self, name: str, c: _Counts) -> StreamCounters:
         gaps = c.gaps.summary()
+        due, started = self._ticks(name) or (None, None)
         return StreamCounters(
             stream=name,
             samples=c.samples,
@@ -204,6 +254,8 @@ class SampleFeed:
             gap_max=_rounded(gaps.max),
             skipped=dict(sorted(c.skipped.items())),
             same_node=c.same_node,
+            due=due,
+            started=started,
         )
 
     def _new_counts(self) -> _Counts:

@@ -82,6 +82,7 @@ class StreamScheduler:
         self._in_flight: list[set[asyncio.Task[bool]]] = [set() for _ in workers]
         self._crashed: BaseException | None = None
         self.ticks = 0
+        self.due = 0  # ticks that fell due: sent, skipped, or missed while behind
         self.skipped: Counter[str] = Counter()  # ticks not taken, by reason
         self.started = 0  # requests sent: each must end as exactly one emitted sample
         self.raised = 0  # of them, those whose probe raised (a bug): no sample, but counted
@@ -112,6 +113,7 @@ class StreamScheduler:
                 self._skip(reason, 1, announce=reason != blocked[worker])
             blocked[worker] = reason
             self.ticks += 1
+            self.due += 1
             tick += 1
             due += self._next_gap()
             now = self._clock.monotonic()
@@ -119,6 +121,7 @@ class StreamScheduler:
             if now - due > gap:  # more than a whole gap late: skip what fell due
                 missed = math.floor((now - due) / gap) + 1
                 self._skip(BEHIND, missed, announce=False)
+                self.due += missed
                 tick += missed
                 due = now + self._next_gap()
 

@@ -14,6 +14,7 @@ from prober import __version__
 from prober.core.models import LB, Interval, WindowStream
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
+from prober.report.documents.coverage_tables import coverage_html
 from prober.report.documents.restart_table import restarts_table
 from prober.report.documents.samenode_tables import same_node_table
 from prober.report.documents.timeline import (
@@ -109,6 +110,7 @@ def render_run_report(report: RunReport) -> str:
         watch_table(report.summary.get("watches"), report.verdicts),
         '<h2 id="per-window">Per window and stream</h2>',
         _window_streams_table(report.replay),
+        *coverage_html(report.summary.get("coverage")),
         '<h2 id="connection-age">Connection age: which connections failed</h2>',
         ages_html(report.summary.get("connection_ages"), _age_statuses(report.verdicts)),
         '<h2 id="intervals">Disruption intervals</h2>',

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from prober.common import filekinds
 from prober.core.connection_age import ConnectionAges
+from prober.core.coverage import Coverage
 from prober.core.eventlog import AnyRecord, EventLogError, EventLogReader
 from prober.core.instances import Instance
 from prober.core.kinds import standard_kinds
@@ -67,6 +68,7 @@ class RunLog:
     # feeds it to the trackers where the daemon did.
     signals: list[tuple[int, IdentitySeen | ReadyzAnswer]] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)  # as the daemon wrote them
+    coverage: list[Coverage] = field(default_factory=list)  # per window (`core.coverage`)
 
     def add_any(self, record: AnyRecord, kinds: KindTable) -> None:
         """A record of any kind of stream: the request kind's in their lists, the others'
@@ -83,6 +85,8 @@ class RunLog:
             self.instances.append(record)
         elif isinstance(record, ConnectionAges):
             self.ages = record
+        elif isinstance(record, Coverage):
+            self.coverage.append(record)
         elif isinstance(record, Sample | Interval | Window | Summary | PaceChange):
             self.add(record)
         else:

@@ -67,6 +67,7 @@ from prober.report.replay.replay import Replay, run_end
 from prober.report.replay.runs import RunLog
 from prober.report.results.causes import decide
 from prober.report.results.connection_ages import ages_section
+from prober.report.results.coverage import coverage_section
 from prober.report.results.restarts import shutting_label
 from prober.report.results.watches import watches_section
 from prober.report.schema.keys import Key, entry_key
@@ -148,6 +149,9 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     ages = ages_section(result.ages, len(result.windows))
     if ages is not None:
         summary["connection_ages"] = ages
+    coverage = coverage_section(log, result.windows, result.instances)
+    if coverage is not None:  # absent from a log written before the daemon counted it
+        summary["coverage"] = coverage
     # Every number in it is seconds or a count: to the microsecond, as the event log's times.
     return micro_floats(summary), warnings
 

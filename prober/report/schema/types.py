@@ -252,6 +252,49 @@ class RestartsSection(TypedDict):
     lbs: list[RestartLBEntry]
 
 
+# schema 3.1: proof of completeness (`report.results.coverage`, `core.coverage`).
+
+
+class CoverageTotalEntry(StreamFields):
+    """A stream's whole run: ticks due, requests started, samples counted."""
+
+    due: int
+    started: int
+    counted: int
+    skipped: int  # ticks due but not sent, every reason
+
+
+class CoverageStreamEntry(StreamFields):
+    """One stream in one shutdown window: ticks due and taken, and its worst gap there."""
+
+    due: int
+    taken: int
+    skipped: int
+    share: float | None  # taken / due; None: nothing was due
+    gap: float | None  # the gap largest for its schedule, seconds
+    gap_start: float | None  # run seconds
+    gap_end: float | None
+    gap_start_ts: str | None  # RFC 3339
+    gap_end_ts: str | None
+    scheduled: float | None  # the mean gap the schedule asked for over it
+    limit: float | None  # `limit_factor` x scheduled
+    within: bool | None  # gap <= limit; None: no gap measured
+
+
+class CoverageWindowEntry(TypedDict):
+    host: str
+    instance: str  # `node #start`, as windows[] names it
+    t0: float
+    end_t: float
+    streams: list[CoverageStreamEntry]
+
+
+class CoverageSection(TypedDict):
+    limit_factor: float  # a gap's limit, in mean gaps of the schedule then in force
+    streams: list[CoverageTotalEntry]
+    windows: list[CoverageWindowEntry]
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2, 3]
     run_id: str
@@ -272,6 +315,7 @@ class SummaryDocument(TypedDict):
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
+    coverage: NotRequired[CoverageSection]  # schema 3.1: what was due and taken, per window
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

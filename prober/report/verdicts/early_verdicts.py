@@ -56,7 +56,7 @@ def edges_line(verdicts: Iterable[Verdict]) -> str:
     server going away) or the add-back's (an LB routed to one that could not serve yet)."""
     failed = [v for v in verdicts if v.status is Status.FAILED]
     early = early_lbs(failed)
-    shutdown = [v for v in failed if v.key is not None]
+    shutdown = [v for v in failed if v.key is not None and v.id.case is not Case.SAMPLED]
     if not early and not shutdown:
         return "edges: nothing failed at either edge of a restart"
     parts = []

@@ -28,6 +28,7 @@ class Case(StrEnum):
         f"{_KEYED} should stop routing to a shutting-down apiserver within its health-check budget"
     )
     DELAY_COVERS = f"{_KEYED} should be covered by the shutdown delay"
+    SAMPLED = f"{_KEYED} should have sampled each shutdown window without a gap"
     REESTABLISH = f"{_WATCH} should re-establish within its limit"
     NOT_DOOMED = f"{_WATCH} should not land on a shutting-down apiserver"
     NOT_BLIND = f"{_WATCH} should not be blind longer than its limit"
