@@ -49,7 +49,8 @@ async def test_a_stop_past_the_grace_records_everything_held_open_as_stopped(
     def agents(server: TLSServer) -> set[str]:
         return {r.headers.get("user-agent", "").split(" ", 1)[-1] for r in server.requests}
 
-    # Every watch stream's first LIST and the heartbeat's first write are held by the server.
+    # Every watch stream's first watch-list and the heartbeat's first write are held by the
+    # server.
     wanted = {f"{name} watch" for name in WATCH_STREAMS} | {"heartbeat watch"}
     await tls_server.wait_for(lambda s: wanted <= agents(s))
     daemon.stop()
@@ -60,7 +61,7 @@ async def test_a_stop_past_the_grace_records_everything_held_open_as_stopped(
     assert stopped["cancelled"] == 0
     assert stopped["requests"] == {"success": 0, "stopped": stopped["samples"]}
     assert stopped["watch_sent"] == sum(stopped["watch"].values())
-    assert stopped["watch"] == {"list_stopped": 2}
+    assert stopped["watch"] == {"watch_list_stopped": 2}
 
     log = read_log(events, types=daemon.kinds.table.record_types)
     samples = log.of(Sample)
@@ -73,7 +74,7 @@ async def test_a_stop_past_the_grace_records_everything_held_open_as_stopped(
     assert sum(c.disruption_seconds for c in final.streams) == 0
     attempts = log.of(WatchAttempt)
     assert Counter((a.stream, a.step, a.outcome) for a in attempts) == {
-        (name, "list", "stopped"): 1 for name in WATCH_STREAMS
+        (name, "watch_list", "stopped"): 1 for name in WATCH_STREAMS
     }
     assert all(a.dur > 0 for a in attempts)
     (heartbeat,) = log.of(Heartbeat)

@@ -70,6 +70,7 @@ async def test_events_that_do_not_parse_end_the_watch_and_the_daemon_lives(
         "connections": "reused", "interval": "200ms", "listen": "127.0.0.1:0",
         "event_log": str(log), "heartbeat": "default/prober-test", "heartbeat_interval": "200ms",
         "time_scale": "0.00334",  # client-go's backoff at its floors: 10 ms to 100 ms
+        "watches": "list",  # LIST then WATCH: a watch-list's error falls back to a LIST at once
     })  # fmt: skip
     daemon = Daemon(config, install_signals=False)
     task = asyncio.create_task(daemon.run())
