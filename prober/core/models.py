@@ -505,6 +505,10 @@ class StreamCounters:
     skipped: Mapping[str, int] = field(default_factory=dict)
     # How many of `samples` were same-node (`core.samenode`); left out of the line while 0.
     same_node: int = field(default=0, metadata=OMIT_EMPTY)
+    # A kept HTTP/2 stream's answers by apiserver host, cumulative, and the kept connections
+    # it holds now (`core.rebalancing`): the shares compaction would lose. Left out while empty.
+    kept_answers: Mapping[str, int] = field(default_factory=dict, metadata=OMIT_EMPTY)
+    kept_connections: int = field(default=0, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from prober.report.documents.run_text import describe
 from prober.report.history.thresholds import Thresholds
 from prober.report.replay.replay import Replay, replay
 from prober.report.replay.runs import ReadStats, RunLog, load_runs
+from prober.report.results.rebalancing import rebalancing_section
 from prober.report.results.restarts import restarts_section
 from prober.report.results.samenode import add_same_node
 from prober.report.results.summary import build_summary
@@ -88,6 +89,11 @@ def _results(
     restarts = restarts_section(result.instances, promised)
     if restarts is not None:
         summary["restarts"] = restarts
+    rebalancing = rebalancing_section(
+        log.summaries, result.instances, result.windows, log.apiservers
+    )
+    if rebalancing is not None:
+        summary["rebalancing"] = rebalancing
     watches = watch_streams(result.others.get(WATCH, ()), result.end_t)
     return summary, [*result.warnings, *warnings], promised, watches
 

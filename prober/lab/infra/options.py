@@ -30,6 +30,7 @@ class LabOptions:
     quiet_interval: float | None = None  # seconds; None: the daemon's default, scaled; 0: off
     workers: int | None = None  # per stream; None: 2 (1 for each of the upgrade's daemons)
     goaway_chance: float = 0.0
+    hold: float = 0.0  # seconds, never scaled: sampling after the scenario, before the stop
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
     lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
     watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)

@@ -14,6 +14,7 @@ from prober import __version__
 from prober.core.models import LB, Interval, WindowStream
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
+from prober.report.documents.rebalance_table import rebalance_html
 from prober.report.documents.restart_table import restarts_table
 from prober.report.documents.samenode_tables import same_node_table
 from prober.report.documents.timeline import (
@@ -105,6 +106,8 @@ def render_run_report(report: RunReport) -> str:
         _timelines(report, colours),
         '<h2 id="restarts">Restarted apiservers: when each LB took them back</h2>',
         restarts_table(report.summary.get("restarts")),
+        '<h2 id="rebalancing">Rebalancing: kept HTTP/2 connections after each restart</h2>',
+        rebalance_html(report.summary.get("rebalancing")),
         '<h2 id="watches">Watches</h2>',
         watch_table(report.summary.get("watches"), report.verdicts),
         '<h2 id="per-window">Per window and stream</h2>',

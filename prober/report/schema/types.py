@@ -252,6 +252,46 @@ class RestartsSection(TypedDict):
     lbs: list[RestartLBEntry]
 
 
+# schema 2.8: how the kept HTTP/2 connections spread after each restart
+# (`report.results.rebalancing`).
+
+
+class SharePeriodEntry(TypedDict):
+    start: float  # run seconds: one summary period
+    end: float
+    requests: int
+    shares: dict[str, float]  # apiserver host -> its share of the period's requests
+
+
+class HeldEntry(TypedDict):
+    host: str
+    seconds: float | None  # from the restart's T1 until it held half its fair share; None: never
+    seconds_lo: float | None
+    seconds_hi: float | None
+
+
+class RebalanceEntry(TypedDict):
+    label: str  # the restarted instance, node #start
+    host: str
+    ready: float  # its T1 (its first sign where none is known)
+    ready_lo: float | None
+    ready_hi: float | None
+    until: float  # the next shutdown's T0, or the run's last summary
+    until_by: str  # "shutdown of <host>" or "run end"
+    periods: list[SharePeriodEntry]
+    held: list[HeldEntry]
+    text: str
+
+
+class RebalancingSection(TypedDict):
+    pool: int  # kept HTTP/2 connections the daemon held, over every LB
+    apiservers: list[str]
+    covers: bool  # pool >= apiservers: each could hold one
+    half_fair: float  # half of 1/apiservers
+    restarts: list[RebalanceEntry]
+    text: str
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2, 3]
     run_id: str
@@ -272,6 +312,7 @@ class SummaryDocument(TypedDict):
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
+    rebalancing: NotRequired[RebalancingSection]  # schema 2.8 (`report.results.rebalancing`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`
