@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prober.report.documents.age_tables import age_lines
+from prober.report.documents.own_late_table import own_late_lines
 from prober.report.documents.rebalance_table import rebalance_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
@@ -102,6 +103,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
         lines += ["", "what each LB's own settings promise, and what it did:"]
         lines += [folded for line in explained for folded in fold(line)]
     lines += age_lines(s.get("connection_ages"))
+    lines += own_late_lines(s.get("own_late"))
     lines += restart_lines(s.get("restarts"))
     lines += rebalance_lines(s.get("rebalancing"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)

@@ -283,6 +283,35 @@ class RebalanceEntry(TypedDict):
     text: str
 
 
+class OwnLateStream(TypedDict):
+    stream: str
+    connections: int  # opened in the delay's last 20 % for certain
+    requests: int  # sent on them
+    maybe_connections: int  # the bounds put their opening on either side of a mark
+    maybe_requests: int
+
+
+class OwnLateWindow(TypedDict):
+    """The daemon's own late connections to one shutting-down apiserver
+    (`report.results.own_late`)."""
+
+    host: str
+    node: str | None
+    t0: float
+    connections: int
+    requests: int
+    maybe_connections: int
+    maybe_requests: int
+    streams: list[OwnLateStream]
+    text: str
+
+
+class OwnLateSection(TypedDict):
+    windows: list[OwnLateWindow]
+    connections: int
+    requests: int
+
+
 class RebalancingSection(TypedDict):
     pool: int  # kept HTTP/2 connections the daemon held, over every LB
     apiservers: list[str]
@@ -313,6 +342,7 @@ class SummaryDocument(TypedDict):
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
     rebalancing: NotRequired[RebalancingSection]  # schema 2.8 (`report.results.rebalancing`)
+    own_late: NotRequired[OwnLateSection]  # schema 2.8 (`report.results.own_late`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`
