@@ -127,14 +127,6 @@ def register(sub: Subparsers) -> None:
         help="apiservers: fraction of HTTP/2 requests answered with GOAWAY (OpenShift: 0.001)",
     )
     parser.add_argument(
-        "--hold",
-        type=flag(non_negative_float),
-        default=0.0,
-        metavar="SECONDS",
-        help="after the scenario, keep sampling this long (never scaled) before the daemon "
-        "stops: time for the kept connections to rebalance after the last restart (0)",
-    )
-    parser.add_argument(
         "--lb",
         choices=("kernel", "haproxy"),
         help="the LBs' data path: kernel (network namespaces, nftables DNAT and conntrack, "

@@ -28,15 +28,19 @@ def period(start: float, **answers: int) -> Period:
 @pytest.mark.parametrize(
     ("case", "spans", "host", "held"),
     [
-        ("held from the first period", [period(0, a=1, b=1, c=1), period(10, a=1, b=1, c=1)],
+        ("held from the first period", [period(0, a=2, b=2, c=2), period(10, a=2, b=2, c=2)],
          "c", 0),
-        ("came up in the second", [period(0, a=1, b=1), period(10, a=1, b=1, c=1)], "c", 1),
+        ("came up in the second", [period(0, a=3, b=3), period(10, a=2, b=2, c=2)], "c", 1),
         ("dipped again: from after the dip",
-         [period(0, a=1, b=1, c=1), period(10, a=5, b=5), period(20, a=1, b=1, c=1)], "c", 2),
-        ("never", [period(0, a=1, b=1), period(10, a=1, b=1)], "c", None),
+         [period(0, a=2, b=2, c=2), period(10, a=5, b=5), period(20, a=2, b=2, c=2)], "c", 2),
+        ("never", [period(0, a=3, b=3), period(10, a=3, b=3)], "c", None),
         ("a period without requests says nothing",
-         [period(0, a=1, b=1), period(10, a=1, b=1, c=1), period(20)], "c", 1),
-        ("exactly half a fair share holds", [period(0, a=5, b=4, c=1, d=2)], "c", None),
+         [period(0, a=3, b=3), period(10, a=2, b=2, c=2), period(20)], "c", 1),
+        ("too few requests to judge (under 2N)",
+         [period(0, a=3, b=3), period(10, a=2, b=2, c=2), period(20, a=5)], "c", 1),
+        ("2N requests judge", [period(0, a=3, b=3), period(10, a=2, b=2, c=2),
+                               period(20, a=6)], "c", None),
+        ("just under half a fair share", [period(0, a=5, b=4, c=1, d=2)], "c", None),
         ("one in six is half of a third", [period(0, a=3, b=2, c=1)], "c", 0),
         ("no period", [], "c", None),
     ],
@@ -55,7 +59,7 @@ def test_periods_are_differences_of_cumulative_counts():
 
 def test_a_restart_is_timed_from_t1_with_its_bound():
     restart = Restart("m-1 #2", "b", 12.0, 11.0, 13.0)
-    spans = [period(0, a=9, c=9), period(10, a=5, c=5), period(20, a=1, b=1, c=1)]
+    spans = [period(0, a=9, c=9), period(10, a=5, c=5), period(20, a=2, b=2, c=2)]
     entry = restart_entry(restart, spans, HOSTS, (40.0, "the run's end"))
     assert [p["start"] for p in entry["periods"]] == [10, 20]  # ends after T1, by the end
     held = {h["host"]: h for h in entry["held"]}

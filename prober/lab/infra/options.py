@@ -30,7 +30,6 @@ class LabOptions:
     quiet_interval: float | None = None  # seconds; None: the daemon's default, scaled; 0: off
     workers: int | None = None  # per stream; None: 2 (1 for each of the upgrade's daemons)
     goaway_chance: float = 0.0
-    hold: float = 0.0  # seconds, never scaled: sampling after the scenario, before the stop
     tolerance: float = TOLERANCE  # seconds the truth may lie outside the daemon's bound
     lb: str | None = None  # "kernel" or "haproxy"; None: kernel where the platform's LB is L4
     watch_grace: float | None = None  # seconds before scaling; None: the platform's (0 s)
@@ -42,3 +41,4 @@ class LabOptions:
     early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
     early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
     log_max_size: int | None = None  # upgrade: the kubelet's containerLogMaxSize
+    hold: float | None = None  # rollout: seconds (never scaled) sampled after it; None: 0

@@ -12,7 +12,8 @@ from prober.report.schema.types import RebalanceEntry, RebalancingSection, Share
 LEGEND = (
     "after: the period's end, seconds after T1; each apiserver's share of the kept HTTP/2 "
     "connections' requests answered in that period; held: from T1 until it held at least "
-    "half its fair share (1/N) in every later period [where the true time lies]"
+    "half its fair share (1/N) in every later period of at least 2N requests [where the true "
+    "time lies]"
 )
 
 

@@ -14,8 +14,9 @@ counts are the difference of two records, so its shares are of that period alone
   known) until the next shutdown's T0 (another disturbance) or the run's last summary.
 - Its periods: the summary periods that end after T1 and no later than that end; the first one
   straddles T1.
-- Held: the first period from which, in every later period of the restart that had requests,
-  the apiserver answered at least half of 1/N of them (N apiservers). Its time is from T1 to
+- Held: the first period from which, in every later period of the restart with enough
+  requests to judge (2N: one request is then at most half a fair share), the apiserver
+  answered at least half of 1/N of them (N apiservers). Its time is from T1 to
   that period's end; the true instant lies after the start of the period before (a period's
   share is an average: it may have crossed inside either) and the bound is widened by T1's.
   None of them: `never` before the restart's end.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -105,10 +107,13 @@ def periods(counts: Sequence[Tally]) -> list[Period]:
 
 def held_from(spans: Sequence[Period], host: str, floor: float) -> int | None:
     """The first period from which `host` held `floor` of the requests in every period that
-    had any; None if it did not hold it at the last such one."""
+    had enough to judge; None if it did not hold it at the last such one. A period judges a
+    share only if one request is no more than `floor` of it: fewer (the last, cut short by
+    the run's end, say) could swing it by more than the floor itself."""
     start: int | None = None
+    least = math.ceil(round(1 / floor, 9)) if floor > 0 else 1  # 2N, without float noise
     for index, period in enumerate(spans):
-        if not period.requests:
+        if period.requests < least:
             continue
         if period.share(host) < floor:
             start = None
