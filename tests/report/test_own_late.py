@@ -63,7 +63,7 @@ def test_the_text_says_how_many():
     entry = window_entry(WINDOW, connections([on(18.5, 0.0, 1), on(17.98, 0.0, 2)]), 10.0)
     assert entry["text"] == (
         "master-0 (T0 10.00 s): the prober opened 1 connection to it in the delay's last 20 % "
-        "and sent 1 requests on them; 1 connection more, 1 requests, opened too near the 80 % "
+        "and sent 1 request on them; 1 connection more, 1 request, opened too near the 80 % "
         "mark or the delay's end to tell"
     )
 

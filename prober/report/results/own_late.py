@@ -130,13 +130,15 @@ def window_entry(
 def window_text(entry: OwnLateWindow) -> str:
     who = entry["node"] or entry["host"]
     said = (
-        f"{who} (T0 {entry['t0']:.2f} s): the prober opened {_many(entry['connections'])} "
-        f"to it in the delay's last 20 % and sent {entry['requests']} requests on them"
+        f"{who} (T0 {entry['t0']:.2f} s): the prober opened "
+        f"{_many(entry['connections'], 'connection')} to it in the delay's last 20 % and sent "
+        f"{_many(entry['requests'], 'request')} on them"
     )
     if entry["maybe_connections"]:
         said += (
-            f"; {_many(entry['maybe_connections'])} more, {entry['maybe_requests']} requests, "
-            "opened too near the 80 % mark or the delay's end to tell"
+            f"; {_many(entry['maybe_connections'], 'connection')} more, "
+            f"{_many(entry['maybe_requests'], 'request')}, opened too near the 80 % mark or "
+            "the delay's end to tell"
         )
     return said
 
@@ -156,5 +158,5 @@ def own_late_section(
     }
 
 
-def _many(n: int) -> str:
-    return f"{n} connection" if n == 1 else f"{n} connections"
+def _many(n: int, thing: str) -> str:
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
