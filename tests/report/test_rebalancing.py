@@ -139,3 +139,21 @@ def test_apiservers_are_named_by_their_nodes_where_known():
     [entry] = section["restarts"]
     assert entry["periods"][-1]["shares"] == {"c": 0.333333, "master-0": 0.333333,
                                               "node-b": 0.333333}  # fmt: skip
+
+
+def test_a_pool_of_up_to_twice_the_apiservers_says_how_coarse_its_shares_are():
+    run = [summary(s.t, dict(s.streams[0].kept_answers), pool=5) for s in RUN]
+    section = rebalancing_section(run, [instance("b", 15.0)], [])
+    assert section is not None
+    assert section["covers"]
+    assert (
+        "(one connection is 1/5 of the requests: a share moves by that at once)"
+        in (section["text"])
+    )
+    six = rebalancing_section(RUN, [instance("b", 15.0)], [])  # 2N: one is half a fair share
+    assert six is not None
+    assert "(one connection is 1/6 of the requests" in six["text"]
+    run = [summary(s.t, dict(s.streams[0].kept_answers), pool=7) for s in RUN]
+    seven = rebalancing_section(run, [instance("b", 15.0)], [])
+    assert seven is not None
+    assert "one connection" not in seven["text"]

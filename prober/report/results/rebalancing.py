@@ -229,6 +229,8 @@ def section_text(section: RebalancingSection) -> str:
     if not section["covers"]:
         return f"pool of {pool} kept HTTP/2 connections cannot cover {n} apiservers"
     said = f"pool of {pool} kept HTTP/2 connections over {n} apiservers"
+    if pool <= 2 * n:  # one connection moving is half a fair share or more
+        said += f" (one connection is 1/{pool} of the requests: a share moves by that at once)"
     if not section["restarts"]:
         return f"{said}; no apiserver restarted"
     return f"{said}; half a fair share is {section['half_fair'] * 100:.1f} % of the requests"
