@@ -60,7 +60,7 @@ fuzz: setup
 # LB's error classes) and tests/reliability (the fault matrix, lab faults, stops at seeded
 # moments, a 24-second soak). Tests marked `matrix` are left out of it: the rollouts on azure
 # and none, the upgrade, two labs side by side, the watch grace comparison, watch clients on
-# metal with a 25 s watch grace, the one-minute soak. `make test-matrix` runs
+# metal with a 25 s watch grace, the one-minute soak, the rebalancing play. `make test-matrix` runs
 # those; `make test-repeat` runs both sets REPEAT times each, under two CPU burners, and
 # prints each test's failures over the repeats: a suite that is never flaky prints none. It
 # takes REPEAT times as long as those tests do, so it is not part of `make test`.

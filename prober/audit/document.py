@@ -36,6 +36,7 @@ class LateGroup(ArrivalFields):
     user: str | None
     verb: str | None
     resource: str | None
+    prober_stream: str | None  # its User-Agent names the prober's stream (`audit.own`)
 
 
 class ApiserverEntry(TypedDict):

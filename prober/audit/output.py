@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 
 from prober.audit.evidence import ProberEvidence, read_prober_logs, read_shutdown_events
 from prober.audit.files import InputError, discover
+from prober.audit.own import prober_stream
 from prober.audit.summary import AuditSummary, summarize
 from prober.common.errors import writing
 from prober.common.exits import ExitCode
@@ -36,12 +37,21 @@ def render_table(summary: AuditSummary) -> str:
     lines = [
         f"{len(summary.files)} files, {stats.events} events, {stats.bad_lines} bad lines"
         + (f" ({_counts(stats.bad)})" if stats.bad else "")
-        + f", {sum(summary.late_by_apiserver.values())} late requests",
-    ]
+        + f", {sum(summary.late_by_apiserver.values())} late requests"
+        + (f" ({summary.own_late} of them the prober's own, by User-Agent)"
+           if summary.own_late else ""),
+    ]  # fmt: skip
     groups = summary.late_groups()
     if groups:
         rows = [
-            [key[0], str(a.count), _short(a.first), _short(a.last), *(v or "-" for v in key[1:])]
+            [
+                key[0],
+                str(a.count),
+                _short(a.first),
+                _short(a.last),
+                _agent(key[1]),
+                *(v or "-" for v in key[2:]),
+            ]
             for key, a in groups[:TABLE_ROWS]
         ]
         header = ["APISERVER", "LATE", "FIRST", "LAST", "USER AGENT", "SOURCE IP", "USER"]
@@ -80,6 +90,13 @@ def render_table(summary: AuditSummary) -> str:
         lines += [f"  {p}" for p in summary.problems.kept[:10]]
     lines += [f"note: {n}" for n in summary.notes]
     return "\n".join(lines)
+
+
+def _agent(user_agent: str | None) -> str:
+    """A late group's User-Agent, marked where it is the prober's own (`audit.own`)."""
+    if user_agent is None:
+        return "-"
+    return f"{user_agent} (ours)" if prober_stream(user_agent) is not None else user_agent
 
 
 def _counts(counter: dict[str, int]) -> str:
@@ -126,9 +143,11 @@ def _failure_text(summary: AuditSummary, apiserver: str, message: str) -> str:
     ]
     for key, a in summary.late_groups():
         if key[0] == apiserver:
+            agent = key[1] and _agent(key[1])  # marked where it is the prober's own
             who = " ".join(
-                f"{n}={v}" for n, v in zip(("agent", "ip", "user"), key[1:4], strict=True) if v
-            )
+                f"{n}={v}" for n, v in zip(("agent", "ip", "user"), (agent, *key[2:4]), strict=True)
+                if v
+            )  # fmt: skip
             lines.append(
                 f"{a.count} x {key[4] or '-'} {key[5] or '-'} {who} "
                 f"first={_short(a.first)} last={_short(a.last)}"

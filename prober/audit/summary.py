@@ -34,6 +34,7 @@ from prober.audit.event import (
 )
 from prober.audit.evidence import ProberEvidence, ShutdownSpan
 from prober.audit.files import DEFAULT_MAX_LINE_BYTES, Family, scan_file
+from prober.audit.own import prober_stream
 from prober.core.header import apiserver_id
 from prober.core.models import ErrorClass, rfc3339
 
@@ -170,6 +171,11 @@ class AuditSummary:
             arrivals.failed += ref.error not in (None, ErrorClass.STOPPED)
 
     @property
+    def own_late(self) -> int:
+        """The late requests whose User-Agent names the prober (`audit.own`)."""
+        return sum(a.count for key, a in self.late.items() if prober_stream(key[1]) is not None)
+
+    @property
     def apiservers(self) -> list[str]:
         return sorted(self.per_apiserver)
 
@@ -234,6 +240,7 @@ def _late_group(key: GroupKey, arrivals: Arrivals) -> LateGroup:
         "user": user,
         "verb": verb,
         "resource": resource,
+        "prober_stream": prober_stream(user_agent),
         **arrivals.to_json(),
     }
 

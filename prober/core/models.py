@@ -509,6 +509,10 @@ class StreamCounters:
     # started (witness bursts too); `samples` is what was counted. None in older logs.
     due: int | None = field(default=None, metadata=OMIT_NONE)
     started: int | None = field(default=None, metadata=OMIT_NONE)
+    # A kept HTTP/2 stream's answers by apiserver host, cumulative, and the kept connections
+    # it holds now (`core.rebalancing`): the shares compaction would lose. Left out while empty.
+    kept_answers: Mapping[str, int] = field(default_factory=dict, metadata=OMIT_EMPTY)
+    kept_connections: int = field(default=0, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

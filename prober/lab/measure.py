@@ -101,6 +101,7 @@ async def one_daemon(stage: Stage, *, evicted: bool = False) -> Load:
                eviction if evicted else None)  # fmt: skip
     await cluster.settle()
     await wind_down(cluster)
+    await asyncio.sleep(stage.options.hold or 0.0)  # `--hold`: the kept connections rebalance
     load = meter.stop()
     snapshot_metrics(cluster, port, out / "metrics.prom")
     for each in (daemon, *beside):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prober.common.values import duration, flag, positive_float
+from prober.common.values import duration, flag, non_negative_float, positive_float
 from prober.config.fields import size
 from prober.core.durations import format_go_duration
 from prober.core.models import LB
@@ -101,6 +101,14 @@ LOG_MAX_SIZE = Option(
     {"type": flag(size), "metavar": "SIZE"},
 )
 
+HOLD = Option(
+    "--hold",
+    "hold",
+    "after the rollout, keep sampling this long (never scaled) before the daemon stops: "
+    "time for the kept HTTP/2 connections to rebalance after the last restart (0)",
+    {"type": flag(non_negative_float), "metavar": "SECONDS"},
+)
+
 
 def _unchanged(platform: Platform, options: LabOptions) -> Platform:
     return platform
@@ -159,7 +167,7 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("rollout", "SIGTERM each apiserver in turn, as a rollout does",
-                 checks.event_log, checks.MEASURED, options=_GRACEFUL),
+                 checks.event_log, checks.MEASURED, options=(*_GRACEFUL, HOLD)),
         Scenario("crash", "SIGKILL each in turn: no delay, no drain",
                  checks.event_log, (checks.watch_streams, checks.informers, checks.disrupted,
                                     checks.answered, checks.restarts),

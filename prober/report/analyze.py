@@ -26,6 +26,7 @@ from prober.common.errors import writing
 from prober.common.exits import ExitCode
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
+from prober.core.numbers import micro_floats
 from prober.core.watch import WATCH
 from prober.report.documents.html_run import RunReport, render_run_report
 from prober.report.documents.junit import write_junit
@@ -33,6 +34,8 @@ from prober.report.documents.run_text import describe
 from prober.report.history.thresholds import Thresholds
 from prober.report.replay.replay import Replay, replay
 from prober.report.replay.runs import ReadStats, RunLog, load_runs
+from prober.report.results.own_late import own_late_section
+from prober.report.results.rebalancing import rebalancing_section
 from prober.report.results.restarts import restarts_section
 from prober.report.results.samenode import add_same_node
 from prober.report.results.summary import build_summary
@@ -88,6 +91,16 @@ def _results(
     restarts = restarts_section(result.instances, promised)
     if restarts is not None:
         summary["restarts"] = restarts
+    rebalancing = rebalancing_section(
+        log.summaries, result.instances, result.windows, log.apiservers
+    )
+    if rebalancing is not None:
+        summary["rebalancing"] = micro_floats(rebalancing)
+    settings = log.run.lb_settings
+    exact = settings.shutdown_delay if settings is not None else None
+    own = own_late_section(log.samples, result.windows, exact)
+    if own is not None:
+        summary["own_late"] = micro_floats(own)
     watches = watch_streams(result.others.get(WATCH, ()), result.end_t)
     return summary, [*result.warnings, *warnings], promised, watches
 

@@ -32,7 +32,8 @@ from tests.support.auditlog import (
 )
 
 LATE_FIELDS = {
-    "apiserver", "user_agent", "source_ip", "user", "verb", "resource", "count", "first", "last",
+    "apiserver", "user_agent", "source_ip", "user", "verb", "resource", "prober_stream", "count",
+    "first", "last",
 }  # fmt: skip
 
 
@@ -79,6 +80,7 @@ def test_late_requests_are_grouped_per_apiserver_and_client(tmp_path: Path):
             "user": "system:node:master-1",
             "verb": "get",
             "resource": "namespaces",
+            "prober_stream": None,
             "count": 3,
             "first": rfc3339(T0 + 3.0),
             "last": rfc3339(T0 + 7.0),
@@ -90,6 +92,7 @@ def test_late_requests_are_grouped_per_apiserver_and_client(tmp_path: Path):
             "user": "system:serviceaccount:openshift-kube-apiserver-operator:operator",
             "verb": "list",
             "resource": "pods",
+            "prober_stream": None,
             "count": 1,
             "first": rfc3339(T0 + 5.0),
             "last": rfc3339(T0 + 5.0),
@@ -333,3 +336,35 @@ def test_the_prober_command_line_has_audit(tmp_path: Path, capsys):
 
     assert prober_main(["audit", "summarize", str(tmp_path / "nothing-here")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_the_probers_own_late_requests_are_named_by_their_user_agent(tmp_path: Path, capsys):
+    """cluster-kube-apiserver-operator #2222: the probe's own requests among the late ones.
+    Without the event log, the User-Agent alone names them, and the stream that sent them."""
+    node = tmp_path / "logs" / "master-0"
+    write(
+        node / "audit.log",
+        event(1.0, annotations=graceful(peer="10.0.0.9")),
+        event(2.0, user_agent=PROBER, annotations=graceful(peer="10.0.0.9")),
+        event(3.0, user_agent=PROBER, annotations=graceful(peer="10.0.0.9")),
+        event(4.0, user_agent="prober/0.1.0", annotations=graceful(peer="10.0.0.9")),
+        event(5.0, user_agent="proberx/1.0 other", annotations=graceful(peer="10.0.0.9")),
+    )
+    out = tmp_path / "audit"
+    assert main(["audit", "summarize", str(tmp_path / "logs"), "--out", str(out),
+                 "--junit"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "5 late requests (3 of them the prober's own, by User-Agent)" in printed
+    assert re.search(rf"\nmaster-0 +2 +\S+ +\S+ +{re.escape(PROBER)} \(ours\) ", printed)
+    assert "proberx/1.0 other (ours)" not in printed
+    body = json.loads((out / "audit-summary.json").read_text())
+    streams = {g["user_agent"]: g["prober_stream"] for g in body["late"]}
+    assert streams == {
+        PROBER: "kube-api-http2-internal-lb-new-connections",
+        "prober/0.1.0": "prober",
+        "proberx/1.0 other": None,
+        KUBELET: None,
+    }
+    failure = ET.parse(out / "junit-audit.xml").getroot().find(".//failure")
+    assert failure is not None
+    assert f"agent={PROBER} (ours)" in (failure.text or "")

@@ -123,6 +123,13 @@ async def test_the_daemon_measures_a_disruption_and_a_shutdown_window(
         assert taken.gap_start is not None
         assert taken.gap_start < window.end_t
         assert taken.gap_start + taken.gap > window.t0
+    # The kept HTTP/2 stream's answers by apiserver, counted live for the rebalancing
+    # (`core.rebalancing`): every answer it had, all from the one server; no other stream's.
+    kept = {s.stream: s for s in final.streams if s.kept_answers or s.kept_connections}
+    (counters,) = kept.values()
+    assert counters.stream == "kube-api-http2-internal-lb-reused-connections"
+    assert counters.kept_answers == {HOST_ID: counters.results["success"]}
+    assert 1 <= counters.kept_connections <= config.workers
 
     assert any(r.headers.get("authorization") == f"Bearer {TOKEN}" for r in tls_server.requests)
     assert TOKEN not in log_output.getvalue()

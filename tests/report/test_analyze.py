@@ -119,8 +119,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
         "retry_after", "connection_ages", "coverage", "apiservers", "same_node", "restarts",
-        "verdicts",
-        "explained", "counts",
+        "rebalancing", "own_late", "verdicts", "explained", "counts",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.

@@ -57,6 +57,7 @@ from prober.core.models import (
     rfc3339,
 )
 from prober.core.pace import PaceTracker
+from prober.core.rebalancing import KeptAnswers
 from prober.core.samenode import Placement
 from prober.core.shutdown import DEFAULT_MAX_OPEN, WindowOpened
 from prober.core.trackers import Trackers
@@ -127,6 +128,7 @@ class SampleFeed:
         self.bursts = bursts
         self._on_burst = on_burst or (lambda _burst: None)
         self._counts = {s.name: self._new_counts() for s in streams}
+        self._kept = KeptAnswers()  # the kept HTTP/2 answers by apiserver, for the summaries
         self.fed = 0
         self.final: Summary | None = None  # the last summary, once closed
         self._schedule = schedule
@@ -154,6 +156,7 @@ class SampleFeed:
         events = self.trackers.feed(sample)
         kept = self._compactors.select(sample, events, self.trackers)
         gaps = self._count(sample)
+        self._kept.feed(sample)
         self.fed += 1
         self._sinks.observe(Observed(sample, gaps))
         for written in kept:
@@ -256,6 +259,8 @@ class SampleFeed:
             same_node=c.same_node,
             due=due,
             started=started,
+            kept_answers=self._kept.answers(name),
+            kept_connections=self._kept.connections(name),
         )
 
     def _new_counts(self) -> _Counts:

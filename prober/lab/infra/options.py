@@ -41,3 +41,4 @@ class LabOptions:
     early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
     early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
     log_max_size: int | None = None  # upgrade: the kubelet's containerLogMaxSize
+    hold: float | None = None  # rollout: seconds (never scaled) sampled after it; None: 0

@@ -15,6 +15,8 @@ from prober.core.models import LB, Interval, WindowStream
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
 from prober.report.documents.coverage_tables import coverage_html
+from prober.report.documents.own_late_table import own_late_html
+from prober.report.documents.rebalance_table import rebalance_html
 from prober.report.documents.restart_table import restarts_table
 from prober.report.documents.samenode_tables import same_node_table
 from prober.report.documents.timeline import (
@@ -106,6 +108,8 @@ def render_run_report(report: RunReport) -> str:
         _timelines(report, colours),
         '<h2 id="restarts">Restarted apiservers: when each LB took them back</h2>',
         restarts_table(report.summary.get("restarts")),
+        '<h2 id="rebalancing">Rebalancing: kept HTTP/2 connections after each restart</h2>',
+        rebalance_html(report.summary.get("rebalancing")),
         '<h2 id="watches">Watches</h2>',
         watch_table(report.summary.get("watches"), report.verdicts),
         '<h2 id="per-window">Per window and stream</h2>',
@@ -113,6 +117,7 @@ def render_run_report(report: RunReport) -> str:
         *coverage_html(report.summary.get("coverage")),
         '<h2 id="connection-age">Connection age: which connections failed</h2>',
         ages_html(report.summary.get("connection_ages"), _age_statuses(report.verdicts)),
+        own_late_html(report.summary.get("own_late")),
         '<h2 id="intervals">Disruption intervals</h2>',
         _intervals_table(report.replay),
         '<h2 id="same-node">Same-node requests</h2>',

@@ -9,6 +9,8 @@ from typing import Any
 
 from prober.report.documents.age_tables import age_lines
 from prober.report.documents.coverage_tables import coverage_lines
+from prober.report.documents.own_late_table import own_late_lines
+from prober.report.documents.rebalance_table import rebalance_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
 from prober.report.format.tables import bounded, fold, seconds, table
@@ -103,8 +105,10 @@ def describe(analysis: RunAnalysis) -> list[str]:
         lines += ["", "what each LB's own settings promise, and what it did:"]
         lines += [folded for line in explained for folded in fold(line)]
     lines += age_lines(s.get("connection_ages"))
+    lines += own_late_lines(s.get("own_late"))
     lines += restart_lines(s.get("restarts"))
     lines += coverage_lines(s.get("coverage"))
+    lines += rebalance_lines(s.get("rebalancing"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         said = {Status.FAILED: "FAIL", Status.BY_DESIGN: "BY DESIGN"}.get(verdict.status)

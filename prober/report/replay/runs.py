@@ -58,6 +58,7 @@ class RunLog:
     windows: list[Window] = field(default_factory=list)
     last_summary: Summary | None = None
     counters: dict[str, StreamCounters] = field(default_factory=dict)  # newest per stream
+    summaries: list[Summary] = field(default_factory=list)  # every one, in file order
     paces: list[PaceChange] = field(default_factory=list)  # when the sampling rate changed
     # The records of every other kind of stream, by kind, as the daemon wrote them.
     others: dict[str, list[LogRecord]] = field(default_factory=dict)
@@ -103,6 +104,7 @@ class RunLog:
         elif isinstance(record, PaceChange):
             self.paces.append(record)
         else:
+            self.summaries.append(record)
             if self.last_summary is None or record.t >= self.last_summary.t:
                 self.last_summary = record
             for counters in record.streams:

@@ -295,6 +295,75 @@ class CoverageSection(TypedDict):
     windows: list[CoverageWindowEntry]
 
 
+# schema 2.8: how the kept HTTP/2 connections spread after each restart
+# (`report.results.rebalancing`).
+
+
+class SharePeriodEntry(TypedDict):
+    start: float  # run seconds: one summary period
+    end: float
+    requests: int
+    shares: dict[str, float]  # apiserver host -> its share of the period's requests
+
+
+class HeldEntry(TypedDict):
+    host: str
+    seconds: float | None  # from the restart's T1 until it held half its fair share; None: never
+    seconds_lo: float | None
+    seconds_hi: float | None
+
+
+class RebalanceEntry(TypedDict):
+    label: str  # the restarted instance, node #start
+    host: str
+    ready: float  # its T1 (its first sign where none is known)
+    ready_lo: float | None
+    ready_hi: float | None
+    until: float  # the next shutdown's T0, or the run's last summary
+    until_by: str  # "shutdown of <host>" or "run end"
+    periods: list[SharePeriodEntry]
+    held: list[HeldEntry]
+    text: str
+
+
+class OwnLateStream(TypedDict):
+    stream: str
+    connections: int  # opened in the delay's last 20 % for certain
+    requests: int  # sent on them
+    maybe_connections: int  # the bounds put their opening on either side of a mark
+    maybe_requests: int
+
+
+class OwnLateWindow(TypedDict):
+    """The daemon's own late connections to one shutting-down apiserver
+    (`report.results.own_late`)."""
+
+    host: str
+    node: str | None
+    t0: float
+    connections: int
+    requests: int
+    maybe_connections: int
+    maybe_requests: int
+    streams: list[OwnLateStream]
+    text: str
+
+
+class OwnLateSection(TypedDict):
+    windows: list[OwnLateWindow]
+    connections: int
+    requests: int
+
+
+class RebalancingSection(TypedDict):
+    pool: int  # kept HTTP/2 connections the daemon held, over every LB
+    apiservers: list[str]
+    covers: bool  # pool >= apiservers: each could hold one
+    half_fair: float  # half of 1/apiservers
+    restarts: list[RebalanceEntry]
+    text: str
+
+
 class SummaryDocument(TypedDict):
     v: Literal[1, 2, 3]
     run_id: str
@@ -316,6 +385,8 @@ class SummaryDocument(TypedDict):
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
     coverage: NotRequired[CoverageSection]  # schema 3.1: what was due and taken, per window
+    rebalancing: NotRequired[RebalancingSection]  # schema 2.8 (`report.results.rebalancing`)
+    own_late: NotRequired[OwnLateSection]  # schema 2.8 (`report.results.own_late`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`
