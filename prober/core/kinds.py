@@ -48,6 +48,7 @@ def run_record(
     node: str | None = None,
     early_for: float | None = None,
     watch_limits: WatchLimits | None = None,
+    slow_floor: float | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind (a kind with none is left out)."""
     return RunRecord(
@@ -60,4 +61,5 @@ def run_record(
         node=node,
         early_for=early_for,
         watch_limits=watch_limits,
+        slow_floor=slow_floor,
     )

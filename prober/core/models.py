@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from prober.core.header import ShutdownHeader
+from prober.core.latency import PhaseLatency
 
 
 class ErrorClass(StrEnum):
@@ -278,6 +279,8 @@ class RunRecord:
     early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
     # What the watch tests allow, from the daemon's timers; None in logs written before.
     watch_limits: WatchLimits | None = field(default=None, metadata=OMIT_EMPTY)
+    # Config `slow_floor` (`core.latency.slow_but_up`); None in logs written before.
+    slow_floor: float | None = field(default=None, metadata=OMIT_EMPTY)
 
     def streams_of(self, kind: str) -> tuple[str, ...]:
         return tuple(self.kind_streams.get(kind, ()))
@@ -505,6 +508,9 @@ class StreamCounters:
     skipped: Mapping[str, int] = field(default_factory=dict)
     # How many of `samples` were same-node (`core.samenode`); left out of the line while 0.
     same_node: int = field(default=0, metadata=OMIT_EMPTY)
+    # The answer times by run phase (`core.latency`), as histograms: compaction drops plain
+    # successes from the log, so only these give a re-analysis the live p50 and p99.
+    latency: Mapping[str, PhaseLatency] = field(default_factory=dict, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from prober.core.burst import Burst, BurstPlanner
 from prober.core.compaction import Compactors
 from prober.core.gaps import GapStats
 from prober.core.instances import DEFAULT_EARLY_FOR
+from prober.core.latency import LatencyStats, RunPhase, run_phase
 from prober.core.models import (
     LB,
     IdentitySeen,
@@ -63,6 +64,7 @@ class _Counts:
     results: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     same_node: int = 0
+    latency: LatencyStats = field(default_factory=LatencyStats)
 
 
 class SampleFeed:
@@ -118,6 +120,7 @@ class SampleFeed:
         self._counts = {s.name: self._new_counts() for s in streams}
         self.fed = 0
         self.final: Summary | None = None  # the last summary, once closed
+        self._window_seen = False  # whether a shutdown window has opened yet (`core.latency`)
 
     def feed(self, record: Sample | IdentitySeen | ReadyzAnswer) -> None:
         if isinstance(record, IdentitySeen | ReadyzAnswer):
@@ -131,8 +134,9 @@ class SampleFeed:
         events = self.trackers.feed(sample)
         kept = self._compactors.select(sample, events, self.trackers)
         gaps = self._count(sample)
+        phase = self._time(sample)
         self.fed += 1
-        self._sinks.observe(Observed(sample, gaps))
+        self._sinks.observe(Observed(sample, gaps, phase))
         for written in kept:
             self._sinks.keep(written)
         for event in events:
@@ -204,6 +208,7 @@ class SampleFeed:
             gap_max=_rounded(gaps.max),
             skipped=dict(sorted(c.skipped.items())),
             same_node=c.same_node,
+            latency=c.latency.written(),
         )
 
     def _new_counts(self) -> _Counts:
@@ -223,6 +228,18 @@ class SampleFeed:
         if sample.stopped:
             return ()  # cut by the stop: it sampled nothing, so it ends no gap
         return tuple(counts.gaps.feed(sample.t))
+
+    def _time(self, sample: Sample) -> RunPhase:
+        """The run phase the sample was taken in, right after the trackers took it; its
+        answer time goes to that phase's histogram if it was answered (`core.latency`)."""
+        window_open = bool(self.trackers.open_hosts or self.trackers.restarting)
+        self._window_seen = self._window_seen or window_open
+        phase = run_phase(window_open=window_open, window_seen=self._window_seen)
+        # An answer (neither a failure nor cut by the stop) that timed the LB: a same-node one
+        # timed the prober's own node's apiserver, which is never the LB's (`core.samenode`).
+        if sample.error is None and not sample.same_node:
+            self._counts[sample.stream].latency.feed(phase, sample.dur)
+        return phase
 
     def _emit(self, event: Event) -> None:
         self._sinks.event(event)

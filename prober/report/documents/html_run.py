@@ -14,6 +14,7 @@ from prober import __version__
 from prober.core.models import LB, Interval, WindowStream
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
+from prober.report.documents.latency_table import latency_html
 from prober.report.documents.restart_table import restarts_table
 from prober.report.documents.samenode_tables import same_node_table
 from prober.report.documents.timeline import (
@@ -111,6 +112,8 @@ def render_run_report(report: RunReport) -> str:
         _window_streams_table(report.replay),
         '<h2 id="connection-age">Connection age: which connections failed</h2>',
         ages_html(report.summary.get("connection_ages"), _age_statuses(report.verdicts)),
+        '<h2 id="latency">Answer times before, in and after the shutdown windows</h2>',
+        latency_html(report.summary.get("latency")),
         '<h2 id="intervals">Disruption intervals</h2>',
         _intervals_table(report.replay),
         '<h2 id="same-node">Same-node requests</h2>',

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prober.report.documents.age_tables import age_lines
+from prober.report.documents.latency_table import latency_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
 from prober.report.format.tables import bounded, fold, seconds, table
@@ -102,6 +103,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
         lines += [folded for line in explained for folded in fold(line)]
     lines += age_lines(s.get("connection_ages"))
     lines += restart_lines(s.get("restarts"))
+    lines += latency_lines(s.get("latency"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         said = {Status.FAILED: "FAIL", Status.BY_DESIGN: "BY DESIGN"}.get(verdict.status)

@@ -272,6 +272,7 @@ class SummaryDocument(TypedDict):
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
+    latency: NotRequired[Any]  # schema 3.1: answer times by run phase (`results.latency`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -4,7 +4,8 @@ judged against it and what its LBs promise, into its summary (`verdicts`, `expla
 The tests, in the order junit.xml lists them: stop routing and availability against the
 history (`verdicts`), the watches (`watch_verdicts`), the health-check budgets and the delay
 (`budget_verdicts`), the LB's resets (`reset_verdicts`), the 20 % rule (`age_verdicts`),
-the other edge of a restart (`early_verdicts`), and the whole run recorded (`run_verdict`).
+the other edge of a restart (`early_verdicts`), slow but up (`latency_verdicts`), and the
+whole run recorded (`run_verdict`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prober.report.verdicts.age_verdicts import explain_ages, judge_ages
 from prober.report.verdicts.budget_verdicts import explain, judge_budgets
 from prober.report.verdicts.counts import counts
 from prober.report.verdicts.early_verdicts import edges_line, explain_restarts, judge_early
+from prober.report.verdicts.latency_verdicts import judge_latency
 from prober.report.verdicts.reset_verdicts import judge_resets
 from prober.report.verdicts.run_verdict import whole_run
 from prober.report.verdicts.verdicts import Status, Verdict, judge
@@ -57,6 +59,7 @@ def judge_run(
     verdicts += judge_resets(summary, promised)
     verdicts += judge_ages(summary, promised, verdicts)
     verdicts += judge_early(summary)
+    verdicts += judge_latency(summary)
     verdicts += whole_run(summary)
     summary["verdicts"] = [verdict_entry(v) for v in verdicts]
     summary["explained"] = [
