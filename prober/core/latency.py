@@ -19,7 +19,8 @@ Only answered requests count (no error class: a timeout or a refusal is disrupti
 answer time); a request the daemon's stop cut never does, nor a same-node answer (the prober's
 own node's apiserver, `core.samenode`: never the LB's). A sample's answer time is its `dur`:
 from sending to the answer's end, which on a new connection includes the TCP connect and the
-TLS handshake.
+TLS handshake; those two are counted apart as well (`Part`: the sample's `connect` and `tls`),
+in histograms of their own keyed `phase/connect` and `phase/tls`.
 
 Buckets: `core.loghist` with each bucket 10 % wider than the one before (`LATENCY_RATIO`),
 from 0.1 ms: a p50 or p99 is the upper edge of its bucket, capped at the phase's largest
@@ -83,21 +84,38 @@ class PhaseLatency:
         return PhaseLatency(histogram.count, largest, buckets)
 
 
+class Part(StrEnum):
+    """What of a request a histogram times: the whole answer, or, on a connection the request
+    opened, its TCP connect or its TLS handshake (both within the answer time)."""
+
+    ANSWER = "answer"
+    CONNECT = "connect"
+    TLS = "tls"
+
+
+def key(phase: RunPhase, part: Part = Part.ANSWER) -> str:
+    """A histogram's key in a summary record: the phase for the answer time, else
+    `phase/part` (`in_windows/connect`)."""
+    return phase.value if part is Part.ANSWER else f"{phase.value}/{part.value}"
+
+
 class LatencyStats:
-    """One stream's answer times, fed sample by sample with the phase each was taken in."""
+    """One stream's answer times (and connect and TLS times), fed sample by sample with the
+    phase each was taken in."""
 
     def __init__(self) -> None:
-        self._phases: dict[RunPhase, LogHistogram] = {}
+        self._histograms: dict[str, LogHistogram] = {}
 
-    def feed(self, phase: RunPhase, seconds: float) -> None:
-        histogram = self._phases.get(phase)
+    def feed(self, phase: RunPhase, seconds: float, part: Part = Part.ANSWER) -> None:
+        name = key(phase, part)
+        histogram = self._histograms.get(name)
         if histogram is None:
-            histogram = self._phases[phase] = LogHistogram(LATENCY_RATIO)
+            histogram = self._histograms[name] = LogHistogram(LATENCY_RATIO)
         histogram.add(seconds)
 
     def written(self) -> dict[str, PhaseLatency]:
-        """Every phase that has answers, as the summary record carries them."""
-        return {p.value: PhaseLatency.of(self._phases[p]) for p in RunPhase if p in self._phases}
+        """Every histogram that has a value, as the summary record carries them."""
+        return {k: PhaseLatency.of(self._histograms[k]) for k in sorted(self._histograms)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +125,13 @@ class PhaseFigures:
     p99: float | None
 
 
-def figures(written: Mapping[str, PhaseLatency]) -> dict[str, PhaseFigures]:
-    """Per phase (every one, empty ones with count 0), its count, p50 and p99."""
+def figures(
+    written: Mapping[str, PhaseLatency], part: Part = Part.ANSWER
+) -> dict[str, PhaseFigures]:
+    """Per phase (every one, empty ones with count 0), the count, p50 and p99 of `part`."""
     out: dict[str, PhaseFigures] = {}
     for phase in RunPhase:
-        found = written.get(phase.value)
+        found = written.get(key(phase, part))
         h = found.histogram() if found is not None else LogHistogram(LATENCY_RATIO)
         out[phase.value] = PhaseFigures(h.count, _r(h.quantile(0.5)), _r(h.quantile(0.99)))
     return out

@@ -409,6 +409,10 @@ class Sample(OfStream):
     # Its connection's local address (the port is `local_port`): with `peer`, what the lab
     # joins to the server's record of the connection. None in logs written before it was.
     local_ip: str | None = field(default=None, metadata=OMIT_NONE)
+    # On a connection it opened: seconds of the TCP connect, then of the TLS handshake, both
+    # within `dur` (`core.latency` counts them apart). None elsewhere, and then not written.
+    connect: float | None = field(default=None, metadata=OMIT_NONE)
+    tls: float | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def end(self) -> float:

@@ -14,6 +14,7 @@ from prober.core.latency import (
     MIN_IN_WINDOW,
     MIN_QUIET,
     LatencyStats,
+    Part,
     PhaseLatency,
     RunPhase,
     figures,
@@ -147,3 +148,17 @@ def test_a_summary_record_carries_the_histograms_back_unchanged() -> None:
 
 def _fields(counters: StreamCounters) -> dict[str, object]:
     return {name: getattr(counters, name) for name in counters.__dataclass_fields__}
+
+
+def test_connect_and_tls_are_counted_apart_under_keys_of_their_own() -> None:
+    stats = LatencyStats()
+    stats.feed(IN, 0.050)
+    stats.feed(IN, 0.002, Part.CONNECT)
+    stats.feed(IN, 0.010, Part.TLS)
+    written = stats.written()
+    assert sorted(written) == ["in_windows", "in_windows/connect", "in_windows/tls"]
+    assert figures(written)[IN.value].p99 == pytest.approx(0.050)
+    assert figures(written, Part.CONNECT)[IN.value].count == 1
+    assert figures(written, Part.TLS)[BEFORE.value].count == 0
+    # The finding reads the answer times only.
+    assert slow_but_up(written, 1.0).in_count == 1

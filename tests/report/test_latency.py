@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from prober.cli import main
-from prober.core.latency import RunPhase, figures
+from prober.core.latency import Part, RunPhase, figures
 from prober.core.models import LB, Connection, Protocol, Sample, StreamId
 from prober.report.analyze import analyze_runs
 from prober.report.verdicts.identity import Case
@@ -77,3 +77,29 @@ def test_an_lb_slow_in_the_windows_only_is_slow_but_up_alone(
     assert "SLOW" in html
     junit = (out / "junit.xml").read_text()
     assert "should answer in the shutdown windows about as fast as outside them" in junit
+
+
+def test_connect_and_tls_of_new_connections_reanalyse_to_the_live_figures(
+    tmp_path: Path, rollout_samples
+) -> None:
+    """Each answered request of a new-connection stream opened its connection: its connect
+    and TLS times ride in the summary records beside the answer times."""
+    timed = [
+        dataclasses.replace(s, connect=0.001 + 0.0001 * (i % 7), tls=0.004 + 0.0002 * (i % 5))
+        if s.stream_id.connection is Connection.NEW and s.error is None
+        else s
+        for i, s in enumerate(rollout_samples)
+    ]
+    path = tmp_path / "events.jsonl"
+    live = write_daemon_log(path, run_record(streams()), timed, nodes=NODES)
+    [analysis], _ = analyze_runs([path])
+    final = {c.stream: c for c in live.summaries[-1].streams}
+    for entry in analysis.summary["latency"]["streams"]:
+        phase_entry = entry["in_windows"]
+        if entry["connection"] == "reused":
+            assert "connect" not in phase_entry
+            continue
+        for part in (Part.CONNECT, Part.TLS):
+            f = figures(final[entry["stream"]].latency, part)[RunPhase.IN.value]
+            assert phase_entry[part.value] == {"count": f.count, "p50": f.p50, "p99": f.p99}
+            assert f.count == phase_entry["count"]  # every answer opened its connection

@@ -36,7 +36,7 @@ from prober.core.burst import Burst, BurstPlanner
 from prober.core.compaction import Compactors
 from prober.core.gaps import GapStats
 from prober.core.instances import DEFAULT_EARLY_FOR
-from prober.core.latency import LatencyStats, RunPhase, run_phase
+from prober.core.latency import LatencyStats, Part, RunPhase, run_phase
 from prober.core.models import (
     LB,
     IdentitySeen,
@@ -238,7 +238,11 @@ class SampleFeed:
         # An answer (neither a failure nor cut by the stop) that timed the LB: a same-node one
         # timed the prober's own node's apiserver, which is never the LB's (`core.samenode`).
         if sample.error is None and not sample.same_node:
-            self._counts[sample.stream].latency.feed(phase, sample.dur)
+            latency = self._counts[sample.stream].latency
+            latency.feed(phase, sample.dur)
+            if sample.connect is not None and sample.tls is not None:  # it opened a connection
+                latency.feed(phase, sample.connect, Part.CONNECT)
+                latency.feed(phase, sample.tls, Part.TLS)
         return phase
 
     def _emit(self, event: Event) -> None:

@@ -47,6 +47,43 @@ def _cells(entry: LatencyStreamEntry) -> list[str]:
     return cells
 
 
+def _setup_cells(entry: LatencyStreamEntry) -> list[str]:
+    """Per phase, the connect's then the TLS handshake's p50/p99 in ms."""
+    cells = []
+    for phase in _PHASES:
+        p = _phase(entry, phase)
+        for part in ("connect", "tls"):
+            f = cast(dict[str, Any], p).get(part) or {"p50": None, "p99": None}
+            cells.append(f"{ms(f['p50'])}/{ms(f['p99'])}")
+    return cells
+
+
+def _setup_headers() -> list[str]:
+    return [f"{_WORDS[p]} {part}" for p in _PHASES for part in ("connect", "TLS")]
+
+
+def _opened(section: LatencySection) -> list[LatencyStreamEntry]:
+    """The new-connection streams whose connect and TLS were timed."""
+    return [
+        e
+        for e in section["streams"]
+        if e["connection"] == "new" and "connect" in _phase(e, RunPhase.BEFORE)
+    ]
+
+
+def setup_lines(section: LatencySection) -> list[str]:
+    opened = _opened(section)
+    if not opened:
+        return []
+    rows = [[e["stream"], *_setup_cells(e)] for e in opened]
+    return [
+        "",
+        "new connections: TCP connect and TLS handshake by run phase (ms, p50/p99), within "
+        "the answer times above:",
+        *table(["stream", *_setup_headers()], rows),
+    ]
+
+
 def latency_lines(section: LatencySection | None) -> list[str]:
     if section is None:
         return []
@@ -60,7 +97,8 @@ def latency_lines(section: LatencySection | None) -> list[str]:
     rows = [
         [e["stream"], *_cells(e), "SLOW" if e["slow_but_up"] else "no"] for e in section["streams"]
     ]
-    return ["", "answer times by run phase (ms):", *table(headers, rows), _rule(section)]
+    lines = ["", "answer times by run phase (ms):", *table(headers, rows), _rule(section)]
+    return lines + setup_lines(section)
 
 
 def latency_html(section: LatencySection | None) -> str:
@@ -77,4 +115,22 @@ def latency_html(section: LatencySection | None) -> str:
         verdict = "SLOW" if e["slow_but_up"] else "no"
         cells.append(f'<td title="{esc(e["why"])}">{verdict}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table>{head}{"".join(rows)}</table><p class="note">{esc(_rule(section))}</p>'
+    note = f'<p class="note">{esc(_rule(section))}</p>'
+    return f"<table>{head}{''.join(rows)}</table>{note}{_setup_html(section)}"
+
+
+def _setup_html(section: LatencySection) -> str:
+    opened = _opened(section)
+    if not opened:
+        return ""
+    head = "".join(f"<th>{esc(h)} p50/p99 ms</th>" for h in _setup_headers())
+    rows = "".join(
+        f"<tr><td>{esc(e['stream'])}</td>"
+        + "".join(f'<td class="num">{c}</td>' for c in _setup_cells(e))
+        + "</tr>"
+        for e in opened
+    )
+    return (
+        "<p>New connections: the TCP connect and the TLS handshake, within the answer times "
+        f"above.</p><table><tr><th>stream</th>{head}</tr>{rows}</table>"
+    )

@@ -3,10 +3,13 @@ windows, inside them and after, and whether it was slow but up (`core.latency`).
 
     "latency": {"recorded", "multiple", "floor", "min_quiet", "min_in_window", "ratio",
                 "streams": [{"stream", "lb", "protocol", "connection",
-                             "before_windows": {"count", "p50", "p99"},
+                             "before_windows": {"count", "p50", "p99",
+                                                "connect": {...}, "tls": {...}},
                              "in_windows": {...}, "after_windows": {...},
                              "slow_but_up", "why"}]}
 
+`connect` and `tls` (within the answer time) are there for a stream whose requests opened
+connections (every request of a new-connection stream; a reused one's replacements).
 The figures come from the newest `summary` record's histograms, which the daemon counted live
 from every sample, logged or not: the same numbers live and on re-analysis. A stream with no
 summary record has no histograms: its phases count 0 and nothing is compared. `recorded` is
@@ -18,7 +21,7 @@ default.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from prober.core.latency import (
     DEFAULT_SLOW_FLOOR,
@@ -26,6 +29,8 @@ from prober.core.latency import (
     MIN_IN_WINDOW,
     MIN_QUIET,
     SLOW_MULTIPLE,
+    Part,
+    PhaseFigures,
     RunPhase,
     figures,
     slow_but_up,
@@ -36,10 +41,15 @@ from prober.report.replay.runs import RunLog
 UNRECORDED = "the log has no answer times (written by a daemon before it counted them)"
 
 
-class PhaseEntry(TypedDict):
+class Figures(TypedDict):
     count: int
     p50: float | None
     p99: float | None
+
+
+class PhaseEntry(Figures):
+    connect: NotRequired[Figures]  # the TCP connect of the connections the requests opened
+    tls: NotRequired[Figures]  # their TLS handshake
 
 
 class LatencyStreamEntry(TypedDict):
@@ -86,11 +96,17 @@ def _entry(log: RunLog, stream: StreamId, floor: float) -> LatencyStreamEntry:
     counters = log.counters.get(stream.name)
     written = counters.latency if counters is not None else {}
     phases = figures(written)
+    setup = {part: figures(written, part) for part in (Part.CONNECT, Part.TLS)}
+    opened = any(f.count for f in setup[Part.CONNECT].values())
     finding = slow_but_up(written, floor)
 
     def phase(p: RunPhase) -> PhaseEntry:
         f = phases[p.value]
-        return {"count": f.count, "p50": f.p50, "p99": f.p99}
+        entry: PhaseEntry = {"count": f.count, "p50": f.p50, "p99": f.p99}
+        if opened:
+            entry["connect"] = _figures(setup[Part.CONNECT][p.value])
+            entry["tls"] = _figures(setup[Part.TLS][p.value])
+        return entry
 
     return {
         "stream": stream.name,
@@ -103,6 +119,10 @@ def _entry(log: RunLog, stream: StreamId, floor: float) -> LatencyStreamEntry:
         "slow_but_up": finding.slow,
         "why": finding.why,
     }
+
+
+def _figures(f: PhaseFigures) -> Figures:
+    return {"count": f.count, "p50": f.p50, "p99": f.p99}
 
 
 def slow_streams(section: LatencySection) -> list[LatencyStreamEntry]:
