@@ -1,7 +1,9 @@
 """The `delayed-lb` scenario: a rollout behind an LB that keeps answering, slowly. A relay
 in front of that one LB (`lab.infra.delayrelay`) holds every chunk, both ways, for `DELAY`
 seconds while an apiserver shuts down, so every request through it, on kept and new
-connections, is answered late, and no other LB's is. Its check: that LB's streams, and no
+connections, is answered late, and no other LB's is. The relay accepts a connection itself,
+so a new connection's TCP connect is not held (its `connect` stays fast); its TLS handshake,
+two held round trips, and the request are. Its check: that LB's streams, and no
 other's, are slow but up (`core.latency`).
 
 The delay switches on after each SIGTERM (`OPEN_AFTER` and two quiet gaps), once the daemon
