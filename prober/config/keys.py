@@ -202,7 +202,8 @@ KEYS: tuple[Key, ...] = (
         show=_seconds),
     Key("watch_blind_after", f.duration(minimum=0.001),
         "a heartbeat unseen this long after its write makes a watch blind", show=_seconds),
-    Key("watch_max_event", f.size, "a watch event past this size ends the watch", show=_size),
+    Key("slow_floor", f.duration(), "a stream is slow but up when its p99 answer time in the "
+        "shutdown windows passes 3 x its quiet p99 and this", show=_seconds),
     Key("time_scale", f.at_least(0.001),
         "the lab's: upstream's timers the prober copies (client-go's watch timeout, backoff "
         "and HTTP/2 health check; the identity Lease renewal) multiplied by this; 1 in a "
@@ -237,6 +238,9 @@ REMOVED = {
     "max_apiservers": f"a run tracks and labels at most {DEFAULT_MAX_OPEN} apiservers, as "
     "prober analyze replays it",
     "max_in_flight": "at most 10 requests wait per worker before its ticks are skipped",
+    "watch_max_event": f"a watch event past {_AS_SHIPPED.watch_max_event // MIB} MiB ends the "
+    "watch: only a guard of the daemon's memory, no cluster's setting (etcd's objects are at "
+    "most 1.5 MiB)",
 }  # fmt: skip
 
 

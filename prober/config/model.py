@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from prober.core.clientgo import BackoffPolicy, timer
+from prober.core.latency import DEFAULT_SLOW_FLOOR
 from prober.core.models import LB, Connection, LBSettings, Protocol, StreamId
 
 DEFAULT_PATH = "/api/v1/namespaces/default"  # what openshift/origin's samplers GET
@@ -87,7 +88,9 @@ class Config:
     heartbeat: str = ""  # NAMESPACE/NAME; "": $POD_NAMESPACE/$POD_NAME, else default/prober-<host>
     heartbeat_interval: float = 1.0
     watch_blind_after: float = 2.0  # a heartbeat unseen this long after its write: blind
-    watch_max_event: int = 4 * MIB
+    # A stream's in-window p99 answer time past 3 x its quiet p99 and this is slow but up
+    # (`core.latency.slow_but_up`).
+    slow_floor: float = DEFAULT_SLOW_FLOOR
     lb_settings: LBSettings | None = None  # None: the platform's row of `core.budgets`
     # The lab's: upstream's timers (`core.clientgo.TIMERS`) multiplied by this; 1 in a cluster.
     time_scale: float = 1.0
@@ -118,6 +121,11 @@ class Config:
     @property
     def http2_ping_timeout(self) -> float:
         return timer("http2_ping_timeout", self.time_scale)
+
+    @property
+    def watch_max_event(self) -> int:
+        """A watch event past this ends the watch: a guard of the daemon's memory."""
+        return 4 * MIB
 
     @property
     def identity_renew_interval(self) -> float:

@@ -5,27 +5,18 @@ Samples arrive in completion order, not send order, so send times wait in a smal
 buffer until nothing sent before them can still arrive: `horizon` seconds behind the newest
 send time (the request timeout plus slack). A sample that arrives later still than that (a
 daemon stalled for longer than the horizon) cannot be placed between gaps already counted: it
-is counted in `late` and left out. Percentiles come from a histogram with 2 % wide buckets, so
-the memory is fixed however long the run.
+is counted in `late` and left out. Percentiles come from a histogram with 2 % wide buckets
+(`core.loghist`), so the memory is fixed however long the run.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
-from collections import Counter
 from dataclasses import dataclass
 
-_FLOOR = 1e-4  # seconds: gaps below this share the first bucket
-_RATIO = 1.02
+from prober.core.loghist import LogHistogram
 
-
-def _bucket(gap: float) -> int:
-    return 0 if gap <= _FLOOR else 1 + math.floor(math.log(gap / _FLOOR) / math.log(_RATIO))
-
-
-def _upper(bucket: int) -> float:
-    return _FLOOR * _RATIO**bucket
+GAP_RATIO = 1.02  # each bucket 2 % wider than the one before (`core.loghist`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +34,7 @@ class GapStats:
         self._horizon = horizon
         self._pending: list[float] = []
         self._last: float | None = None
-        self._buckets: Counter[int] = Counter()
-        self._count = 0
-        self._max: float | None = None
+        self._histogram = LogHistogram(GAP_RATIO)
         self.late = 0
 
     def feed(self, t: float) -> list[float]:
@@ -63,22 +52,10 @@ class GapStats:
         return done
 
     def _count_gap(self, gap: float) -> float:
-        self._buckets[_bucket(gap)] += 1
-        self._count += 1
-        self._max = gap if self._max is None else max(self._max, gap)
+        self._histogram.add(gap)
         return gap
 
     def summary(self) -> GapSummary:
         """Median and p99 (each the upper edge of its bucket) and the largest gap so far."""
-        return GapSummary(self._count, self._quantile(0.5), self._quantile(0.99), self._max)
-
-    def _quantile(self, q: float) -> float | None:
-        if not self._count:
-            return None
-        rank = max(1, math.ceil(q * self._count))
-        seen = 0
-        for bucket in sorted(self._buckets):
-            seen += self._buckets[bucket]
-            if seen >= rank:
-                return min(_upper(bucket), self._max or math.inf)
-        return self._max  # pragma: no cover - the ranks add up to the count
+        h = self._histogram
+        return GapSummary(h.count, h.quantile(0.5), h.quantile(0.99), h.max)

@@ -49,6 +49,7 @@ def run_record(
     node: str | None = None,
     early_for: float | None = None,
     watch_limits: WatchLimits | None = None,
+    slow_floor: float | None = None,
 ) -> RunRecord:
     """The run record for the streams of each kind, by kind (a kind with none is left out)."""
     return RunRecord(
@@ -61,4 +62,5 @@ def run_record(
         node=node,
         early_for=early_for,
         watch_limits=watch_limits,
+        slow_floor=slow_floor,
     )

@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from prober.core.header import ShutdownHeader
+from prober.core.latency import PhaseLatency
 
 
 class ErrorClass(StrEnum):
@@ -278,6 +279,8 @@ class RunRecord:
     early_for: float | None = field(default=None, metadata=OMIT_EMPTY)
     # What the watch tests allow, from the daemon's timers; None in logs written before.
     watch_limits: WatchLimits | None = field(default=None, metadata=OMIT_EMPTY)
+    # Config `slow_floor` (`core.latency.slow_but_up`); None in logs written before.
+    slow_floor: float | None = field(default=None, metadata=OMIT_EMPTY)
 
     def streams_of(self, kind: str) -> tuple[str, ...]:
         return tuple(self.kind_streams.get(kind, ()))
@@ -406,6 +409,10 @@ class Sample(OfStream):
     # Its connection's local address (the port is `local_port`): with `peer`, what the lab
     # joins to the server's record of the connection. None in logs written before it was.
     local_ip: str | None = field(default=None, metadata=OMIT_NONE)
+    # On a connection it opened: seconds of the TCP connect, then of the TLS handshake, both
+    # within `dur` (`core.latency` counts them apart). None elsewhere, and then not written.
+    connect: float | None = field(default=None, metadata=OMIT_NONE)
+    tls: float | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def end(self) -> float:
@@ -513,6 +520,9 @@ class StreamCounters:
     # it holds now (`core.rebalancing`): the shares compaction would lose. Left out while empty.
     kept_answers: Mapping[str, int] = field(default_factory=dict, metadata=OMIT_EMPTY)
     kept_connections: int = field(default=0, metadata=OMIT_EMPTY)
+    # The answer times by run phase (`core.latency`), as histograms: compaction drops plain
+    # successes from the log, so only these give a re-analysis the live p50 and p99.
+    latency: Mapping[str, PhaseLatency] = field(default_factory=dict, metadata=OMIT_EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,7 @@ class Daemon:
             watch_limits=watch_limits(
                 self.config.watch_backoff.initial, self.config.http2_ping_timeout
             ),
+            slow_floor=self.config.slow_floor,
         )
         config = self.config
         metrics = self.metrics = Metrics(

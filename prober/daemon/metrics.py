@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from prober.core.disruption import DisruptionStarted
 from prober.core.instances import Instance
+from prober.core.latency import RunPhase
 from prober.core.models import (
     LB,
     RECORD_TYPES,
@@ -105,7 +106,8 @@ class Metrics:
             self._keys.append(key)
             self._stream_keys[stream.name] = key
             self._metrics.child(REQUESTS, *key, "success")
-            self._metrics.child(DURATION, *key)
+            for phase in RunPhase:
+                self._metrics.child(DURATION, *key, phase.value)
             self._metrics.child(DISRUPTION_SECONDS, *key)
             self._metrics.child(FELT_SECONDS, *key)
             self._metrics.child(GAPS, *key)
@@ -166,7 +168,7 @@ class Metrics:
         result = sample.error.value if sample.error is not None else "success"
         self._metrics.child(REQUESTS, *key, result).inc()
         if not sample.stopped:  # its end is the daemon's stop, not the server's answer
-            self._metrics.child(DURATION, *key).observe(sample.dur)
+            self._metrics.child(DURATION, *key, observed.phase.value).observe(sample.dur)
         if sample.late and sample.shutdown is not None:
             self._metrics.child(LATE, *key, self._apiserver(sample.shutdown.host)).inc()
         if sample.replaced is not None:

@@ -87,8 +87,8 @@ DURATION = MetricSpec(
     Histogram,
     "prober_request_duration_seconds",
     "Time from sending a request to its end, whatever the result (but stopped: the daemon's "
-    "stop ended it).",
-    STREAM_LABELS,
+    "stop ended it), by run phase: before_windows, in_windows (the rollout), after_windows.",
+    (*STREAM_LABELS, "phase"),
     REQUEST_BUCKETS,
 )
 DISRUPTION_SECONDS = MetricSpec(

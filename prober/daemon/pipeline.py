@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from prober.common.clock import Clock
 from prober.core.connection_age import Attributed, ConnectionAges
 from prober.core.disruption import DisruptionStarted
+from prober.core.latency import RunPhase
 from prober.core.models import Interval, LogRecord, PaceChange, Sample, StreamId, Summary, Window
 from prober.core.perceived import Felt, Retried
 from prober.core.shutdown import WindowOpened
@@ -31,11 +32,13 @@ from prober.core.shutdown import WindowOpened
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """Any sample, logged or not (the metrics count them all), and the gaps between send
-    times of its stream that it settled (`core.gaps`)."""
+    """Any sample, logged or not (the metrics count them all), the gaps between send
+    times of its stream that it settled (`core.gaps`), and the run phase it was taken in
+    (`core.latency`)."""
 
     sample: Sample
     gaps: tuple[float, ...] = ()
+    phase: RunPhase = RunPhase.BEFORE
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from prober.core.watch import WATCH
 from prober.lab.infra.daemons import daemon_logs
@@ -19,6 +20,7 @@ from prober.lab.judges.informers import differences, judge_informers
 from prober.lab.judges.lossblind import watched
 from prober.lab.judges.podlogs import PodLogJudgement, judge_pod_logs, write_reports
 from prober.lab.judges.restartcheck import check_restarts, junit_problems
+from prober.lab.judges.slowness import judge_slowness
 from prober.lab.judges.stallcheck import check_stalls
 from prober.lab.judges.survival import problems as survival_problems
 from prober.lab.judges.survival import sampled_by_any, survival, unsampled_findings
@@ -26,6 +28,7 @@ from prober.lab.judges.watchcheck import check_run
 from prober.lab.judges.watchcuts import cuts, joins
 from prober.lab.result import Judging, LabResult
 from prober.report.analyze import analyze_runs
+from prober.report.results.latency import LatencySection
 
 Reader = Callable[[Judging], LabResult]
 Check = Callable[[Judging, LabResult], LabResult]
@@ -187,6 +190,16 @@ def restarts(j: Judging, r: LabResult) -> LabResult:
     )
     found = [*check.problems, *junit_problems(check, r.analysis.verdicts)]
     return dataclasses.replace(r.adding(found), restarts=check, instances=tuple(instances))
+
+
+def slow_but_up(j: Judging, r: LabResult) -> LabResult:
+    """delayed-lb: the delayed LB's streams, and only they, slow but up."""
+    relay = j.cluster.delayed
+    if relay is None:
+        raise LabError("slow_but_up: the scenario stood no relay in front of an LB")
+    section = cast(LatencySection | None, r.analysis.summary.get("latency"))
+    judged = judge_slowness(section, relay.lb, relay.delay)
+    return r.adding(judged.problems, judged.findings)
 
 
 # What every scenario whose daemon writes one event log is held to.

@@ -28,6 +28,7 @@ from prober.lab.infra.kubelet import DEFAULT_MAX_SIZE
 from prober.lab.infra.options import LabOptions
 from prober.lab.infra.processes import ManagedProcess, ProcessError, ProcessGroup
 from prober.lab.result import Judging, LabResult
+from prober.lab.scenarios.delayed import delay_lb
 from prober.lab.scenarios.eviction import EVICT_AT, evict
 from prober.lab.scenarios.informers import Informer, start_informers
 from prober.lab.scenarios.playbook import Say, TakeDown, play, wind_down
@@ -110,6 +111,12 @@ async def one_daemon(stage: Stage, *, evicted: bool = False) -> Load:
         if code != 0:
             raise ProcessError(f"prober run exited with {code}; see {each.stderr_path}")
     return load
+
+
+async def delayed_daemon(stage: Stage) -> Load:
+    """delayed-lb: the relay stands in front of its LB first, so the daemon's URL is its."""
+    await delay_lb(stage.cluster, stage.group, stage.options.delayed_lb or LB.EXTERNAL)
+    return await one_daemon(stage)
 
 
 async def evicted_daemon(stage: Stage) -> Load:

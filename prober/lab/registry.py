@@ -17,7 +17,14 @@ from prober.lab import checks
 from prober.lab.checks import Check, Reader
 from prober.lab.infra.options import LabError, LabOptions
 from prober.lab.infra.platforms import SLOW_INTERVAL, Platform, slow_lb
-from prober.lab.measure import Measure, evicted_daemon, one_daemon, upgrade_probers
+from prober.lab.measure import (
+    Measure,
+    delayed_daemon,
+    evicted_daemon,
+    one_daemon,
+    upgrade_probers,
+)
+from prober.lab.scenarios.delayed import DELAY, sigterm_delayed
 from prober.lab.scenarios.playbook import (
     EARLY_ANSWERS,
     EARLY_FOR,
@@ -77,6 +84,13 @@ SLOW_LB_INTERVAL = Option(
     "the slow LB's check interval and timeout, as a fraction of the shutdown delay; it marks "
     f"a target down after 3 failures ({SLOW_INTERVAL:g}: after 2.4 delays at worst)",
     {"type": flag(positive_float), "metavar": "FRACTION"},
+)
+DELAYED_LB = Option(
+    "--delayed-lb",
+    "delayed_lb",
+    f"which LB answers late: a relay holds every chunk through it {DELAY:g} s each way while "
+    "an apiserver drains (external-lb)",
+    {"choices": (LB.EXTERNAL, LB.INTERNAL), "type": LB},
 )
 EARLY_FOR_OPTION = Option(
     "--early-for",
@@ -176,6 +190,9 @@ SCENARIOS: dict[str, Scenario] = {
                  "shutdown delay", functools.partial(checks.event_log, lb_fails=True),
                  checks.MEASURED, options=(SLOW_LB, SLOW_LB_INTERVAL, *_GRACEFUL),
                  shape=_slowed, announce=slow_text),
+        Scenario("delayed-lb", "a rollout behind an LB that answers every request late while "
+                 "an apiserver drains: slow but up", checks.event_log, (checks.slow_but_up,),
+                 take_down=sigterm_delayed, measure=delayed_daemon, options=(DELAYED_LB,)),
         Scenario("upgrade", "the probers run as pods on the masters, drained and rebooted with "
                  "them; judged by what a gather keeps", checks.gathered,
                  measure=upgrade_probers, options=(LOG_MAX_SIZE,), fake_only=True),

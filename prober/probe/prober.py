@@ -71,6 +71,7 @@ class _Attempt:
     retried: str | None = None
     first_error: str = ""
     up_at: float | None = None  # when its fresh connection was up (TCP and TLS)
+    tcp_at: float | None = None  # when its fresh connection's TCP connect was done
     opened_at: float | None = None  # when the connection it went over began its connect
     sent_at: float | None = None  # when the request was written
 
@@ -82,6 +83,12 @@ class _Attempt:
         if self.opened_at is None:
             return None
         return round(max(start - self.opened_at, 0.0), 6)
+
+    def setup(self) -> tuple[float | None, float | None]:
+        """Its fresh connection's TCP connect and TLS handshake, in seconds; None without."""
+        if self.on_wire is None or self.tcp_at is None or self.up_at is None:
+            return None, None
+        return round(self.tcp_at - self.on_wire, 6), round(self.up_at - self.tcp_at, 6)
 
     def phases(self, start: float) -> dict[str, float]:
         """What of it had happened, in seconds after `start` (the sample's `t`)."""
@@ -203,6 +210,7 @@ class Prober:
         if attempt.on_wire is not None and attempt.on_wire < end:
             wall, start = wall + (attempt.on_wire - start), attempt.on_wire
         phases = attempt.phases(start) if error is ErrorClass.STOPPED else {}
+        connect, tls = attempt.setup()
         return Sample(
             ts=rfc3339(wall),
             t=round(start - self._run_start, 6),
@@ -223,6 +231,8 @@ class Prober:
             retried=attempt.retried,
             phases=phases,
             connection_age=attempt.age(start),
+            connect=connect,
+            tls=tls,
         )
 
     async def _exchange(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
@@ -243,6 +253,7 @@ class Prober:
     async def _once(self, attempt: _Attempt, headers: list[tuple[str, str]]) -> Response:
         attempt.connected = attempt.kept = False
         attempt.on_wire = attempt.up_at = attempt.sent_at = attempt.opened_at = None
+        attempt.tcp_at = None
         conn = await (self._kept_connection(attempt) if self._reused else self._open(attempt))
         attempt.at(conn)
         attempt.opened_at = conn.opened_at
@@ -264,6 +275,7 @@ class Prober:
         attempt.on_wire = time.monotonic()  # after the name lookup: the connect starts now
         conn = await connect(self._endpoint, addresses)
         attempt.up_at = time.monotonic()
+        attempt.tcp_at = conn.tcp_up_at
         conn.opened_at = attempt.on_wire  # its requests' age counts from here (`Sample`)
         return conn
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from prober.core import kinds
 from prober.core.connection_age import ConnectionAges
 from prober.core.instances import Instance
+from prober.core.latency import RunPhase
 from prober.core.models import (
     REQUEST,
     ApiserverNode,
@@ -28,6 +29,7 @@ from prober.core.models import (
     RunRecord,
     Sample,
     StreamId,
+    Summary,
     Window,
     parse_rfc3339,
     rfc3339,
@@ -60,9 +62,12 @@ class LiveOutput:
     segments: int = 0
     ages: ConnectionAges | None = None
     instances: list[Instance] = field(default_factory=list)
+    summaries: list[Summary] = field(default_factory=list)
+    # Each sample's run phase (`core.latency`), by (stream, send time).
+    phases: dict[tuple[str, float], RunPhase] = field(default_factory=dict)
 
     def observe(self, observed: Observed) -> None:
-        pass
+        self.phases[(observed.sample.stream, observed.sample.t)] = observed.phase
 
     def keep(self, sample: Sample) -> None:
         pass
@@ -76,6 +81,8 @@ class LiveOutput:
             self.ages = event
         elif isinstance(event, Instance):
             self.instances.append(event)
+        elif isinstance(event, Summary):
+            self.summaries.append(event)
 
 
 def write_daemon_log(

@@ -118,13 +118,13 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "connection_ages", "coverage", "apiservers", "same_node", "restarts",
-        "rebalancing", "own_late", "verdicts", "explained", "counts",
+        "retry_after", "latency", "connection_ages", "coverage", "apiservers", "same_node",
+        "restarts", "rebalancing", "own_late", "verdicts", "explained", "counts",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.
     assert doc["same_node"] == {"node": None, "hairpins": [], "windows": [], "streams": []}
-    assert len(doc["verdicts"]) == 43  # every test junit.xml reports
+    assert len(doc["verdicts"]) == 51  # every test junit.xml reports
     junit = ET.parse(tmp_path / "out" / "junit.xml").getroot()
     assert doc["counts"] == {
         "tests": int(junit.get("tests")),
@@ -246,10 +246,11 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
     cases = {case.name: case for case in suites[0]}
     # 16 against history, 12 against the LBs' own settings (8 budgets, 4 delay coverages),
     # 2 of the 20 % rule (one per LB), 2 of the add-back edge (one per LB: none routed to an
-    # apiserver before it could serve), 2 of the LBs' resets (one per LB), and the run's
-    # own: recorded to its stop
-    assert len(cases) == 43
-    assert suites[0].tests == 43
+    # apiserver before it could serve), 2 of the LBs' resets (one per LB), 8 of answer times
+    # (one per stream: none slow but up), 8 of the sampling of each window (one per stream),
+    # and the run's own: recorded to its stop
+    assert len(cases) == 51
+    assert suites[0].tests == 51
     budget = cases[Case.WITHIN_BUDGET.format(lb="external-lb", protocol="http1", connection="new")]
     assert not budget.result  # 7.94 s [7.91, 10.93] against the NLB's 30 s
     assert not cases[WHOLE_RUN.name].result  # passed: the log ends with its run_end record
@@ -399,8 +400,8 @@ def test_another_platforms_history_only_is_one_warning_and_skips(tmp_path, capsy
     suite = next(iter(JUnitXml.fromfile(str(out / "junit.xml"))))
     # the whole run passed; the LBs' own settings judge 4 budgets and 2 delay coverages; the
     # internal LB's 20 % rule held; it took the restarted apiservers back, none early; it
-    # reset no connection
-    assert (suite.tests, suite.skipped, suite.failures) == (18, 8, 0)
+    # reset no connection; none of its 4 streams was slow but up
+    assert (suite.tests, suite.skipped, suite.failures) == (22, 8, 0)
 
 
 def test_a_platform_flag_overrides_the_run_records(rollout_log, tmp_path) -> None:

@@ -59,7 +59,7 @@ def test_the_lbs_results_hold_nothing_of_the_same_node_requests(hairpin_log: Pat
 def test_an_lb_only_the_node_answered_gets_no_verdict_of_the_lbs(hairpin_log: Path) -> None:
     verdicts = analysis_of(hairpin_log).verdicts
     internal = [v for v in verdicts if v.key is not None and v.key[0] is LB.INTERNAL]
-    assert len(internal) == 4  # routing, availability, budget, delay coverage
+    assert len(internal) == 5  # routing, availability, budget, delay coverage, answer times
     for verdict in internal:
         assert verdict.status is Status.SKIPPED, verdict.name
         assert verdict.message.startswith(

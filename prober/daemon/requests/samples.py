@@ -44,6 +44,7 @@ from prober.core.compaction import Compactors
 from prober.core.coverage import CoverageTracker
 from prober.core.gaps import GapStats
 from prober.core.instances import DEFAULT_EARLY_FOR
+from prober.core.latency import LatencyStats, Part, RunPhase, run_phase
 from prober.core.models import (
     LB,
     IdentitySeen,
@@ -73,6 +74,7 @@ class _Counts:
     results: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     same_node: int = 0
+    latency: LatencyStats = field(default_factory=LatencyStats)
 
 
 class SampleFeed:
@@ -139,6 +141,7 @@ class SampleFeed:
             for stream in streams:
                 self.coverage.scheduled(stream.name, 0.0, schedule(stream.name))
         self._ticks: Callable[[str], tuple[int, int] | None] = lambda _name: None
+        self._window_seen = False  # whether a shutdown window has opened yet (`core.latency`)
 
     def count_ticks(self, ticks: Callable[[str], tuple[int, int] | None]) -> None:
         """Where the summaries read each stream's ticks due and requests started."""
@@ -157,8 +160,9 @@ class SampleFeed:
         kept = self._compactors.select(sample, events, self.trackers)
         gaps = self._count(sample)
         self._kept.feed(sample)
+        phase = self._time(sample)
         self.fed += 1
-        self._sinks.observe(Observed(sample, gaps))
+        self._sinks.observe(Observed(sample, gaps, phase))
         for written in kept:
             self._sinks.keep(written)
         for event in events:
@@ -261,6 +265,7 @@ class SampleFeed:
             started=started,
             kept_answers=self._kept.answers(name),
             kept_connections=self._kept.connections(name),
+            latency=c.latency.written(),
         )
 
     def _new_counts(self) -> _Counts:
@@ -280,6 +285,22 @@ class SampleFeed:
         if sample.stopped:
             return ()  # cut by the stop: it sampled nothing, so it ends no gap
         return tuple(counts.gaps.feed(sample.t))
+
+    def _time(self, sample: Sample) -> RunPhase:
+        """The run phase the sample was taken in, right after the trackers took it; its
+        answer time goes to that phase's histogram if it was answered (`core.latency`)."""
+        window_open = bool(self.trackers.open_hosts or self.trackers.restarting)
+        self._window_seen = self._window_seen or window_open
+        phase = run_phase(window_open=window_open, window_seen=self._window_seen)
+        # An answer (neither a failure nor cut by the stop) that timed the LB: a same-node one
+        # timed the prober's own node's apiserver, which is never the LB's (`core.samenode`).
+        if sample.error is None and not sample.same_node:
+            latency = self._counts[sample.stream].latency
+            latency.feed(phase, sample.dur)
+            if sample.connect is not None and sample.tls is not None:  # it opened a connection
+                latency.feed(phase, sample.connect, Part.CONNECT)
+                latency.feed(phase, sample.tls, Part.TLS)
+        return phase
 
     def _emit(self, event: Event) -> None:
         self._sinks.event(event)

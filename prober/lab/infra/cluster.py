@@ -24,6 +24,7 @@ from prober.core.clientgo import timer
 from prober.core.models import LB
 from prober.lab.infra.backends import Apiserver, ApiserverBackend, Fake
 from prober.lab.infra.certs import LabCA, ServerCertificate
+from prober.lab.infra.delayed import DelayedLB
 from prober.lab.infra.endpoints import Follower
 from prober.lab.infra.etcd import LabEtcd
 from prober.lab.infra.haproxy import Backend, HaproxyLB, free_port
@@ -68,6 +69,7 @@ class LabCluster:
     restart_flags: tuple[str, ...] = ()  # apiserver flags for every start after a host's first
     start_flags: tuple[str, ...] = ()  # apiserver flags for every start (the scenario's)
     backend: ApiserverBackend = field(default_factory=Fake)  # its apiservers (`lab.infra.backends`)
+    delayed: DelayedLB | None = None  # delayed-lb: the relay standing in for one LB's address
     _cert: ServerCertificate | None = None
     _sockets: tempfile.TemporaryDirectory[str] | None = None
     _pending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -180,7 +182,8 @@ class LabCluster:
         if lb is LB.LOCALHOST:
             local = on or self.apiservers[0]
             return f"https://{local.address}:{local.port}"
-        host, port = self.lbs[lb].address
+        relay = self.delayed
+        host, port = relay.address if relay is not None and relay.lb is lb else self.lbs[lb].address
         return f"https://{host}:{port}"
 
     def kubeconfig(self, lb: LB = LB.SERVICE_NETWORK) -> Path:

@@ -38,6 +38,7 @@ class LabOptions:
     prober_on: str | None = None  # a second daemon on this master (`lab.judges.onnode`)
     slow_lb: LB | None = None  # slow-lb: which LB is slow (external)
     slow_interval: float | None = None  # slow-lb: its check's interval, x the delay
+    delayed_lb: LB | None = None  # delayed-lb: which LB answers late (external)
     early_for: float | None = None  # early-ready: seconds before scaling; None: EARLY_FOR
     early_answer: str | None = None  # early-ready: 500, 403 or hang; None: 500
     log_max_size: int | None = None  # upgrade: the kubelet's containerLogMaxSize

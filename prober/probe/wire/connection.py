@@ -57,6 +57,7 @@ class Connection(asyncio.Protocol):
         self._streams: dict[int, asyncio.Future[Response]] = {}
         self._streamed: dict[int, Streamed] = {}  # HTTP/2 streams answered as they come
         self._pings: dict[bytes, asyncio.Future[None]] = {}
+        self.tcp_up_at: float | None = None  # when its TCP connect was done (`dial.connect`)
 
     # -- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -8,6 +8,8 @@ import errno
 import ipaddress
 import socket
 import ssl
+import time
+import typing
 from dataclasses import dataclass
 
 from prober.probe.wire.connection import Connection
@@ -52,22 +54,18 @@ async def resolve(endpoint: Endpoint) -> list[tuple[str, int]]:
 
 async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Connection:
     """A connection to the first address that takes one (each tried in turn, as Go's dialer
-    does without a fallback delay)."""
+    does without a fallback delay). The TCP connect and the TLS handshake are two steps, so
+    that a sample can tell their times apart: `Connection.tcp_up_at` is when TCP was up."""
     loop = asyncio.get_running_loop()
     failure: ConnectFailed | None = None
     for host, port in addresses:
         protocol = Connection()
         try:
-            transport, _ = await loop.create_connection(
-                lambda p=protocol: p,  # type: ignore[misc]
-                host,
-                port,
-                ssl=endpoint.context,
-                server_hostname=endpoint.server_name or endpoint.host,
-                ssl_handshake_timeout=None,  # the probe's own deadline governs
-            )
+            transport, _ = await loop.create_connection(asyncio.Protocol, host, port)
+            tcp_up_at = time.monotonic()
             if endpoint.keepalive:
                 _keep_alive(transport.get_extra_info("socket"), endpoint.keepalive)
+            tls = await _handshake(loop, transport, protocol, endpoint)
         except (OSError, ssl.SSLError) as exc:
             failure = _connect_failure(exc)
             if failure.kind is not ConnectFailure.REFUSED:
@@ -78,9 +76,35 @@ async def connect(endpoint: Endpoint, addresses: list[tuple[str, int]]) -> Conne
             # loop's next pass. Let it, so a sample never leaves a socket behind it.
             await asyncio.sleep(0)
             raise
+        protocol.tcp_up_at = tcp_up_at
+        protocol.connection_made(tls)
         return protocol
     assert failure is not None
     raise failure
+
+
+async def _handshake(
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.BaseTransport,
+    protocol: Connection,
+    endpoint: Endpoint,
+) -> asyncio.BaseTransport:
+    """TLS over the connected `transport`, for `protocol`; the transport is aborted on any
+    failure or cut, so that no socket outlives its sample."""
+    try:
+        tls = await loop.start_tls(
+            typing.cast(asyncio.WriteTransport, transport),
+            protocol,
+            endpoint.context,
+            server_hostname=endpoint.server_name or endpoint.host,
+            ssl_handshake_timeout=None,  # the probe's own deadline governs
+        )
+    except BaseException:
+        typing.cast(asyncio.WriteTransport, transport).abort()
+        raise
+    if tls is None:  # pragma: no cover - start_tls returns None only for a closed transport
+        raise ConnectFailed(ConnectFailure.RESET, "closed before TLS")
+    return tls
 
 
 KEEPALIVE_PROBES = 9  # Go's, and Linux's default

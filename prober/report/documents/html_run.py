@@ -15,6 +15,7 @@ from prober.core.models import LB, Interval, WindowStream
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
 from prober.report.documents.coverage_tables import coverage_html
+from prober.report.documents.latency_table import latency_html
 from prober.report.documents.own_late_table import own_late_html
 from prober.report.documents.rebalance_table import rebalance_html
 from prober.report.documents.restart_table import restarts_table
@@ -118,6 +119,8 @@ def render_run_report(report: RunReport) -> str:
         '<h2 id="connection-age">Connection age: which connections failed</h2>',
         ages_html(report.summary.get("connection_ages"), _age_statuses(report.verdicts)),
         own_late_html(report.summary.get("own_late")),
+        '<h2 id="latency">Answer times before, in and after the shutdown windows</h2>',
+        latency_html(report.summary.get("latency")),
         '<h2 id="intervals">Disruption intervals</h2>',
         _intervals_table(report.replay),
         '<h2 id="same-node">Same-node requests</h2>',

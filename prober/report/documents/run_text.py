@@ -9,6 +9,7 @@ from typing import Any
 
 from prober.report.documents.age_tables import age_lines
 from prober.report.documents.coverage_tables import coverage_lines
+from prober.report.documents.latency_table import latency_lines
 from prober.report.documents.own_late_table import own_late_lines
 from prober.report.documents.rebalance_table import rebalance_lines
 from prober.report.documents.restart_table import restart_lines
@@ -109,6 +110,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
     lines += restart_lines(s.get("restarts"))
     lines += coverage_lines(s.get("coverage"))
     lines += rebalance_lines(s.get("rebalancing"))
+    lines += latency_lines(s.get("latency"))
     lines += watch_lines(s.get("watches"), analysis.verdicts)
     for verdict in analysis.verdicts:
         said = {Status.FAILED: "FAIL", Status.BY_DESIGN: "BY DESIGN"}.get(verdict.status)

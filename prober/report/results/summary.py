@@ -68,6 +68,7 @@ from prober.report.replay.runs import RunLog
 from prober.report.results.causes import decide
 from prober.report.results.connection_ages import ages_section
 from prober.report.results.coverage import coverage_section
+from prober.report.results.latency import latency_section
 from prober.report.results.restarts import shutting_label
 from prober.report.results.watches import watches_section
 from prober.report.schema.keys import Key, entry_key
@@ -146,6 +147,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
     summary["retry_after"] = {
         name: retry_after_entry(told[name], felt[name]) for name in sorted(told)
     }
+    summary["latency"] = latency_section(log, streams)
     ages = ages_section(result.ages, len(result.windows))
     if ages is not None:
         summary["connection_ages"] = ages

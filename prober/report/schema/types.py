@@ -387,6 +387,7 @@ class SummaryDocument(TypedDict):
     coverage: NotRequired[CoverageSection]  # schema 3.1: what was due and taken, per window
     rebalancing: NotRequired[RebalancingSection]  # schema 2.8 (`report.results.rebalancing`)
     own_late: NotRequired[OwnLateSection]  # schema 2.8 (`report.results.own_late`)
+    latency: NotRequired[Any]  # schema 3.1: answer times by run phase (`results.latency`)
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

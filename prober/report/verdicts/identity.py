@@ -37,6 +37,7 @@ class Case(StrEnum):
         f"{_PER_LB} should fail only connections opened in the last 20 % of the shutdown delay"
     )
     BEFORE_IT_CAN_SERVE = f"{_PER_LB} should not route to an apiserver before it can serve"
+    NOT_SLOW = f"{_KEYED} should answer in the shutdown windows about as fast as outside them"
     WHOLE_RUN = "[sig-api-machinery] prober should record the whole run, to its stop"
 
 

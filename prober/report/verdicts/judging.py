@@ -5,7 +5,8 @@ The tests, in the order junit.xml lists them: stop routing and availability agai
 history (`verdicts`), the watches (`watch_verdicts`), the health-check budgets and the delay
 (`budget_verdicts`), the LB's resets (`reset_verdicts`), the 20 % rule (`age_verdicts`),
 the other edge of a restart (`early_verdicts`), the daemon's sampling of each window
-(`coverage_verdicts`), and the whole run recorded (`run_verdict`).
+(`coverage_verdicts`), slow but up (`latency_verdicts`), and the whole run recorded
+(`run_verdict`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from prober.report.verdicts.budget_verdicts import explain, judge_budgets
 from prober.report.verdicts.counts import counts
 from prober.report.verdicts.coverage_verdicts import judge_coverage
 from prober.report.verdicts.early_verdicts import edges_line, explain_restarts, judge_early
+from prober.report.verdicts.latency_verdicts import judge_latency
 from prober.report.verdicts.reset_verdicts import judge_resets
 from prober.report.verdicts.run_verdict import whole_run
 from prober.report.verdicts.verdicts import Status, Verdict, judge
@@ -60,6 +62,7 @@ def judge_run(
     verdicts += judge_ages(summary, promised, verdicts)
     verdicts += judge_early(summary)
     verdicts += judge_coverage(summary)
+    verdicts += judge_latency(summary)
     verdicts += whole_run(summary)
     summary["verdicts"] = [verdict_entry(v) for v in verdicts]
     summary["explained"] = [
