@@ -118,8 +118,8 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     doc = json.loads(text)
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
-        "retry_after", "connection_ages", "apiservers", "same_node", "restarts", "verdicts",
-        "explained", "counts",
+        "retry_after", "connection_ages", "apiservers", "same_node", "restarts", "patterns",
+        "verdicts", "explained", "counts",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.
@@ -183,6 +183,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "disruption_seconds",
         "felt_disruption_seconds",
         "intervals",
+        "pattern_seconds",
     ]
     assert list(doc["worst"][0]) == [
         "lb",
@@ -210,6 +211,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "felt",
         "early",
         "cause",
+        "pattern",
+        "pattern_evidence",
+        "pattern_confidence",
     ]
     # The types name exactly what is written: their v2 keys are NotRequired (a v1 summary
     # lacks them), so only this tells that the writer forgot none.

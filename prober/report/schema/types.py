@@ -82,6 +82,9 @@ class IntervalEntry(TypedDict):
     felt: NotRequired[bool]
     early: NotRequired[int]  # schema 3: its early failures (`core.instances`)
     cause: NotRequired[str]  # schema 3: `report.results.causes.Cause`
+    pattern: NotRequired[str]  # schema 3: `report.results.patterns.Pattern`
+    pattern_evidence: NotRequired[str]  # the facts that decided it
+    pattern_confidence: NotRequired[str]  # high, medium, low
 
 
 class RetryAfterEntry(TypedDict):
@@ -105,6 +108,7 @@ class StreamEntry(StreamFields):
     # client-go's retries got through (`core.perceived.Felt`); the raw figure is above
     felt_disruption_seconds: NotRequired[float]
     intervals: list[IntervalEntry]
+    pattern_seconds: NotRequired[dict[str, float]]  # schema 3: disruption seconds by pattern
 
 
 class SameNodeStreamEntry(StreamFields):
@@ -272,6 +276,7 @@ class SummaryDocument(TypedDict):
     same_node: NotRequired[SameNodeEntry]  # schema 2.5: the prober's own node, apart
     connection_ages: NotRequired[ConnectionAgesSection]  # schema 2.6 (`results.connection_ages`)
     restarts: NotRequired[RestartsSection]  # schema 2.7: the other edge (`report.results.restarts`)
+    patterns: NotRequired[dict[str, float]]  # schema 3: every stream's disruption s by pattern
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -1,0 +1,116 @@
+"""Every disruption interval of a summary labelled with its pattern (`results.patterns`).
+
+Writes, in summary.json (schema 3): on each interval `pattern`, `pattern_evidence` and
+`pattern_confidence`; on each stream `pattern_seconds` (its disruption seconds by pattern);
+and at the top `patterns` (every stream's disruption seconds by pattern). The facts come
+from the summary itself (windows, every stream's intervals and causes, the watches' blind
+spells), the heartbeat's records (its writes left unacknowledged: `heartbeat_stalls`) and,
+when `prober analyze` reads several daemons' logs, the other daemons' summaries
+(`peers_of`), put on this run's clock by the runs' start times.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from prober.core.models import StreamId, parse_rfc3339
+from prober.core.watch import STOPPED, Heartbeat
+from prober.report.results.causes import cause_of
+from prober.report.results.patterns import STALL_MIN, Case, Peer, Signals, Span, label
+from prober.report.schema.types import SummaryDocument
+
+
+def heartbeat_stalls(beats: Sequence[Heartbeat], end: float) -> list[tuple[float, float]]:
+    """When the heartbeat's writes went unacknowledged: a failed write stalls from its send to
+    the next acknowledged write's send (or `end`), a slow one (`STALL_MIN` or more) from its
+    send to its acknowledgement; overlapping stalls merged. Writes the daemon's stop cut are
+    no stall."""
+    spells: list[tuple[float, float]] = []
+    ordered = sorted((b for b in beats if b.detail != STOPPED), key=lambda b: b.t)
+    for n, beat in enumerate(ordered):
+        if beat.ack is None:
+            after = [b.t for b in ordered[n + 1 :] if b.ack is not None]
+            spells.append((beat.t, after[0] if after else end))
+        elif beat.ack - beat.t >= STALL_MIN:
+            spells.append((beat.t, beat.ack))
+    merged: list[tuple[float, float]] = []
+    for start, stop in spells:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return merged
+
+
+def spans_of(summary: SummaryDocument, offset: float = 0.0) -> list[Span]:
+    """Every request stream's intervals, moved by `offset` seconds (another run's clock)."""
+    return [
+        Span(
+            s["stream"],
+            s["lb"],
+            s["protocol"],
+            i["start_t"] + offset,
+            max(i["end_t"], i["start_t"]) + offset,
+            i["samples"],
+        )
+        for s in summary["streams"]
+        for i in s["intervals"]
+    ]
+
+
+def peers_of(summaries: Sequence[SummaryDocument], nodes: Sequence[str | None]) -> list[list[Peer]]:
+    """For each run, the other daemons' runs on its clock: those of another node (a daemon
+    restarted onto its own file is no peer of itself)."""
+    starts = [parse_rfc3339(s["started"]) if "started" in s else None for s in summaries]
+    out: list[list[Peer]] = []
+    for me, (summary, node) in enumerate(zip(summaries, nodes, strict=True)):
+        peers = []
+        for other, (theirs, their_node) in enumerate(zip(summaries, nodes, strict=True)):
+            mine, start = starts[me], starts[other]
+            if other == me or mine is None or start is None:
+                continue
+            if (their_node or theirs["run_id"]) == (node or summary["run_id"]):
+                continue
+            offset = start - mine
+            ended = theirs.get("ended")
+            end = ended["t"] if ended is not None else 0.0
+            lbs = frozenset(s["lb"] for s in theirs["streams"])
+            name = their_node or theirs["run_id"]
+            peers.append(Peer(name, offset, end + offset, lbs, spans_of(theirs, offset)))
+        out.append(peers)
+    return out
+
+
+def label_summary(
+    summary: SummaryDocument, beats: Sequence[Heartbeat], end: float, peers: Sequence[Peer] = ()
+) -> None:
+    """Label every interval of `summary` in place, and add up its seconds by pattern."""
+    watches = summary.get("watches", {})
+    blind: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for watch in watches.get("streams", []):
+        blind[watch["lb"]] += [(a, b) for a, b in watch["blind"]]
+    signals = Signals(
+        lbs=frozenset(s["lb"] for s in summary["streams"]),
+        protocols=frozenset(s["protocol"] for s in summary["streams"]),
+        spans=spans_of(summary),
+        stalls=heartbeat_stalls(beats, end),
+        blind=dict(blind),
+        peers=peers,
+    )
+    totals: dict[str, float] = defaultdict(float)
+    for stream in summary["streams"]:
+        lb = StreamId.parse(stream["stream"]).lb
+        seconds: dict[str, float] = defaultdict(float)
+        for interval in stream["intervals"]:
+            cause = cause_of(interval, lb, summary["windows"])
+            case = Case(interval, stream["stream"], stream["lb"], stream["protocol"], cause)
+            found = label(case, summary["windows"], signals)
+            interval["pattern"] = found.pattern.value
+            interval["pattern_evidence"] = found.evidence
+            interval["pattern_confidence"] = found.confidence.value
+            seconds[found.pattern.value] += interval["end_t"] - interval["start_t"]
+        stream["pattern_seconds"] = {k: round(v, 6) for k, v in sorted(seconds.items())}
+        for name, value in seconds.items():
+            totals[name] += value
+    summary["patterns"] = {k: round(v, 6) for k, v in sorted(totals.items())}
