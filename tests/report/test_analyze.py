@@ -307,7 +307,7 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
         "kube-api-http2-external-lb-reused-connections: 12 requests sent to a kube-apiserver "
         "that had stopped serving (cause stopped-server: connect_refused x12), apiserver "
         "apiserver-aaaa (node master-0), T0 at 29.99 s = 2026-11-30T10:00:29.990000Z "
-        "(report.html#window-1) (and 2 more)"
+        "(report.html#window-1); pattern lb-readiness (high confidence) x1 (and 2 more)"
     )
     failure_text = cases[ROUTING.format("external-lb", "http2", "reused")].result[0].text
     assert failure_text.count("had stopped serving") == 3

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prober.report.documents.age_tables import age_lines
+from prober.report.documents.pattern_table import pattern_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
 from prober.report.format.tables import bounded, fold, seconds, table
@@ -80,6 +81,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
                "before it stops", "disruption", "available"]  # fmt: skip
     lines += table(headers, rows)
     lines += [BOUND_NOTE, COLUMNS_NOTE]
+    lines += pattern_lines(s)
     lines += same_node_lines(s)
     resent: Counter[str] = Counter()
     for stream in s["streams"]:

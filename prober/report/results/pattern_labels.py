@@ -11,14 +11,14 @@ when `prober analyze` reads several daemons' logs, the other daemons' summaries
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from prober.core.models import StreamId, parse_rfc3339
 from prober.core.watch import STOPPED, Heartbeat
-from prober.report.results.causes import cause_of
+from prober.report.results.causes import Cause, cause_of
 from prober.report.results.patterns import STALL_MIN, Case, Peer, Signals, Span, label
-from prober.report.schema.types import SummaryDocument
+from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEntry
 
 
 def heartbeat_stalls(beats: Sequence[Heartbeat], end: float) -> list[tuple[float, float]]:
@@ -62,7 +62,7 @@ def spans_of(summary: SummaryDocument, offset: float = 0.0) -> list[Span]:
 def peers_of(summaries: Sequence[SummaryDocument], nodes: Sequence[str | None]) -> list[list[Peer]]:
     """For each run, the other daemons' runs on its clock: those of another node (a daemon
     restarted onto its own file is no peer of itself)."""
-    starts = [parse_rfc3339(s["started"]) if "started" in s else None for s in summaries]
+    starts = [_start(s) for s in summaries] if len(summaries) > 1 else [None] * len(summaries)
     out: list[list[Peer]] = []
     for me, (summary, node) in enumerate(zip(summaries, nodes, strict=True)):
         peers = []
@@ -80,6 +80,44 @@ def peers_of(summaries: Sequence[SummaryDocument], nodes: Sequence[str | None]) 
             peers.append(Peer(name, offset, end + offset, lbs, spans_of(theirs, offset)))
         out.append(peers)
     return out
+
+
+def pattern_words(interval: IntervalEntry) -> str:
+    """`; pattern P (C confidence): evidence` for a failure's text, or "" for an interval of a
+    summary written before patterns."""
+    pattern = interval.get("pattern")
+    if pattern is None:
+        return ""
+    confidence = interval.get("pattern_confidence")
+    return f"; pattern {pattern} ({confidence} confidence): {interval.get('pattern_evidence')}"
+
+
+def window_patterns(
+    summary: SummaryDocument, window: WindowEntry, stream: str, cause: Cause
+) -> str:
+    """`; pattern P xN (C)` for the stream's intervals of one cause that began inside the
+    window (as `verdicts.caused_in` counts their requests), or "" before patterns."""
+    found: Counter[str] = Counter()
+    lb = StreamId.parse(stream).lb
+    for entry in summary["streams"]:
+        if entry["stream"] != stream:
+            continue
+        for i in entry["intervals"]:
+            inside = window["t0_lo"] <= i["start_t"] <= window.get("end_t", float("inf"))
+            if inside and "pattern" in i and cause_of(i, lb, summary["windows"]) is cause:
+                found[f"{i['pattern']} ({i.get('pattern_confidence')} confidence)"] += 1
+    if not found:
+        return ""
+    return "; pattern " + ", ".join(f"{p} x{n}" for p, n in sorted(found.items()))
+
+
+def _start(summary: SummaryDocument) -> float | None:
+    """The run's start on the wall clock; None where it has none this can read (then it has
+    no peers: the judging stage names a damaged start itself)."""
+    try:
+        return parse_rfc3339(summary["started"]) if "started" in summary else None
+    except ValueError:
+        return None
 
 
 def label_summary(

@@ -163,15 +163,18 @@ def readiness_by_cause(
     if case.lb == LOCALHOST or case.cause not in (Cause.STOPPED_SERVER, Cause.LB_RESET):
         return None
     window = window_at(case.start, windows)
-    edge = window["t0_lo"] + window["delay"] if window is not None else case.start
-    if case.cause is Cause.LB_RESET and window is not None:
-        edge = window["t0_lo"]
-    where = f"{case.cause.value} in {window['host']}'s window" if window else case.cause.value
+    if window is None:  # a cause decided from windows has one; a summary's own may not
+        return Label(Pattern.LB_READINESS, f"cause {case.cause.value}", Confidence.MEDIUM)
+    # The edge the cause reads: the delay's earliest end for a stopped server, T0 for a reset.
+    stopped = case.cause is Cause.STOPPED_SERVER
+    edge = window["t0_lo"] + window["delay"] if stopped else window["t0_lo"]
     straddles = _straddles(case, edge)
-    confidence = Confidence.MEDIUM if straddles else Confidence.HIGH
-    evidence = f"{where}: {case.cause.words}" + (
-        ", start bound straddles the edge" if straddles else ""
+    evidence = (
+        f"cause {case.cause.value}, {case.start - window['t0']:.1f} s after "
+        f"{window['host']}'s T0 (delay {window['delay']:g} s)"
+        + ("; its start's bound straddles the edge" if straddles else "")
     )
+    confidence = Confidence.MEDIUM if straddles else Confidence.HIGH
     return Label(Pattern.LB_READINESS, evidence, confidence)
 
 
