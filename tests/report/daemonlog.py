@@ -23,6 +23,7 @@ from prober.core.models import (
     REQUEST,
     ApiserverNode,
     Interval,
+    LogRecord,
     RunEnd,
     RunRecord,
     Sample,
@@ -88,10 +89,13 @@ def write_daemon_log(
     rotate_bytes: int | None = None,
     clean_end: bool = True,
     placement: Placement | None = None,
+    others: Iterable[LogRecord] = (),
 ) -> LiveOutput:
     """Feed `samples` (in completion order) as the daemon does and write its event log;
     `nodes`: the apiservers' nodes the daemon knows; `placement`: a prober that knows its node
-    labels its samples (`core.samenode`); `clean_end` False: the daemon was killed."""
+    labels its samples (`core.samenode`); `clean_end` False: the daemon was killed; `others`:
+    records of another kind (a heartbeat's writes), each written to the log as the pipeline
+    passes it on, once the samples completed before it have been fed."""
     clock = FakeClock(0.0, parse_rfc3339(run.ts))  # run time 0 is the run record's ts
     writer = EventLogWriter(str(path), rotate_bytes or sys.maxsize, run, clock=clock)
     live = LiveOutput()
@@ -106,12 +110,17 @@ def write_daemon_log(
     for host, node in (nodes or {}).items():
         pipeline.feed(ApiserverNode(pipeline.now(), rfc3339(clock.wall()), host, node))
     next_summary = summary_every
+    pending = sorted(others, key=lambda r: float(getattr(r, "t", 0.0)))
     for sample in samples:
+        while pending and float(getattr(pending[0], "t", 0.0)) <= sample.end:
+            pipeline.out.event(pending.pop(0))
         clock.now = max(clock.now, sample.end)
         while clock.now >= next_summary:  # the summary task woke first
             pipeline.summary(next_summary)
             next_summary += summary_every
         pipeline.feed(sample)
+    for record in pending:
+        pipeline.out.event(record)
     if clean_end:
         clock.now = end_t if end_t is not None else clock.now + 0.5
         pipeline.close(pipeline.now())
