@@ -15,8 +15,10 @@ from prober.core.models import LB, REQUEST, Connection, ErrorClass, LogRecord, P
 from prober.core.watch import Heartbeat
 from prober.report.analyze import analyze_runs
 from prober.report.schema.types import SummaryDocument
+from prober.report.verdicts.verdicts import Status
 from tests.factories import sample
 from tests.report.daemonlog import START, LiveOutput, write_daemon_log
+from tests.report.history import history_thresholds
 
 STREAMS = [
     StreamId("kube-api", protocol, lb, Connection.NEW)
@@ -164,3 +166,16 @@ def test_a_lone_failure_with_another_lb_failing_is_unknown(tmp_path: Path) -> No
     [run] = labels(tmp_path / "e.jsonl")
     assert len(run) == 2
     assert all(found == [("unknown", "low")] for found in run.values()), run
+
+
+def test_the_junit_failure_names_each_intervals_pattern(tmp_path: Path) -> None:
+    """Availability fails on internal-lb (its history allows none): each interval's line in the
+    failure text says what it points at."""
+    write(tmp_path / "e.jsonl", between(40.0, 43.0, ErrorClass.CONNECT_REFUSED, LB.INTERNAL))
+    [analysis], _ = analyze_runs([tmp_path / "e.jsonl"], thresholds=history_thresholds(tmp_path))
+    failed = [v for v in analysis.verdicts if v.status is Status.FAILED]
+    assert {v.stream for v in failed} == {s.name for s in STREAMS if s.lb is LB.INTERNAL}
+    for verdict in failed:
+        [line] = verdict.details[1:]
+        assert line.endswith("; pattern one-lb (high confidence): internal-lb alone: "
+                             "external-lb, localhost answered"), line  # fmt: skip
