@@ -309,7 +309,10 @@ def _figure(
 
 def _marks(report: RunReport) -> dict[str, StreamMarks]:
     names = [s["stream"] for s in report.summary["streams"]]
-    return stream_marks(names, report.log.samples, report.replay.intervals)
+    marks = stream_marks(names, report.log.samples, report.replay.intervals)
+    for (stream, start), entry in patterns.by_interval(report.summary).items():
+        marks[stream].patterns[start] = patterns.title(entry)
+    return marks
 
 
 def _window_streams_table(replay: Replay) -> str:

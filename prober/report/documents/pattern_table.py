@@ -78,6 +78,13 @@ def cell(labelled: Mapping[Key, IntervalEntry], stream: str, start_t: float) -> 
     return f'<td title="{evidence}">{esc(entry["pattern"])} ({confidence})</td>'
 
 
+def title(entry: IntervalEntry) -> str:
+    """`: pattern P (C confidence)` for an interval's mark in the timeline, or ""."""
+    if "pattern" not in entry:
+        return ""
+    return f": pattern {entry['pattern']} ({entry.get('pattern_confidence')} confidence)"
+
+
 def pattern_seconds_table(summary: SummaryDocument) -> str:
     """Per LB, its streams' disruption seconds by pattern."""
     per_lb: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
