@@ -94,14 +94,25 @@ def signals(spans: list[Span], **more: Any) -> Signals:
             Pattern.CONTROL_PLANE,
             Confidence.HIGH,
         ),
-        # ... every LB at once with the watches blind but the heartbeat acknowledged
+        # ... every LB at once with the heartbeat stalled, the watches not blind
+        (
+            case(60.0, samples=5),
+            EVERYWHERE,
+            {"stalls": [(59.5, 64.0)]},
+            Pattern.CONTROL_PLANE,
+            Confidence.MEDIUM,
+        ),
+        # every LB at once with the watches blind but the heartbeat acknowledged: one crashed
+        # apiserver does that (lab `crash`), not the control plane; its shape decides
         (
             case(60.0, samples=5),
             EVERYWHERE,
             {"blind": {"internal-lb": [(60.5, 63.0)], "external-lb": [(60.5, 63.0)]}},
-            Pattern.CONTROL_PLANE,
-            Confidence.MEDIUM,
+            Pattern.NO_BACKEND,
+            Confidence.LOW,
         ),
+        # a single heartbeat write lost (1 s) is no stall
+        (case(60.0), [mine(60.0)], {"stalls": [(59.0, 60.0)]}, Pattern.ONE_LB, Confidence.HIGH),
         # an etcd pause: reads at resourceVersion=0 mostly answered, the heartbeat stalled
         (
             case(60.0),
