@@ -230,18 +230,24 @@ def test_inside_a_window_a_stall_alone_is_not_the_control_plane() -> None:
             ],
             [(1.0, 3.0)],
         ),
-        # a slow acknowledgement (etcd paused) overlapping a failed write: merged
+        # a slow acknowledgement (etcd held it), then two failed writes: merged
         (
             [
                 Heartbeat(1.0, 4.0, 3),
-                Heartbeat(2.0, None, None, "timeout"),
-                Heartbeat(5.0, 5.01, 4),
+                Heartbeat(4.0, None, None, "timeout"),
+                Heartbeat(5.0, None, None, "timeout"),
+                Heartbeat(6.0, 6.01, 4),
             ],
-            [(1.0, 5.0)],
+            [(1.0, 6.0)],
         ),
-        # the daemon's stop cut the last write: no stall; a failure at the end runs to the end
+        # the daemon's stop cut the last write: no stall; failures at the end run to the end
         ([Heartbeat(1.0, None, None, "stopped")], []),
-        ([Heartbeat(1.0, None, None, "timeout")], [(1.0, 9.0)]),
+        (
+            [Heartbeat(1.0, None, None, "timeout"), Heartbeat(2.0, None, None, "timeout")],
+            [(1.0, 9.0)],
+        ),
+        # one write timed out on a lost server, the next, through another LB, went through
+        ([Heartbeat(1.0, None, None, "timeout"), Heartbeat(6.0, 6.01, 2)], []),
     ],
 )
 def test_heartbeat_stalls_are_its_unacknowledged_writes(

@@ -22,20 +22,26 @@ from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEnt
 
 
 def heartbeat_stalls(beats: Sequence[Heartbeat], end: float) -> list[tuple[float, float]]:
-    """When the heartbeat's writes went unacknowledged: a failed write stalls from its send to
-    the next acknowledged write's send (or `end`), a slow one (`STALL_MIN` or more) from its
-    send to its acknowledgement; overlapping stalls merged. Writes the daemon's stop cut are
-    no stall."""
+    """When the heartbeat's writes went unacknowledged on every path: two failed writes or more
+    in a row (the writer turns to another LB after each failure, so every LB it tried failed),
+    from the first one's send to the next acknowledged write's send (or `end`); or one
+    acknowledged `STALL_MIN` or more after its send (the server held it: etcd). One failed
+    write is no stall: one LB sent it to a dead or lost server (the lab's crash and node-loss
+    scenarios). Overlapping stalls merged; writes the daemon's stop cut are none."""
     spells: list[tuple[float, float]] = []
     ordered = sorted((b for b in beats if b.detail != STOPPED), key=lambda b: b.t)
-    for n, beat in enumerate(ordered):
-        if beat.ack is None:
-            after = [b.t for b in ordered[n + 1 :] if b.ack is not None]
-            spells.append((beat.t, after[0] if after else end))
-        elif beat.ack - beat.t >= STALL_MIN:
+    failed: list[Heartbeat] = []
+    for beat in [*ordered, None]:
+        if beat is not None and beat.ack is None:
+            failed.append(beat)
+            continue
+        if len(failed) >= 2:
+            spells.append((failed[0].t, beat.t if beat is not None else end))
+        failed = []
+        if beat is not None and beat.ack is not None and beat.ack - beat.t >= STALL_MIN:
             spells.append((beat.t, beat.ack))
     merged: list[tuple[float, float]] = []
-    for start, stop in spells:
+    for start, stop in sorted(spells):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
         else:

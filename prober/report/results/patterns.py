@@ -16,7 +16,7 @@ more specific explanation goes first):
    backend, its own node's apiserver, stopped, by design).
 2. `one-node`: several daemons' logs were analyzed, others covered the interval on this LB
    and none of them failed then: the prober's own node (its network, its kubelet).
-3. `control-plane`: the heartbeat's writes went unacknowledged (`STALL_MIN`) while every LB
+3. `control-plane`: the heartbeat stalled (`pattern_labels.heartbeat_stalls`) while every LB
    and both protocols failed at once; or, outside every shutdown window, while this one
    failed alone: an etcd pause leaves reads at `resourceVersion=0` answered from the watch
    cache, so the heartbeat is what tells it, not how many LBs failed. The watches' blindness
@@ -51,8 +51,8 @@ CONSECUTIVE: Final = 3  # failures in a row that mean no backend served
 SCATTERED: Final = 3  # short intervals on one stream that mean one bad backend
 SHORT: Final = 2  # failures at most in one of those short intervals
 SCATTER_SPAN: Final = 30.0  # s within which they count as one scatter
-# s of unacknowledged heartbeat writes that count as a stall: two writes in a row at its
-# period of 1 s, so that one write lost to an LB routing to a dead server is none
+# s a heartbeat stall must last, and a write's acknowledgement be late, to count: two of its
+# 1 s periods
 STALL_MIN: Final = 2.0
 LOCALHOST: Final = "localhost"
 
