@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from prober.core.budgets import PLATFORMS
 from prober.core.watch import Heartbeat
 from prober.report.results.causes import Cause
-from prober.report.results.pattern_labels import heartbeat_stalls
+from prober.report.results.pattern_labels import heartbeat_stalls, label_summary
 from prober.report.results.patterns import (
     Case,
     Confidence,
@@ -19,6 +20,8 @@ from prober.report.results.patterns import (
     Span,
     label,
 )
+from prober.report.verdicts.reset_verdicts import judge_resets
+from prober.report.verdicts.verdicts import Status
 
 # T0 at 10 s (bound 9.9-10.1), a 20 s delay, closed at 40 s.
 WINDOW: Any = {"host": "h1", "node": "master-0", "t0": 10.0, "t0_lo": 9.9, "t0_hi": 10.1,
@@ -254,3 +257,34 @@ def test_heartbeat_stalls_are_its_unacknowledged_writes(
     beats: list[Heartbeat], stalls: list[tuple[float, float]]
 ) -> None:
     assert heartbeat_stalls(beats, end=9.0) == stalls
+
+
+def test_the_reset_tests_failure_lines_name_each_intervals_pattern() -> None:
+    """gcp's LBs keep flows, so a reset fails its test: each reset's own line of the failure
+    text says what its interval points at, the one-line message does not."""
+    stream = "kube-api-http2-external-lb-new-connections"
+    reset = {"start_t": 12.0, "end_t": 12.5, "error": "connection_reset", "samples": 2,
+             "start_ts": "", "end_ts": "", "detail": ""}  # fmt: skip
+    summary: Any = {
+        "platform": "gcp",
+        "started": "2026-12-06T00:00:00Z",
+        "windows": [WINDOW],
+        "streams": [
+            {
+                "stream": stream,
+                "lb": "external-lb",
+                "protocol": "http2",
+                "connection": "new",
+                "samples": 100,
+                "disruption_seconds": 0.5,
+                "intervals": [reset],
+            },
+        ],
+    }
+    label_summary(summary, [], end=60.0)
+    [verdict] = judge_resets(summary, PLATFORMS["gcp"])
+    assert verdict.status is Status.FAILED
+    assert "pattern" not in verdict.message
+    assert verdict.details[1].endswith(
+        "; pattern lb-readiness (high confidence): cause lb-reset, 2.0 s after h1's T0 (delay 20 s)"
+    ), verdict.details[1]
