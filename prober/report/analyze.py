@@ -27,7 +27,7 @@ from prober.common.exits import ExitCode
 from prober.core.budgets import PLATFORMS, Platform, with_settings
 from prober.core.models import LBSettings
 from prober.core.numbers import micro_floats
-from prober.core.watch import WATCH
+from prober.core.watch import WATCH, Heartbeat
 from prober.report.documents.html_run import RunReport, render_run_report
 from prober.report.documents.junit import write_junit
 from prober.report.documents.run_text import describe
@@ -35,6 +35,7 @@ from prober.report.history.thresholds import Thresholds
 from prober.report.replay.replay import Replay, replay
 from prober.report.replay.runs import ReadStats, RunLog, load_runs
 from prober.report.results.own_late import own_late_section
+from prober.report.results.pattern_labels import label_summary, peers_of
 from prober.report.results.rebalancing import rebalancing_section
 from prober.report.results.restarts import restarts_section
 from prober.report.results.samenode import add_same_node
@@ -67,6 +68,7 @@ def analyze_runs(
         _results(log, result, platform or log.run.platform, lb_settings)
         for log, result in zip(logs, replays, strict=True)
     ]
+    label_patterns(logs, replays, [summary for summary, *_ in results])
     history = load_history(thresholds)
     analyses = []
     for log, result, (summary, warnings, promised, watches) in zip(
@@ -103,6 +105,17 @@ def _results(
         summary["own_late"] = micro_floats(own)
     watches = watch_streams(result.others.get(WATCH, ()), result.end_t)
     return summary, [*result.warnings, *warnings], promised, watches
+
+
+def label_patterns(
+    logs: Sequence[RunLog], replays: Sequence[Replay], summaries: Sequence[SummaryDocument]
+) -> None:
+    """Every run's intervals labelled with a pattern (`results.patterns`), each run against
+    the other daemons' runs when several daemons' logs were read together."""
+    peers = peers_of(summaries, [log.run.node for log in logs])
+    for result, summary, theirs in zip(replays, summaries, peers, strict=True):
+        beats = [r for r in result.others.get(WATCH, ()) if isinstance(r, Heartbeat)]
+        label_summary(summary, beats, result.end_t, theirs)
 
 
 def _promised(platform: str, settings: LBSettings | None) -> Platform | None:

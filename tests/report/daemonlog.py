@@ -25,6 +25,7 @@ from prober.core.models import (
     REQUEST,
     ApiserverNode,
     Interval,
+    LogRecord,
     RunEnd,
     RunRecord,
     Sample,
@@ -98,13 +99,16 @@ def write_daemon_log(
     placement: Placement | None = None,
     schedule: float | None = None,
     skips: Iterable[tuple[float, StreamId, int]] = (),
+    others: Iterable[LogRecord] = (),
 ) -> LiveOutput:
     """Feed `samples` (in completion order) as the daemon does and write its event log;
     `nodes`: the apiservers' nodes the daemon knows; `placement`: a prober that knows its node
     labels its samples (`core.samenode`); `clean_end` False: the daemon was killed.
     `schedule`: every stream's mean gap, which makes the daemon count its completeness
     (`core.coverage`): then `skips` are ticks the scheduler skipped (`behind`), each at its
-    run time, and every sample is a tick's request (None: a daemon before coverage)."""
+    run time, and every sample is a tick's request (None: a daemon before coverage). `others`:
+    records of another kind (a heartbeat's writes), each written to the log as the pipeline
+    passes it on, once the samples completed before it have been fed."""
     clock = FakeClock(0.0, parse_rfc3339(run.ts))  # run time 0 is the run record's ts
     writer = EventLogWriter(str(path), rotate_bytes or sys.maxsize, run, clock=clock)
     live = LiveOutput()
@@ -130,7 +134,10 @@ def write_daemon_log(
     for host, node in (nodes or {}).items():
         pipeline.feed(ApiserverNode(pipeline.now(), rfc3339(clock.wall()), host, node))
     next_summary = summary_every
+    pending = sorted(others, key=lambda r: float(getattr(r, "t", 0.0)))
     for sample in samples:
+        while pending and float(getattr(pending[0], "t", 0.0)) <= sample.end:
+            pipeline.out.event(pending.pop(0))
         clock.now = max(clock.now, sample.end)
         while clock.now >= next_summary:  # the summary task woke first
             pipeline.summary(next_summary)
@@ -143,6 +150,8 @@ def write_daemon_log(
         ticks[sample.stream] += 1
         started[sample.stream] += 1
         pipeline.feed(sample)
+    for record in pending:
+        pipeline.out.event(record)
     if clean_end:
         clock.now = end_t if end_t is not None else clock.now + 0.5
         pipeline.close(pipeline.now())

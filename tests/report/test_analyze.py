@@ -119,7 +119,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
     assert list(doc) == [
         "v", "run_id", "started", "platform", "windows", "streams", "worst", "watches", "ended",
         "retry_after", "latency", "connection_ages", "coverage", "apiservers", "same_node",
-        "restarts", "rebalancing", "own_late", "verdicts", "explained", "counts",
+        "restarts", "rebalancing", "own_late", "patterns", "verdicts", "explained", "counts",
     ]  # fmt: skip
     assert doc["retry_after"] == {}  # no answer said Retry-After
     # A prober that knows no node: nothing of it is same-node.
@@ -184,6 +184,7 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "disruption_seconds",
         "felt_disruption_seconds",
         "intervals",
+        "pattern_seconds",
     ]
     assert list(doc["worst"][0]) == [
         "lb",
@@ -211,6 +212,9 @@ def test_json_output_is_the_designs_shape(rollout_log, tmp_path: Path) -> None:
         "felt",
         "early",
         "cause",
+        "pattern",
+        "pattern_evidence",
+        "pattern_confidence",
     ]
     # The types name exactly what is written: their v2 keys are NotRequired (a v1 summary
     # lacks them), so only this tells that the writer forgot none.
@@ -309,7 +313,7 @@ def test_junit_verdicts_against_history(rollout_log, tmp_path: Path, capsys) -> 
         "kube-api-http2-external-lb-reused-connections: 12 requests sent to a kube-apiserver "
         "that had stopped serving (cause stopped-server: connect_refused x12), apiserver "
         "apiserver-aaaa (node master-0), T0 at 29.99 s = 2026-11-30T10:00:29.990000Z "
-        "(report.html#window-1) (and 2 more)"
+        "(report.html#window-1); pattern lb-readiness (high confidence) x1 (and 2 more)"
     )
     failure_text = cases[ROUTING.format("external-lb", "http2", "reused")].result[0].text
     assert failure_text.count("had stopped serving") == 3

@@ -90,6 +90,9 @@ def disruption_interval(row: Row) -> Interval:
     # (absent for a summary before it was kept).
     if row.get("felt") is not None:
         annotations["client-felt"] = "true" if row["felt"] else "false"
+    if row.get("pattern") is not None:  # what it points at (`results.patterns`)
+        annotations["pattern"] = row["pattern"]
+        annotations["pattern-confidence"] = row["pattern_confidence"]
     # The client's words, where they say more than the error class.
     detail = f": {row['detail']}" if row["detail"] not in ("", row["error"]) else ""
     human = (
@@ -98,11 +101,22 @@ def disruption_interval(row: Row) -> Interval:
         f"{row['interval_samples']} failed requests"
         + ("; client-go's retries of every answer got through" if row.get("felt") is False else "")
         + ")"
+        + _pattern_words(row)
     )
     return interval(
         "Error", SOURCE_DISRUPTION, {"type": LOCATOR_DISRUPTION, "keys": keys},
         message(REASON_DISRUPTION_BEGAN, human, annotations), start=start, end=end,
     )  # fmt: skip
+
+
+def _pattern_words(row: Row) -> str:
+    """What the interval points at, for the person reading Sippy's chart: its pattern, how
+    sure, and the facts that decided (absent for a summary written before patterns)."""
+    if row.get("pattern") is None:
+        return ""
+    said = f"; pattern {row['pattern']} ({row['pattern_confidence']} confidence)"
+    evidence = row.get("pattern_evidence")
+    return said + (f": {evidence}" if evidence else "")
 
 
 def disruption_line(row: Row) -> str:

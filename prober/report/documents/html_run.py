@@ -7,11 +7,12 @@ onto each window, and every number behind the pictures in tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prober import __version__
 from prober.core.models import LB, Interval, WindowStream
+from prober.report.documents import pattern_table as patterns
 from prober.report.documents.age_tables import ages_html
 from prober.report.documents.capacity import READY, ROUTED, capacity_lanes
 from prober.report.documents.coverage_tables import coverage_html
@@ -38,7 +39,7 @@ from prober.report.replay.replay import Replay
 from prober.report.replay.runs import ReadStats, RunLog
 from prober.report.results.bounds import interval_bound
 from prober.report.results.watches import WatchStreams
-from prober.report.schema.types import SummaryDocument, WorstEntry
+from prober.report.schema.types import IntervalEntry, SummaryDocument, WorstEntry
 from prober.report.verdicts.counts import counts_text
 from prober.report.verdicts.identity import Case
 from prober.report.verdicts.run_verdict import abrupt_end
@@ -122,7 +123,8 @@ def render_run_report(report: RunReport) -> str:
         '<h2 id="latency">Answer times before, in and after the shutdown windows</h2>',
         latency_html(report.summary.get("latency")),
         '<h2 id="intervals">Disruption intervals</h2>',
-        _intervals_table(report.replay),
+        _intervals_table(report.replay, patterns.by_interval(report.summary)),
+        patterns.pattern_seconds_table(report.summary),
         '<h2 id="same-node">Same-node requests</h2>',
         same_node_table(report.summary),
         '<h2 id="tests">Every test junit.xml reports</h2>',
@@ -317,7 +319,10 @@ def _figure(
 
 def _marks(report: RunReport) -> dict[str, StreamMarks]:
     names = [s["stream"] for s in report.summary["streams"]]
-    return stream_marks(names, report.log.samples, report.replay.intervals)
+    marks = stream_marks(names, report.log.samples, report.replay.intervals)
+    for (stream, start), entry in patterns.by_interval(report.summary).items():
+        marks[stream].patterns[start] = patterns.title(entry)
+    return marks
 
 
 def _window_streams_table(replay: Replay) -> str:
@@ -359,7 +364,7 @@ def _bound_by(ws: WindowStream) -> str:
     return _BOUND_BY.get(ws.bound_by, ws.bound_by)
 
 
-def _intervals_table(replay: Replay) -> str:
+def _intervals_table(replay: Replay, labelled: Mapping[patterns.Key, IntervalEntry]) -> str:
     if not replay.intervals:
         return "<p>No request failed during the run.</p>"
     forgiven = {f.interval for f in replay.felt if f.forgiven}
@@ -374,14 +379,15 @@ def _intervals_table(replay: Replay) -> str:
         f'<td class="num">{i.end_t:.2f} s {bound(i.end_lo, i.end_hi)}</td>'
         f'<td class="num">{_length(i)}</td><td class="num">{i.samples}</td>'
         f"<td>{'no: retried through' if i in forgiven else 'yes'}</td>"
-        f"<td>{esc(i.detail)}</td></tr>"
+        f"<td>{esc(i.detail)}</td>{patterns.cell(labelled, i.stream, i.start_t)}"
+        "</tr>"
         for i in sorted(replay.intervals, key=lambda i: (i.start_t, i.stream))
     ]
     head = (
         "<tr><th>stream</th><th>error</th><th>from [where it truly began]</th>"
         "<th>to [where it truly ended]</th><th>length [bound]</th>"
         "<th>failed requests</th><th>felt by a client (client-go's retries)</th>"
-        "<th>detail</th></tr>"
+        "<th>detail</th><th>pattern (confidence)</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
 

@@ -11,6 +11,7 @@ from prober.report.documents.age_tables import age_lines
 from prober.report.documents.coverage_tables import coverage_lines
 from prober.report.documents.latency_table import latency_lines
 from prober.report.documents.own_late_table import own_late_lines
+from prober.report.documents.pattern_table import pattern_lines
 from prober.report.documents.rebalance_table import rebalance_lines
 from prober.report.documents.restart_table import restart_lines
 from prober.report.documents.samenode_tables import same_node_lines
@@ -85,6 +86,7 @@ def describe(analysis: RunAnalysis) -> list[str]:
                "before it stops", "disruption", "available"]  # fmt: skip
     lines += table(headers, rows)
     lines += [BOUND_NOTE, COLUMNS_NOTE]
+    lines += pattern_lines(s)
     lines += same_node_lines(s)
     resent: Counter[str] = Counter()
     for stream in s["streams"]:

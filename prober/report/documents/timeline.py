@@ -51,6 +51,8 @@ class StreamMarks:
     late: list[float] = field(default_factory=list)
     failures: list[float] = field(default_factory=list)
     intervals: list[Interval] = field(default_factory=list)
+    # Each interval's pattern in words, by its start (`documents.pattern_table.interval_key`).
+    patterns: dict[float, str] = field(default_factory=dict)
 
 
 def stream_marks(
@@ -209,7 +211,7 @@ def _row(
 ) -> str:
     parts = [f'<line class="row" x1="{scale.start}" x2="{scale.end}" y1="{y}" y2="{y}"/>']
     for i in marks.intervals:
-        parts.append(_interval(i, scale, y))
+        parts.append(_interval(i, scale, y, marks.patterns.get(round(i.start_t, 6), "")))
     late = "".join(f"M{x} {y - 12}V{y - 3}" for x in _columns(marks.late, scale))
     if late:
         parts.append(f'<path d="{late}" stroke="{LATE}" stroke-width="1.5"/>')
@@ -251,7 +253,7 @@ def _band(
     )
 
 
-def _interval(i: Interval, scale: Scale, y: float) -> str:
+def _interval(i: Interval, scale: Scale, y: float, pattern: str = "") -> str:
     """A disruption bar, over bands where its start and its end truly lie."""
     first = i.start_t if i.start_lo is None else i.start_lo
     last = i.end_t if i.end_hi is None else i.end_hi
@@ -280,7 +282,7 @@ def _interval(i: Interval, scale: Scale, y: float) -> str:
             f'<rect class="disruption" x="{x0:.1f}" y="{y - 3}" '
             f'width="{width:.1f}" height="6" fill="{FAILURE}" fill-opacity="0.85">'
             f"<title>disruption {esc(i.error)} from {i.start_t:.2f} s to {i.end_t:.2f} s "
-            f"({i.seconds:.2f} s, {i.samples} failed requests)</title></rect>"
+            f"({i.seconds:.2f} s, {i.samples} failed requests){esc(pattern)}</title></rect>"
         )
     # Grouped, so that each mark is read with its bands (`inbounds_html`).
     return _group("disruption-interval", parts)

@@ -178,6 +178,8 @@ def _interval_fields(path: Path, entry: object, where: str) -> Row:
     row["detail"] = _get(path, entry, "detail", where, str)
     row["interval_samples"] = _get(path, entry, "samples", where, int)
     row["felt"] = _get(path, entry, "felt", where, bool, optional=True)
+    for name in ("pattern", "pattern_confidence", "pattern_evidence"):  # `results.patterns`
+        row[name] = _get(path, entry, name, where, str, optional=True)
     return row
 
 

@@ -115,6 +115,7 @@ def build_summary(log: RunLog, result: Replay, platform: str) -> tuple[SummaryDo
             "intervals": [
                 interval_entry(i, i not in forgiven) for i in result.intervals if i.stream == s.name
             ],
+            "pattern_seconds": {},  # filled once every run is known (`results.pattern_labels`)
         }
         for s in streams
     ]

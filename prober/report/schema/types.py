@@ -82,6 +82,9 @@ class IntervalEntry(TypedDict):
     felt: NotRequired[bool]
     early: NotRequired[int]  # schema 3: its early failures (`core.instances`)
     cause: NotRequired[str]  # schema 3: `report.results.causes.Cause`
+    pattern: NotRequired[str]  # schema 3: `report.results.patterns.Pattern`
+    pattern_evidence: NotRequired[str]  # the facts that decided it
+    pattern_confidence: NotRequired[str]  # high, medium, low
 
 
 class RetryAfterEntry(TypedDict):
@@ -105,6 +108,7 @@ class StreamEntry(StreamFields):
     # client-go's retries got through (`core.perceived.Felt`); the raw figure is above
     felt_disruption_seconds: NotRequired[float]
     intervals: list[IntervalEntry]
+    pattern_seconds: NotRequired[dict[str, float]]  # schema 3: disruption seconds by pattern
 
 
 class SameNodeStreamEntry(StreamFields):
@@ -388,6 +392,7 @@ class SummaryDocument(TypedDict):
     rebalancing: NotRequired[RebalancingSection]  # schema 2.8 (`report.results.rebalancing`)
     own_late: NotRequired[OwnLateSection]  # schema 2.8 (`report.results.own_late`)
     latency: NotRequired[Any]  # schema 3.1: answer times by run phase (`results.latency`)
+    patterns: NotRequired[dict[str, float]]  # schema 3: every stream's disruption s by pattern
 
 
 # thresholds.json (`thresholds.to_document`); read back by `thresholds.load_thresholds`

@@ -19,6 +19,7 @@ from prober.core.budgets import Flows, Platform
 from prober.core.models import LB
 from prober.report.format.anchors import utc
 from prober.report.results.causes import Cause, cause_of, detecting, serving_window
+from prober.report.results.pattern_labels import pattern_words
 from prober.report.schema.keys import entry_key
 from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEntry
 from prober.report.verdicts.identity import Case, CaseId
@@ -43,7 +44,9 @@ class Reset:
     interval: IntervalEntry
     window: WindowEntry
 
-    def text(self, started: str | None) -> str:
+    def text(self, started: str | None, pattern: bool = False) -> str:
+        """`pattern`: with what the interval points at (`results.patterns`), for its own line
+        of the failure text; the one-line message goes without."""
         i, w = self.interval, self.window
         when = utc(started, i["start_t"])
         after = i["start_t"] - w["t0"]
@@ -51,6 +54,7 @@ class Reset:
             f"{self.stream}: {plural(i['samples'], 'request')} reset at {i['start_t']:.2f} s"
             + (f" = {when}" if when else "")
             + f", {after:.2f} s after apiserver {w['host']}'s /readyz went false"
+            + (pattern_words(i) if pattern else "")
         )
 
 
@@ -115,5 +119,5 @@ def _verdict(summary: SummaryDocument, lb: LB, profile: Platform | None) -> Verd
             )
         else:
             status, message = Status.BY_DESIGN, f"by design: {what}, {prediction}; {first}"
-    details = (message, *(r.text(started) for r in resets))
+    details = (message, *(r.text(started, pattern=True) for r in resets))
     return Verdict(case, None, status, message, details, float(count), 0.0, LB_RESET)

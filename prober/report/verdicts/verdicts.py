@@ -27,6 +27,7 @@ from prober.report.format.tables import bound
 from prober.report.history.thresholds import Lookup, Thresholds
 from prober.report.results.bounds import disruption_bound
 from prober.report.results.causes import Cause, Owner, cause_of, owner
+from prober.report.results.pattern_labels import pattern_words, window_patterns
 from prober.report.schema.keys import Key, entry_key
 from prober.report.schema.types import (
     IntervalEntry,
@@ -154,7 +155,10 @@ def _routing(summary: SummaryDocument, key: Key, history: Lookup) -> Verdict:
             stopped = caused_in(summary, window, ws["stream"], Cause.STOPPED_SERVER)
             if stopped:
                 stopped_any = True
-                failed.append(_failed_text(summary, number, ws, stopped))
+                failed.append(
+                    _failed_text(summary, number, ws, stopped)
+                    + window_patterns(summary, window, ws["stream"], Cause.STOPPED_SERVER)
+                )
             retried_through += caused_in(summary, window, ws["stream"], Cause.RETRY_AFTER).total()
             reaction = ws["reaction"]
             if reaction is not None and (worst is None or reaction > worst[0]):
@@ -353,4 +357,5 @@ def _interval_text(i: IntervalEntry, stream: str, number: int) -> str:
     facts.append(f"{i['samples']} failed requests")
     facts.append(f"{i['start_ts']} to {i['end_ts']}")
     facts.append(link(interval_anchor(stream, number)))
-    return f"{i['error']} from {start} to {end} ({', '.join(facts)}): {i['detail']}"
+    text = f"{i['error']} from {start} to {end} ({', '.join(facts)}): {i['detail']}"
+    return text + pattern_words(i)
