@@ -95,7 +95,8 @@ def test_same_node_results_stay_out_of_the_internal_lbs_verdicts(hairpin: LabRes
             assert (worst["reaction"], worst["disruption_seconds"]) == (None, 0)
     internal = [v for v in node.analysis.verdicts if v.key and v.key[0] is LB.INTERNAL]
     assert internal
-    assert {v.status for v in internal} == {Status.SKIPPED}
+    judged = [f"{v.name}: {v.status}" for v in internal if v.status is not Status.SKIPPED]
+    assert judged == []
     assert all("(a hairpin)" in v.message for v in internal)
 
 

@@ -8,8 +8,10 @@ the reaction's bound, which is computed from the same gaps and so would only wid
 The failure names the gap's length, the window (apiserver, T0) and its place in run time and
 wall time, so a reader can find the pause, the blocked writer or the starved loop in the
 daemon's own logs. It passes with the worst gap and the share of ticks taken, and is skipped
-for a stream that met no shutdown window. A log written before the daemon counted its ticks
-has no such test (as the whole-run test, `run_verdict`): it could never pass there.
+for a stream that met no shutdown window, and for one whose every answer came from the
+prober's own node (a hairpin: it measured no LB, so its gaps bound nothing of one). A log
+written before the daemon counted its ticks has no such test (as the whole-run test,
+`run_verdict`): it could never pass there.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from prober.report.schema.types import (
     SummaryDocument,
 )
 from prober.report.verdicts.identity import Case, CaseId
-from prober.report.verdicts.verdicts import Status, Verdict
+from prober.report.verdicts.verdicts import Status, Verdict, same_node_only
 
 Seen = tuple[CoverageWindowEntry, CoverageStreamEntry]
 
@@ -41,7 +43,11 @@ def judge_coverage(summary: SummaryDocument) -> list[Verdict]:
     for stream in summary["streams"]:
         key = entry_key(stream)
         target = StreamId.parse(stream["stream"]).target if per_key[key] > 1 else None
-        verdicts.append(_verdict(stream, key, target, section))
+        verdict = _verdict(stream, key, target, section)
+        hairpin = same_node_only(summary, key)
+        if hairpin is not None:  # its windows' samples measured no LB: nothing to bound
+            verdict = Verdict(verdict.id, verdict.stream, Status.SKIPPED, hairpin)
+        verdicts.append(verdict)
     return verdicts
 
 
