@@ -26,12 +26,12 @@ interval: the summary keeps those apart (`report.results.samenode`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 
 from prober.core.budgets import LBProfile
-from prober.core.models import LB, ErrorClass
-from prober.report.schema.types import IntervalEntry, WindowEntry
+from prober.core.models import LB, ErrorClass, StreamId
+from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEntry
 
 
 class Cause(StrEnum):
@@ -108,6 +108,21 @@ def cause_of(interval: IntervalEntry, lb: LB, windows: Sequence[WindowEntry]) ->
     """The interval's written cause, or one decided now for a summary written before causes."""
     written = interval.get("cause")
     return Cause(written) if written is not None else decide(interval, lb, windows)
+
+
+def caused_in(
+    summary: SummaryDocument, window: WindowEntry, stream: str, cause: Cause
+) -> Iterator[IntervalEntry]:
+    """The stream's intervals of one cause that began inside the window: from T0's lower
+    bound to its close (to the run's end in a summary without it)."""
+    lb = StreamId.parse(stream).lb
+    for entry in summary["streams"]:
+        if entry["stream"] != stream:
+            continue
+        for i in entry["intervals"]:
+            inside = window["t0_lo"] <= i["start_t"] <= window.get("end_t", float("inf"))
+            if inside and cause_of(i, lb, summary["windows"]) is cause:
+                yield i
 
 
 def window_at(t: float, windows: Sequence[WindowEntry]) -> WindowEntry | None:

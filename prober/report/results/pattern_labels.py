@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from prober.core.models import StreamId, parse_rfc3339
 from prober.core.watch import STOPPED, Heartbeat
-from prober.report.results.causes import Cause, cause_of
+from prober.report.results.causes import Cause, cause_of, caused_in
 from prober.report.results.patterns import STALL_MIN, Case, Peer, Signals, Span, label
 from prober.report.schema.types import IntervalEntry, SummaryDocument, WindowEntry
 
@@ -102,16 +102,12 @@ def window_patterns(
     summary: SummaryDocument, window: WindowEntry, stream: str, cause: Cause
 ) -> str:
     """`; pattern P xN (C)` for the stream's intervals of one cause that began inside the
-    window (as `verdicts.caused_in` counts their requests), or "" before patterns."""
-    found: Counter[str] = Counter()
-    lb = StreamId.parse(stream).lb
-    for entry in summary["streams"]:
-        if entry["stream"] != stream:
-            continue
-        for i in entry["intervals"]:
-            inside = window["t0_lo"] <= i["start_t"] <= window.get("end_t", float("inf"))
-            if inside and "pattern" in i and cause_of(i, lb, summary["windows"]) is cause:
-                found[f"{i['pattern']} ({i.get('pattern_confidence')} confidence)"] += 1
+    window (`causes.caused_in`), or "" before patterns."""
+    found: Counter[str] = Counter(
+        f"{i['pattern']} ({i.get('pattern_confidence')} confidence)"
+        for i in caused_in(summary, window, stream, cause)
+        if "pattern" in i
+    )
     if not found:
         return ""
     return "; pattern " + ", ".join(f"{p} x{n}" for p, n in sorted(found.items()))

@@ -25,6 +25,7 @@ from prober.core.models import LB, StreamId
 from prober.report.format.anchors import interval_anchor, link, utc, window_anchor
 from prober.report.format.tables import bound
 from prober.report.history.thresholds import Lookup, Thresholds
+from prober.report.results import causes
 from prober.report.results.bounds import disruption_bound
 from prober.report.results.causes import Cause, Owner, cause_of, owner
 from prober.report.results.pattern_labels import pattern_words, window_patterns
@@ -198,17 +199,10 @@ def caused_in(
     summary: SummaryDocument, window: WindowEntry, stream: str, cause: Cause
 ) -> Counter[str]:
     """The stream's failed requests of one cause, by class, in the intervals that began
-    inside the window: from T0's lower bound to its close (to the run's end in a summary
-    without it)."""
+    inside the window (`causes.caused_in`)."""
     failed: Counter[str] = Counter()
-    lb = StreamId.parse(stream).lb
-    for entry in summary["streams"]:
-        if entry["stream"] != stream:
-            continue
-        for i in entry["intervals"]:
-            inside = window["t0_lo"] <= i["start_t"] <= window.get("end_t", float("inf"))
-            if inside and cause_of(i, lb, summary["windows"]) is cause:
-                failed[i["error"]] += i["samples"]
+    for i in causes.caused_in(summary, window, stream, cause):
+        failed[i["error"]] += i["samples"]
     return failed
 
 
