@@ -235,33 +235,23 @@ class Api:
         query: Mapping[str, str],
         match: Match,
     ) -> ApiAnswer:
-        if name is not None:
-            by_name, match = match, lambda o: o["metadata"].get("name") == name and by_name(o)
+        match = _named(match, name)
         version = query.get("resourceVersion", "")
         if version not in ("", "0") and not version.isdigit():
             raise BadRequest(f"invalid resourceVersion: {version!r}")
         since = int(version) if version not in ("", "0") else None
-        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
+        bookmarks = _true(query.get("allowWatchBookmarks", ""))
         prefix = kind.prefix(namespace)
 
         def start(sink: WatchSink) -> Callable[[], None]:
-            watcher = Watcher(
-                prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("relisted")
-            )
+            watcher = _watcher(prefix, match, sink)
             try:
                 self.cache.watch(watcher, since)
             except Gone as gone:
                 sink.write(_error_event(410, "Expired", str(gone)))
                 sink.finish("gone")
                 return lambda: None
-            timer = self._bookmarks(kind, sink) if bookmarks else None
-
-            def stop() -> None:
-                self.cache.stop(watcher)
-                if timer is not None:
-                    timer.cancel()
-
-            return stop
+            return self._stopper(watcher, self._bookmarks(kind, sink) if bookmarks else None)
 
         return ApiAnswer(200, b"", start)
 
@@ -284,14 +274,10 @@ class Api:
             if not await self.cache.fresh(wanted, FRESH_WITHIN):
                 return _status(504, "Timeout", f"Too large resource version: {wanted}, "
                                f"current: {self.cache.revision}")  # fmt: skip
-        if name is not None:
-            by_name, match = match, lambda o: o["metadata"].get("name") == name and by_name(o)
-        prefix = kind.prefix(namespace)
+        match, prefix = _named(match, name), kind.prefix(namespace)
 
         def start(sink: WatchSink) -> Callable[[], None]:
-            watcher = Watcher(
-                prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("relisted")
-            )
+            watcher = _watcher(prefix, match, sink)
             self.cache.watch(watcher, None)  # the state, as ADDED events
             initial, revision = watcher.sent, self.cache.revision
             if not self.withhold_end:
@@ -299,15 +285,19 @@ class Api:
                 marker["metadata"]["annotations"] = {END_MARKER: "true"}
                 sink.write(CacheEvent("BOOKMARK", b"", marker, 0).line())
             self._on_initial_events(sink, initial, revision, self.withhold_end)
-            timer = self._bookmarks(kind, sink)
-
-            def stop() -> None:
-                self.cache.stop(watcher)
-                timer.cancel()
-
-            return stop
+            return self._stopper(watcher, self._bookmarks(kind, sink))
 
         return ApiAnswer(200, b"", start)
+
+    def _stopper(self, watcher: Watcher, timer: _Cancel | None) -> Callable[[], None]:
+        """What ends a watch the cache serves: its watcher gone, its bookmarks stopped."""
+
+        def stop() -> None:
+            self.cache.stop(watcher)
+            if timer is not None:
+                timer.cancel()
+
+        return stop
 
     def _bookmarks(self, kind: Kind, sink: WatchSink) -> _Cancel:
         """kube-apiserver sends a watcher a BOOKMARK about once a minute."""
@@ -340,6 +330,18 @@ def _bookmark(kind: Kind, revision: int) -> dict[str, Any]:
         "metadata": {"resourceVersion": str(revision), "creationTimestamp": None},
         "spec": {},
     }
+
+
+def _named(match: Match, name: str | None) -> Match:
+    """`match`, narrowed to the object called `name` when the path names one."""
+    if name is None:
+        return match
+    return lambda o: o["metadata"].get("name") == name and match(o)
+
+
+def _watcher(prefix: bytes, match: Match, sink: WatchSink) -> Watcher:
+    """A cache watcher writing its events to the open response; a relist ends it."""
+    return Watcher(prefix, match, lambda e: sink.write(e.line()), lambda: sink.finish("relisted"))
 
 
 def _true(value: str) -> bool:
