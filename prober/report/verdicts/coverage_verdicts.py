@@ -28,7 +28,7 @@ from prober.report.schema.types import (
     SummaryDocument,
 )
 from prober.report.verdicts.identity import Case, CaseId
-from prober.report.verdicts.verdicts import Status, Verdict, same_node_only
+from prober.report.verdicts.verdicts import Status, Verdict, unless_same_node
 
 Seen = tuple[CoverageWindowEntry, CoverageStreamEntry]
 
@@ -43,11 +43,8 @@ def judge_coverage(summary: SummaryDocument) -> list[Verdict]:
     for stream in summary["streams"]:
         key = entry_key(stream)
         target = StreamId.parse(stream["stream"]).target if per_key[key] > 1 else None
-        verdict = _verdict(stream, key, target, section)
-        hairpin = same_node_only(summary, key)
-        if hairpin is not None:  # its windows' samples measured no LB: nothing to bound
-            verdict = Verdict(verdict.id, verdict.stream, Status.SKIPPED, hairpin)
-        verdicts.append(verdict)
+        # a hairpin's windows measured no LB: its gaps bound nothing of one
+        verdicts.append(unless_same_node(summary, key, _verdict(stream, key, target, section)))
     return verdicts
 
 

@@ -6,7 +6,7 @@ stream's in-window p99 answer time passed `SLOW_MULTIPLE` times its quiet p99 an
 an LB that kept answering, slowly, through the rollout, which no availability test sees. It is
 skipped where the run had too few answers to compare (`MIN_QUIET`, `MIN_IN_WINDOW`): a run
 with no shutdown window has none inside one; and, as every LB test, where every request of the
-stream reached the prober's own node (`verdicts.same_node_only`).
+stream reached the prober's own node (`verdicts.unless_same_node`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from prober.core.models import StreamId
 from prober.report.results.latency import LatencySection, LatencyStreamEntry
 from prober.report.schema.types import SummaryDocument
 from prober.report.verdicts.identity import Case, CaseId
-from prober.report.verdicts.verdicts import Status, Verdict, same_node_only
+from prober.report.verdicts.verdicts import Status, Verdict, unless_same_node
 
 
 def judge_latency(summary: SummaryDocument) -> list[Verdict]:
@@ -26,11 +26,9 @@ def judge_latency(summary: SummaryDocument) -> list[Verdict]:
         return []
     verdicts = []
     for entry in section["streams"]:
-        verdict = _verdict(entry)
-        hairpin = same_node_only(summary, StreamId.parse(entry["stream"]).key)
-        if hairpin is not None:  # every answer was the prober's own node's: none timed the LB
-            verdict = Verdict(verdict.id, verdict.stream, Status.SKIPPED, hairpin)
-        verdicts.append(verdict)
+        # a hairpin's answers, all from the prober's own node, timed no LB
+        key = StreamId.parse(entry["stream"]).key
+        verdicts.append(unless_same_node(summary, key, _verdict(entry)))
     return verdicts
 
 

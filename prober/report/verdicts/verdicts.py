@@ -89,7 +89,7 @@ def judge(
 
     keys = [entry_key(w) for w in summary["worst"]]
     verdicts = [
-        _unless_same_node(summary, key, _routing(summary, key, lookup(key, "reaction")))
+        unless_same_node(summary, key, _routing(summary, key, lookup(key, "reaction")))
         for key in keys
     ]
     per_key = Counter(entry_key(s) for s in summary["streams"])
@@ -102,11 +102,11 @@ def judge(
             stream, key, target, history, windows=summary["windows"],
             retried=told.get(stream["stream"]),
         )  # fmt: skip
-        verdicts.append(_unless_same_node(summary, key, verdict))
+        verdicts.append(unless_same_node(summary, key, verdict))
     return verdicts
 
 
-def _unless_same_node(summary: SummaryDocument, key: Key, verdict: Verdict) -> Verdict:
+def unless_same_node(summary: SummaryDocument, key: Key, verdict: Verdict) -> Verdict:
     """Skipped where every request of its key reached the prober's own node: nothing of the
     LB was measured (`report.results.samenode`)."""
     reason = same_node_only(summary, key)
